@@ -1,0 +1,27 @@
+# serverbench: `make bench` runs the default matrix, `make test` the tests.
+# Both install what is missing first (scripts/install, idempotent).
+VENV := .venv
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: install bench test lint report clean
+
+install:
+	scripts/install
+
+bench: install
+	snakemake --cores 4
+
+test: install
+	python -m pytest -ra
+
+lint: install
+	ruff check workflow tests benchmarks
+	ruff format --check workflow tests benchmarks
+	snakefmt --check Snakefile workflow/rules
+	snakemake --lint
+
+report: install
+	snakemake --report report.zip
+
+clean:
+	rm -rf results report.zip .snakemake

@@ -1,0 +1,24 @@
+# serverbench: every (server, profile, load tool, concurrency, repeat) is one
+# job; results merge into tidy tables and charts. See README.md.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/bench.smk"
+include: "workflow/rules/collect.smk"
+include: "workflow/rules/charts.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        f"{RESULTS}/runs.csv",
+        f"{RESULTS}/summary.csv",
+        f"{RESULTS}/environment.json",
+        f"{RESULTS}/index.html",
+        *CHART_FILES,

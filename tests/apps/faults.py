@@ -1,0 +1,22 @@
+"""WSGI apps that misbehave on purpose, for parser and fault tests."""
+
+import time
+
+
+def server_error(environ, start_response):
+    body = b"Internal Server Error"
+    start_response("500 Internal Server Error", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def slow(environ, start_response):
+    time.sleep(2)
+    body = b"Hello World!"
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def wrong_body(environ, start_response):
+    body = b"Goodbye World!"
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]

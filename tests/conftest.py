@@ -1,0 +1,55 @@
+"""Shared fixtures. Tests use real servers and tools; a test whose program is
+missing skips and names it."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from serverbench import REPO_ROOT
+from serverbench import config as cfg
+
+RAW = Path(__file__).parent / "data" / "raw"
+
+
+def require(*programs: str) -> None:
+    """Skip the calling test unless every program is on PATH."""
+    bindir = str(Path(sys.executable).parent)
+    missing = [p for p in programs if shutil.which(p, path=f"{bindir}:/usr/local/bin:/usr/bin:/bin") is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} on PATH (install with scripts/install)")
+
+
+@pytest.fixture
+def base_config() -> dict:
+    """The shipped config.yaml, validated, with a short default profile."""
+    config = cfg.load(REPO_ROOT / "config.yaml")
+    profile = config["profiles"]["default"]
+    # TIME_WAIT draining is tested on its own; here it would only make tests wait.
+    profile.update(
+        duration=1, warmup=0.5, repeats=1, concurrency=[10], ready_timeout=15, stop_grace=3, time_wait_max=10**6
+    )
+    return config
+
+
+def server_processes() -> set[int]:
+    """PIDs of processes whose command line mentions a serverbench app."""
+    found = set()
+    markers = (str(REPO_ROOT / "apps"), str(REPO_ROOT / "tests" / "apps"))
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(process.info["cmdline"] or [])
+        if any(m in cmdline for m in markers) and "pytest" not in cmdline:
+            found.add(process.pid)
+    return found
+
+
+@pytest.fixture
+def no_leftovers():
+    """Fails the test if it leaves a server process behind."""
+    before = server_processes()
+    yield
+    left = server_processes() - before
+    assert not left, f"processes left running: {[psutil.Process(p).cmdline() for p in left if psutil.pid_exists(p)]}"

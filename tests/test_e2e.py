@@ -1,0 +1,119 @@
+"""The real workflow on a tiny matrix, through the snakemake CLI (which loads
+the workflow profile): every output exists, jobs never overlapped, nothing
+is left running."""
+
+import itertools
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from conftest import require, server_processes
+from serverbench import REPO_ROOT
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    require("gunicorn", "starman", "wrk")
+    results = tmp_path_factory.mktemp("e2e") / "results"
+    before = server_processes()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--cores",
+            "4",
+            "--config",
+            "servers=[gunicorn, starman]",
+            "tools=[wrk]",
+            "concurrency=[10]",
+            "repeats=2",
+            "duration=1",
+            f"results={results}",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return results, done, server_processes() - before
+
+
+def test_every_output_exists(tiny_run):
+    results, _, _ = tiny_run
+    for name in ("runs.csv", "summary.csv", "index.html", "environment.json", "charts/rps.html", "charts/rps.png"):
+        assert (results / name).stat().st_size > 0, name
+    cells = sorted((results / "cells").rglob("r*.json"))
+    assert len(cells) == 4
+    for path in cells:
+        record = json.loads(path.read_text())
+        assert record["status"] == "ok", record["reason"]
+        assert (path.parent / f"{path.stem}.load.txt").read_text().strip()
+        assert (path.parent / f"{path.stem}.server.log").exists()
+
+
+def test_tables(tiny_run):
+    results, _, _ = tiny_run
+    runs = pd.read_csv(results / "runs.csv")
+    summary = pd.read_csv(results / "summary.csv")
+    assert len(runs) == 4 and set(runs["status"]) == {"ok"}
+    assert sorted(summary["server"]) == ["gunicorn", "starman"]
+    assert set(summary["language"]) == {"python", "perl"}
+    for _, row in summary.iterrows():
+        assert row["repeats_ok"] == 2
+        assert row["rps_min"] <= row["rps_trimmed_mean"] <= row["rps_max"]
+
+
+def test_chart_is_self_contained_and_index_links_it(tiny_run):
+    results, _, _ = tiny_run
+    html = (results / "charts" / "rps.html").read_text()
+    assert "vega-lite" in html.lower()
+    assert "cdn.jsdelivr" not in html and "<script src=" not in html
+    assert (results / "charts" / "rps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    index = (results / "index.html").read_text()
+    assert "charts/rps.html" in index and "gunicorn" in index and "starman" in index
+
+
+def test_bench_jobs_never_overlap(tiny_run):
+    results, _, _ = tiny_run
+    runs = pd.read_csv(results / "runs.csv").sort_values("job_start")
+    spans = list(zip(runs["job_start"], runs["job_end"], strict=True))
+    for (_, end), (start, _) in itertools.pairwise(spans):
+        assert start >= end, f"a job started at {start} before the previous one ended at {end}"
+
+
+def test_no_server_process_left(tiny_run):
+    _, _, left = tiny_run
+    assert not left
+
+
+def test_rerun_has_nothing_to_do(tiny_run):
+    results, _, _ = tiny_run
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            "--cores",
+            "4",
+            "-n",
+            "--config",
+            "servers=[gunicorn, starman]",
+            "tools=[wrk]",
+            "concurrency=[10]",
+            "repeats=2",
+            "duration=1",
+            f"results={results}",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0
+    assert "Nothing to be done" in done.stdout + done.stderr

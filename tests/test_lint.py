@@ -1,0 +1,32 @@
+"""The workflow follows Snakemake's conventions and the code PEP 8 (ruff)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from serverbench import REPO_ROOT
+
+BIN = Path(sys.executable).parent
+
+
+def run(*argv):
+    return subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_snakemake_lint_is_clean():
+    done = run(str(BIN / "snakemake"), "--lint")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Congratulations, your workflow is in a good condition!" in done.stdout + done.stderr
+
+
+def test_snakefmt():
+    done = run(str(BIN / "snakefmt"), "--check", "Snakefile", "workflow/rules")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ruff():
+    paths = [p for p in ("workflow", "tests", "benchmarks") if (REPO_ROOT / p).exists()]
+    done = run(str(BIN / "ruff"), "check", *paths)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = run(str(BIN / "ruff"), "format", "--check", *paths)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,29 @@
+# Merges every cell result into runs.csv (a row per repeat) and summary.csv
+# (a row per cell), and records the machine and software of the run.
+
+
+rule environment:
+    output:
+        f"{RESULTS}/environment.json",
+    log:
+        f"{RESULTS}/logs/environment.log",
+    conda:
+        "../../envs/workflow.yaml"
+    params:
+        config_sha256=config_hash(config),
+    script:
+        "../scripts/environment.py"
+
+
+rule collect:
+    input:
+        cells=cell_results(),
+    output:
+        runs=f"{RESULTS}/runs.csv",
+        summary=f"{RESULTS}/summary.csv",
+    log:
+        f"{RESULTS}/logs/collect.log",
+    conda:
+        "../../envs/workflow.yaml"
+    script:
+        "../scripts/collect.py"

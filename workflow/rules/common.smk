@@ -1,0 +1,34 @@
+# Validates the config before any job exists and derives the cell matrix.
+import sys
+
+from serverbench import config as sbconfig
+from serverbench.results import config_hash
+
+try:
+    sbconfig.validate(config)
+except sbconfig.ConfigError as error:
+    sys.exit(str(error))
+
+RESULTS = config["results"].rstrip("/")
+CELLS = sbconfig.cells(config)
+CELL_PATTERN = (
+    f"{RESULTS}/cells/{{profile}}/{{tool}}/{{server}}/c{{concurrency}}/r{{repeat}}"
+)
+CHARTS = {"Requests per second": "rps"}
+CHART_FILES = [
+    f"{RESULTS}/charts/{name}.{ext}"
+    for name in CHARTS.values()
+    for ext in ("html", "png")
+]
+
+
+wildcard_constraints:
+    profile=r"[A-Za-z0-9_.-]+",
+    tool=r"[A-Za-z0-9_.-]+",
+    server=r"[A-Za-z0-9_.-]+",
+    concurrency=r"\d+",
+    repeat=r"\d+",
+
+
+def cell_results():
+    return [f"{RESULTS}/cells/{cell.relpath}.json" for cell in CELLS]

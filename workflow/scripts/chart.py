@@ -1,0 +1,9 @@
+"""Draws one chart from summary.csv (serverbench.charts)."""
+
+import pandas as pd
+from serverbench import charts
+
+builders = {"rps": charts.rps_chart}
+summary = pd.read_csv(snakemake.input.summary)  # noqa: F821 (injected by Snakemake)
+chart = builders[snakemake.wildcards.chart](summary)  # noqa: F821
+charts.save_chart(chart, snakemake.output.html, snakemake.output.png)  # noqa: F821

@@ -1,0 +1,10 @@
+"""Merges cell results into runs.csv and summary.csv (serverbench.aggregate)."""
+
+from serverbench.aggregate import write_tables
+
+write_tables(
+    snakemake.input.cells,  # noqa: F821 (injected by Snakemake)
+    snakemake.output.runs,  # noqa: F821
+    snakemake.output.summary,  # noqa: F821
+    snakemake.config["flags"],  # noqa: F821
+)

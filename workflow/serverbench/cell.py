@@ -1,0 +1,265 @@
+"""One cell, start to finish: isolate → start → ready → verify → warm up →
+load + monitor → stop → write.
+
+Whatever the server or load tool does is recorded: the job only fails
+(non-zero) on a harness bug, and even then the server tree is stopped first.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from serverbench import REPO_ROOT, __version__, isolation, loadgen, parsers, results, servers, verify
+from serverbench import config as cfg
+from serverbench import flags as flagging
+from serverbench.isolation import Isolation
+from serverbench.monitor import Monitor
+from serverbench.results import config_hash
+
+HOST = "127.0.0.1"
+
+
+class CellFailed(Exception):
+    """The server or tool misbehaved; the cell is recorded as failed."""
+
+
+class CellSkipped(Exception):
+    """A program the cell needs is absent; the cell is recorded as skipped."""
+
+
+def run_env() -> dict:
+    """Environment for servers and tools: this interpreter's bin first on PATH."""
+    env = dict(os.environ)
+    bindir = str(Path(sys.executable).parent)
+    path = [bindir, *env.get("PATH", "/usr/local/bin:/usr/bin:/bin").split(os.pathsep)]
+    # Servers such as nginx and apache2 live in sbin, which a non-login PATH may lack.
+    path += [d for d in ("/usr/local/sbin", "/usr/sbin", "/sbin") if d not in path]
+    env["PATH"] = os.pathsep.join(path)
+    return env
+
+
+def _version(argv, env) -> str | None:
+    return servers.run_capture([str(a) for a in argv], env=env) if argv else None
+
+
+class CellRun:
+    def __init__(self, config: dict, cell: cfg.Cell, json_path, raw_path, log_path):
+        self.config = config
+        self.cell = cell
+        self.profile = cfg.effective_profile(config, cell.profile)
+        self.server_spec = config["catalogue"][cell.server]
+        self.tool_spec = config["load_tools"][cell.tool]
+        self.json_path = Path(json_path)
+        self.raw_path = Path(raw_path)
+        self.log_path = Path(log_path)
+        self.record = results.new_record(cell, self.server_spec["language"])
+        self.env = run_env()
+        self.server: servers.ServerProcess | None = None
+        self.isolation: Isolation | None = None
+
+    def phase(self, name: str) -> None:
+        self.record["phase"] = name
+        self.record["timing"][name] = round(time.time(), 4)
+
+    def run(self) -> dict:
+        record = self.record
+        record["timing"]["job_start"] = round(time.time(), 4)
+        record["harness"] = {"version": __version__, "python": sys.version.split()[0]}
+        record["seed"] = self.config["seed"]
+        record["config_sha256"] = config_hash(self.config)
+        record["environment"] = os.path.relpath(
+            Path(self.config["results"]) / "environment.json", self.json_path.parent
+        )
+        self.raw_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path.write_bytes(b"")
+        rundir = Path(tempfile.mkdtemp(prefix="serverbench-run-"))
+        raw_text = ""
+        try:
+            raw_text = self._measure(rundir)
+            record["status"], record["reason"] = "ok", None
+        except CellSkipped as exc:
+            record["status"], record["reason"] = "skipped", str(exc)
+        except CellFailed as exc:
+            record["status"], record["reason"] = "failed", str(exc)
+            raw_text = getattr(exc, "raw_text", "") or raw_text
+        except BaseException as exc:
+            record["status"] = "failed"
+            record["reason"] = f"harness error: {exc.__class__.__name__}: {exc}"
+            record["traceback"] = traceback.format_exc()
+            self._teardown()
+            self._write(raw_text)
+            raise
+        finally:
+            self._teardown()
+            shutil.rmtree(rundir, ignore_errors=True)
+        record["flags"] = flagging.cell_flags(record, self.config["flags"])
+        self._write(raw_text)
+        return record
+
+    def _write(self, raw_text: str) -> None:
+        self.record["timing"]["job_end"] = round(time.time(), 4)
+        self.record["raw"] = {"load": self.raw_path.name, "server_log": self.log_path.name}
+        results.write_atomic(self.raw_path, raw_text)
+        results.write_json(self.json_path, self.record)
+
+    def _measure(self, rundir: Path) -> str:
+        record, profile = self.record, self.profile
+        self.phase("prepare")
+        record["time_wait"] = isolation.drain_time_wait(profile["time_wait_max"])
+        port = servers.free_port(HOST)
+        values = {
+            "host": HOST,
+            "port": port,
+            "workers": profile["workers"],
+            "threads": profile["threads"],
+            "backlog": profile["backlog"],
+            "apps": str(REPO_ROOT / "apps"),
+            "rundir": str(rundir),
+        }
+        argv = servers.render_argv(self.server_spec["command"], values)
+        record["server"]["argv"] = argv
+        record["server"]["files"] = servers.render_files(self.server_spec.get("files", {}), values, rundir)
+        somaxconn = isolation.sysctl_int("net.core.somaxconn")
+        record["limits"] = {
+            "backlog": profile["backlog"],
+            "somaxconn": somaxconn,
+            "effective_backlog": min(profile["backlog"], somaxconn) if somaxconn else profile["backlog"],
+            "nofile": isolation.raise_nofile(),
+        }
+        record["server"]["host"], record["server"]["port"] = HOST, port
+        if shutil.which(argv[0], path=self.env["PATH"]) is None:
+            raise CellSkipped(f"server program {argv[0]!r} not found on PATH")
+        record["server"]["version"] = _version(self.server_spec.get("version"), self.env)
+        language = self.config["languages"][self.server_spec["language"]]
+        record["server"]["interpreter"] = _version(language.get("version"), self.env)
+
+        url = f"http://{HOST}:{port}/"
+        tool_values = loadgen.tool_values(profile, self.cell.concurrency, url)
+        try:
+            tool_argv = loadgen.build_argv(self.tool_spec, tool_values)
+        except loadgen.ToolMissing as exc:
+            raise CellSkipped(str(exc)) from None
+        record["client"]["argv"] = tool_argv
+        record["client"]["version"] = _version(self.tool_spec.get("version"), self.env)
+
+        self.isolation = Isolation(
+            cpus=list(profile["server_cpus"]),
+            memory_limit=cfg.parse_size(profile["memory_limit"]),
+            label=f"serverbench-{self.cell.server}",
+        ).setup()
+        record["isolation"] = {
+            **self.isolation.describe(),
+            "server_cpus": profile["server_cpus"],
+            "client_cpus": profile["client_cpus"],
+        }
+
+        self.phase("start")
+        env = {**self.env, **self.server_spec.get("env", {})}
+        self.server = servers.ServerProcess(argv, self.log_path, self.isolation, REPO_ROOT, env)
+        try:
+            self.server.start()
+            self.phase("ready")
+            record["server"]["ready_s"] = round(self.server.wait_ready(HOST, port, profile["ready_timeout"]), 4)
+        except servers.ServerError as exc:
+            raise CellFailed(f"server did not start: {exc}") from None
+        record["server"]["pid"] = self.server.pid
+
+        self.phase("verify")
+        check = verify.verify(HOST, port, cfg.expected_answer(self.server_spec), timeout=profile["timeout"])
+        record["verify"] = check.as_dict()
+        if not check.ok:
+            self._check_alive("verification")
+            raise CellFailed(f"wrong answer: {check.reason}{self._oom_note()}")
+
+        deadline = profile["duration"] + profile["warmup"] + 10 * profile["timeout"] + 60
+        if profile["warmup"] > 0:
+            self.phase("warmup")
+            warm_values = dict(tool_values, duration=f"{profile['warmup']:g}")
+            warm_values["requests"] = max(
+                self.cell.concurrency, round(tool_values["requests"] * profile["warmup"] / profile["duration"])
+            )
+            loadgen.run(loadgen.build_argv(self.tool_spec, warm_values), profile["client_cpus"], deadline, self.env)
+            self._check_alive("warm-up")
+
+        self.phase("load")
+        with Monitor(self.server, profile["sample_interval"]) as monitor:
+            tool_run = loadgen.run(tool_argv, profile["client_cpus"], deadline, self.env)
+        record["server"]["usage"] = monitor.summary()
+        record["server"]["samples"] = monitor.samples
+        record["client"].update(
+            exit_code=tool_run.exit_code,
+            wall_s=round(tool_run.wall_s, 4),
+            cpu_s=round(tool_run.cpu_s, 4),
+            cpu_percent=round(tool_run.cpu_percent, 2),
+            timed_out=tool_run.timed_out,
+        )
+        self._check_alive("load", raw_text=tool_run.output)
+        try:
+            record["load"] = parsers.parse(self.tool_spec["parser"], tool_run.output)
+        except parsers.ParseError as exc:
+            failure = CellFailed(
+                f"{self.cell.tool} gave no report (exit {tool_run.exit_code}): {exc}{self._oom_note()}"
+            )
+            failure.raw_text = tool_run.output
+            raise failure from None
+        record["fairness"] = self._fairness(url, check.keepalive)
+        self._check_alive("fairness probe", raw_text=tool_run.output)
+        return tool_run.output
+
+    def _fairness(self, url: str, keepalive: str) -> dict:
+        """How evenly the connections were served, from h2load's per-client req/s.
+
+        Only meaningful where connections are kept: a server that closes them
+        serves each request on a fresh connection. h2load is always run under
+        a deadline because it may never exit against a closing server.
+        """
+        seconds = self.profile["fairness_duration"]
+        if not seconds:
+            return {"status": "off"}
+        if keepalive != "keeps":
+            return {"status": "not applicable", "reason": f"server keep-alive class is {keepalive}"}
+        if shutil.which("h2load", path=self.env["PATH"]) is None:
+            return {"status": "skipped", "reason": "h2load not found on PATH (Debian package nghttp2-client)"}
+        concurrency = self.cell.concurrency
+        argv = ["h2load", "--h1", "-c", str(concurrency), "-t", "1", "-D", f"{seconds:g}", url]
+        run = loadgen.run(argv, self.profile["client_cpus"], seconds + 2 * self.profile["timeout"] + 10, self.env)
+        result = {"tool": "h2load", "argv": argv, "raw": run.output[-4000:], "timed_out": run.timed_out}
+        try:
+            result.update(parsers.parse_h2load_fairness(run.output), status="ok")
+        except parsers.ParseError as exc:
+            result.update(status="failed", reason=str(exc))
+        return result
+
+    def _oom_note(self) -> str:
+        kills = self.isolation.oom_kills() if self.isolation else None
+        return f" (cgroup OOM kills: {kills})" if kills else ""
+
+    def _check_alive(self, during: str, raw_text: str = "") -> None:
+        code = self.server.exit_code()
+        if code is not None:
+            failure = CellFailed(f"server exited with code {code} during {during}{self._oom_note()}")
+            failure.raw_text = raw_text
+            raise failure
+
+    def _teardown(self) -> None:
+        if self.server is not None and self.server.proc is not None:
+            self.phase("stop")
+            stop = self.server.stop(self.profile["stop_grace"])
+            self.record["server"]["stop"] = stop
+            if self.isolation is not None:
+                self.record["server"]["oom_kills"] = self.isolation.oom_kills()
+            self.server = None
+        if self.isolation is not None:
+            self.isolation.cleanup()
+            self.isolation = None
+
+
+def run_cell(config: dict, cell: cfg.Cell, json_path, raw_path, log_path) -> dict:
+    return CellRun(config, cell, json_path, raw_path, log_path).run()

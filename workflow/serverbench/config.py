@@ -1,0 +1,272 @@
+"""Configuration: schema validation, semantic checks and the cell matrix.
+
+Every error names the key path it concerns, so a user can fix a config
+without reading a traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import resource
+import string
+from dataclasses import dataclass
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from serverbench import REPO_ROOT
+
+SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+SERVER_PLACEHOLDERS = frozenset({"host", "port", "workers", "threads", "backlog", "apps", "rundir"})
+TOOL_PLACEHOLDERS = frozenset(
+    {
+        "url",
+        "concurrency",
+        "duration",
+        "requests",
+        "timeout",
+        "client_threads",
+        "wrk_report",
+    }
+)
+# Top-level keys that, when set, replace the same key of every selected profile.
+PROFILE_OVERRIDES = ("servers", "tools", "concurrency", "repeats", "duration", "requests")
+
+FD_RESERVE = 64
+
+DEFAULT_EXPECT = {"status": 200, "body": "Hello World!"}
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with the key path it concerns."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(f"config error at {path or '<top>'}: {message}")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measured job: a server under one load at one repeat."""
+
+    profile: str
+    tool: str
+    server: str
+    concurrency: int
+    repeat: int
+
+    @property
+    def relpath(self) -> str:
+        return f"{self.profile}/{self.tool}/{self.server}/c{self.concurrency}/r{self.repeat}"
+
+
+def _key_path(parts) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def load_schema() -> dict:
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def parse_size(value) -> int | None:
+    """Bytes from an integer or a size like ``512M`` / ``1.5GiB``; None stays None."""
+    if value is None or isinstance(value, int):
+        return value
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KkMmGgTt]?)i?[Bb]?\s*", str(value))
+    if not match:
+        raise ValueError(f"not a size: {value!r}")
+    power = " KMGT".index(match.group(2).upper() or " ")
+    return int(float(match.group(1)) * 1024**power)
+
+
+def placeholders(argv) -> list[str]:
+    names = []
+    for item in argv:
+        for _, name, _, _ in string.Formatter().parse(str(item)):
+            if name is not None:
+                names.append(name)
+    return names
+
+
+def available_cpus() -> set[int]:
+    return set(os.sched_getaffinity(0))
+
+
+def _check_schema(config: dict) -> None:
+    validator = jsonschema.Draft202012Validator(load_schema())
+    errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))
+    if not errors:
+        return
+    error = jsonschema.exceptions.best_match(errors)
+    path = _key_path(error.absolute_path)
+    message = error.message
+    if error.validator == "oneOf" and error.context:
+        # The nearest alternative says more than "is not valid under any of".
+        message = jsonschema.exceptions.best_match(error.context).message
+    if error.validator == "additionalProperties":
+        known = sorted(error.schema.get("properties", {}))
+        message += f"; known keys: {', '.join(known)}" if known else ""
+    raise ConfigError(path, message)
+
+
+def _check_argv(path: str, argv, allowed: frozenset) -> None:
+    for index, item in enumerate(argv):
+        try:
+            names = placeholders([item])
+        except ValueError as exc:
+            raise ConfigError(f"{path}[{index}]", f"malformed placeholder in {item!r}: {exc}") from None
+        for name in names:
+            if name not in allowed:
+                raise ConfigError(
+                    f"{path}[{index}]",
+                    f"unknown placeholder {{{name}}}; known: {', '.join(sorted(allowed))}",
+                )
+
+
+def selected_profiles(config: dict) -> list[str]:
+    chosen = config["profile"]
+    return [chosen] if isinstance(chosen, str) else list(chosen)
+
+
+def effective_profile(config: dict, name: str) -> dict:
+    """The profile with the top-level overrides applied."""
+    profile = dict(config["profiles"][name])
+    for key in PROFILE_OVERRIDES:
+        if config.get(key) is not None:
+            profile[key] = config[key]
+    return profile
+
+
+def _number(value):
+    """``--config`` hands numbers inside lists over as strings; read them back."""
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value.strip()):
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]*\.[0-9]+", value.strip()):
+        return float(value)
+    return value
+
+
+def normalise_overrides(config: dict) -> dict:
+    """Numbers given on the command line as text become numbers (in place)."""
+    for key in ("concurrency", "repeats", "duration", "requests"):
+        value = config.get(key)
+        if isinstance(value, list):
+            config[key] = [_number(v) for v in value]
+        elif value is not None:
+            config[key] = _number(value)
+    return config
+
+
+def validate(config: dict) -> dict:
+    """Check a config (after reading command-line numbers); raise ConfigError."""
+    normalise_overrides(config)
+    _check_schema(config)
+    for name, server in config["catalogue"].items():
+        _check_argv(f"catalogue.{name}.command", server["command"], SERVER_PLACEHOLDERS)
+        for file_name, template in server.get("files", {}).items():
+            if not (REPO_ROOT / template).is_file():
+                raise ConfigError(f"catalogue.{name}.files.{file_name}", f"template {template!r} not found")
+        if server["language"] not in config["languages"]:
+            raise ConfigError(
+                f"catalogue.{name}.language",
+                f"unknown language {server['language']!r}; known: {', '.join(sorted(config['languages']))}",
+            )
+    for name, tool in config["load_tools"].items():
+        _check_argv(f"load_tools.{name}.command", tool["command"], TOOL_PLACEHOLDERS)
+    for profile_name in selected_profiles(config):
+        if profile_name not in config["profiles"]:
+            raise ConfigError(
+                "profile", f"unknown profile {profile_name!r}; known: {', '.join(sorted(config['profiles']))}"
+            )
+        _check_profile(config, profile_name)
+    return config
+
+
+def _check_profile(config: dict, name: str) -> None:
+    profile = effective_profile(config, name)
+    where = f"profiles.{name}"
+
+    def origin(key):
+        return key if config.get(key) is not None else f"{where}.{key}"
+
+    for key, known, kind in (("servers", config["catalogue"], "server"), ("tools", config["load_tools"], "tool")):
+        for index, item in enumerate(profile[key]):
+            if item not in known:
+                raise ConfigError(
+                    f"{origin(key)}[{index}]", f"unknown {kind} {item!r}; known: {', '.join(sorted(known))}"
+                )
+    cpus = available_cpus()
+    for key in ("server_cpus", "client_cpus"):
+        missing = sorted(set(profile[key]) - cpus)
+        if missing:
+            raise ConfigError(
+                f"{where}.{key}",
+                f"CPU(s) {missing} not available on this machine (available: {sorted(cpus)})",
+            )
+    if set(profile["server_cpus"]) & set(profile["client_cpus"]):
+        raise ConfigError(f"{where}.client_cpus", "overlaps server_cpus: server and load tool must not share CPUs")
+    try:
+        parse_size(profile["memory_limit"])
+    except ValueError as exc:
+        raise ConfigError(f"{where}.memory_limit", str(exc)) from None
+    # Each connection is a file descriptor on both sides; keep room for the rest.
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    for index, concurrency in enumerate(profile["concurrency"]):
+        if concurrency > nofile - FD_RESERVE:
+            raise ConfigError(
+                f"{origin('concurrency')}[{index}]",
+                f"{concurrency} connections cannot fit the open-file limit {nofile} "
+                f"(less {FD_RESERVE} kept for the process itself)",
+            )
+
+
+def load(path: str | Path, overrides: dict | None = None) -> dict:
+    """Read a YAML config, merge overrides (as ``--config`` does) and validate."""
+    config = yaml.safe_load(Path(path).read_text()) or {}
+    config.update(overrides or {})
+    return validate(config)
+
+
+def cells(config: dict) -> list[Cell]:
+    """Every cell of the selected profiles, in a stable order."""
+    out = []
+    for profile_name in selected_profiles(config):
+        profile = effective_profile(config, profile_name)
+        for tool in profile["tools"]:
+            for server in profile["servers"]:
+                for concurrency in profile["concurrency"]:
+                    for repeat in range(1, profile["repeats"] + 1):
+                        out.append(Cell(profile_name, tool, server, concurrency, repeat))
+    return out
+
+
+def cell_conditions(config: dict, profile: str, tool: str, server: str) -> str:
+    """A digest of everything that shapes a cell's measurement.
+
+    Used as a rule parameter so that Snakemake reruns exactly the cells whose
+    conditions changed, and keeps the others.
+    """
+    effective = effective_profile(config, profile)
+    for key in ("servers", "tools", "concurrency", "repeats", "description"):
+        effective.pop(key, None)
+    server_spec = config["catalogue"][server]
+    spec = {
+        "profile": effective,
+        "server": server_spec,
+        "tool": config["load_tools"][tool],
+        "language": config["languages"][server_spec["language"]],
+        "flags": config["flags"],
+    }
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def expected_answer(server: dict) -> dict:
+    return {**DEFAULT_EXPECT, **server.get("expect", {})}

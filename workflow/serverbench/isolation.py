@@ -1,0 +1,224 @@
+"""Isolation of one process tree: CPU pinning, open-file limit, cgroup.
+
+The server enters its cgroup in ``preexec`` — after fork, before exec — because
+memory a process already holds is not charged to a group it moves into later.
+Where no cgroup can be made, CPU pinning still applies and the result records
+that limits were not enforced.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+V1_CONTROLLERS = ("memory", "cpuset", "cpuacct")
+
+
+def raise_nofile() -> int:
+    """Raise the soft open-files limit to the hard limit; return it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
+def sysctl_int(name: str) -> int | None:
+    try:
+        return int(Path("/proc/sys", *name.split(".")).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _own_cgroup(controller: str | None) -> str:
+    """This process's cgroup path for a v1 controller (None: the v2 entry)."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        names = controllers.split(",") if controllers else []
+        if (controller is None and not names) or controller in names:
+            return path.lstrip("/")
+    return ""
+
+
+def cgroup_version() -> int | None:
+    if (CGROUP_ROOT / "cgroup.controllers").exists():
+        return 2
+    if all((CGROUP_ROOT / name / "cgroup.procs").exists() for name in V1_CONTROLLERS):
+        return 1
+    return None
+
+
+@dataclass
+class Isolation:
+    """CPU set, memory limit and open-file limit for one process tree."""
+
+    cpus: list[int]
+    memory_limit: int | None = None
+    label: str = "serverbench"
+    groups: list[Path] = field(default_factory=list)
+    method: str = "affinity"
+    problem: str | None = None
+    nofile: int | None = None
+
+    def setup(self) -> Isolation:
+        self.nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        version = cgroup_version()
+        name = f"{self.label}-{uuid.uuid4().hex[:8]}"
+        try:
+            if version == 1:
+                self._setup_v1(name)
+                self.method = "cgroup-v1"
+            elif version == 2:
+                self._setup_v2(name)
+                self.method = "cgroup-v2"
+            else:
+                self.problem = "no writable cgroup hierarchy found"
+        except OSError as exc:
+            self.problem = f"cgroup setup failed: {exc}"
+            self.cleanup()
+            self.method = "affinity"
+        return self
+
+    def _mkgroup(self, base: Path, name: str) -> Path:
+        path = base / name
+        path.mkdir()
+        self.groups.append(path)
+        return path
+
+    def _setup_v1(self, name: str) -> None:
+        cpus = ",".join(map(str, self.cpus))
+        for controller in V1_CONTROLLERS:
+            path = self._mkgroup(CGROUP_ROOT / controller / _own_cgroup(controller), name)
+            if controller == "cpuset":
+                (path / "cpuset.cpus").write_text(cpus)
+                (path / "cpuset.mems").write_text((path.parent / "cpuset.mems").read_text())
+            if controller == "memory" and self.memory_limit:
+                (path / "memory.limit_in_bytes").write_text(str(self.memory_limit))
+                # Swap would hide the limit; where memsw exists, cap it too.
+                memsw = path / "memory.memsw.limit_in_bytes"
+                if memsw.exists():
+                    memsw.write_text(str(self.memory_limit))
+
+    def _setup_v2(self, name: str) -> None:
+        path = self._mkgroup(CGROUP_ROOT / _own_cgroup(None), name)
+        (path / "cpuset.cpus").write_text(",".join(map(str, self.cpus)))
+        if self.memory_limit:
+            (path / "memory.max").write_text(str(self.memory_limit))
+            (path / "memory.swap.max").write_text("0")
+
+    @property
+    def enforced(self) -> bool:
+        return self.method.startswith("cgroup")
+
+    def preexec(self) -> None:
+        """Runs in the child between fork and exec: enter groups, pin, raise limits."""
+        pid = str(os.getpid())
+        for group in self.groups:
+            with open(group / "cgroup.procs", "w") as handle:
+                handle.write(pid)
+        os.sched_setaffinity(0, self.cpus)
+        raise_nofile()
+
+    def pids(self) -> set[int]:
+        """Every process still in the group (empty without cgroups)."""
+        found: set[int] = set()
+        for group in self.groups:
+            try:
+                found.update(int(p) for p in (group / "cgroup.procs").read_text().split())
+            except OSError:
+                pass
+        return found
+
+    def _read(self, *names: str) -> int | None:
+        for group in self.groups:
+            for name in names:
+                path = group / name
+                if path.exists():
+                    try:
+                        return int(path.read_text().split()[0])
+                    except (OSError, ValueError, IndexError):
+                        return None
+        return None
+
+    def memory_bytes(self) -> int | None:
+        return self._read("memory.usage_in_bytes", "memory.current")
+
+    def memory_peak_bytes(self) -> int | None:
+        return self._read("memory.max_usage_in_bytes", "memory.peak")
+
+    def oom_kills(self) -> int | None:
+        for group in self.groups:
+            for name in ("memory.oom_control", "memory.events"):
+                path = group / name
+                if path.exists():
+                    for line in path.read_text().splitlines():
+                        key, _, value = line.partition(" ")
+                        if key == "oom_kill":
+                            return int(value)
+        return None
+
+    def cpu_seconds(self) -> float | None:
+        usage_ns = self._read("cpuacct.usage")
+        if usage_ns is not None:
+            return usage_ns / 1e9
+        for group in self.groups:
+            stat = group / "cpu.stat"
+            if stat.exists():
+                for line in stat.read_text().splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "usage_usec":
+                        return int(value) / 1e6
+        return None
+
+    def describe(self) -> dict:
+        return {
+            "method": self.method,
+            "limits_enforced": self.enforced,
+            "problem": self.problem,
+            "cpus": self.cpus,
+            "memory_limit_bytes": self.memory_limit,
+            "nofile": self.nofile,
+            "cgroups": [str(g) for g in self.groups],
+        }
+
+    def cleanup(self) -> None:
+        for group in reversed(self.groups):
+            try:
+                group.rmdir()
+            except OSError:
+                pass
+        self.groups = []
+
+
+TCP_TIME_WAIT = "06"
+
+
+def time_wait_sockets() -> int:
+    """TCP sockets in TIME_WAIT on this host (IPv4 and IPv6)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as handle:
+                next(handle, None)
+                count += sum(1 for line in handle if line.split()[3] == TCP_TIME_WAIT)
+        except OSError:
+            continue
+    return count
+
+
+def drain_time_wait(limit: int, timeout: float = 90.0) -> dict:
+    """Wait until TIME_WAIT sockets of earlier cells fall to ``limit``.
+
+    Thousands of them left by a non-keep-alive cell use up local ports and
+    slow the next cell's connects, so each cell starts from a similar state.
+    """
+    started = time.monotonic()
+    before = now = time_wait_sockets()
+    while now > limit and time.monotonic() - started < timeout:
+        time.sleep(0.5)
+        now = time_wait_sockets()
+    return {"before": before, "after": now, "limit": limit, "waited_s": round(time.monotonic() - started, 3)}

@@ -1,0 +1,97 @@
+"""Running a load tool pinned to the client CPUs and keeping its raw output."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from serverbench.isolation import raise_nofile
+from serverbench.servers import render_argv
+
+WRK_REPORT = Path(__file__).with_name("wrk_report.lua")
+
+
+class ToolMissing(RuntimeError):
+    """The load tool's program is not installed."""
+
+
+@dataclass
+class ToolRun:
+    argv: list[str]
+    output: str
+    exit_code: int
+    wall_s: float
+    cpu_s: float
+    timed_out: bool
+
+    @property
+    def cpu_percent(self) -> float:
+        return 100 * self.cpu_s / self.wall_s if self.wall_s else 0.0
+
+
+def tool_values(profile: dict, concurrency: int, url: str, duration: float | None = None) -> dict:
+    """Placeholder values for a load tool's argv."""
+    return {
+        "url": url,
+        "concurrency": concurrency,
+        "duration": f"{duration if duration is not None else profile['duration']:g}",
+        # ab refuses fewer requests than connections.
+        "requests": max(profile["requests"], concurrency),
+        "timeout": f"{profile['timeout']:g}",
+        "client_threads": max(1, min(len(profile["client_cpus"]), concurrency)),
+        "wrk_report": str(WRK_REPORT),
+    }
+
+
+def build_argv(tool: dict, values: dict) -> list[str]:
+    argv = render_argv(tool["command"], values)
+    if shutil.which(argv[0], path=os.environ.get("PATH")) is None:
+        raise ToolMissing(f"load tool {argv[0]!r} not found on PATH")
+    return argv
+
+
+def run(argv: list[str], cpus: list[int], deadline_s: float, env: dict | None = None) -> ToolRun:
+    """Run a tool to completion (or kill it at the deadline), with its own CPU time."""
+
+    def pin():
+        os.sched_setaffinity(0, cpus)
+        raise_nofile()
+
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as sink:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=pin,
+            start_new_session=True,
+        )
+        timed_out = False
+        # wait4 gives this child's own rusage, untouched by other children.
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - started > deadline_s and not timed_out:
+                timed_out = True
+                os.killpg(proc.pid, signal.SIGKILL)
+            time.sleep(0.01)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        sink.seek(0)
+        output = sink.read().decode(errors="replace")
+    return ToolRun(
+        argv=argv,
+        output=output,
+        exit_code=proc.returncode,
+        wall_s=time.monotonic() - started,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        timed_out=timed_out,
+    )

@@ -1,0 +1,181 @@
+"""Raw load-tool output → one result record, whatever the tool.
+
+Every parser returns the same keys (see ``empty_record``). Latencies are in
+milliseconds, durations in seconds, sizes in bytes. Error classes:
+connect, read, write, timeout, non_2xx, other; ``errors_detail`` keeps the
+tool's own names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+ERROR_CLASSES = ("connect", "read", "write", "timeout", "non_2xx", "other")
+LATENCY_KEYS = ("mean", "stdev", "max", "p50", "p75", "p90", "p99")
+
+
+class ParseError(ValueError):
+    """The output holds no complete report (the tool aborted or was killed)."""
+
+
+def empty_record(source: str) -> dict:
+    return {
+        "source": source,
+        "requests": None,
+        "duration_s": None,
+        "requests_per_s": None,
+        "latency_ms": dict.fromkeys(LATENCY_KEYS),
+        "transfer_bytes": None,
+        "errors": dict.fromkeys(ERROR_CLASSES, 0),
+        "errors_detail": {},
+        "errors_total": 0,
+        "error_rate": None,
+    }
+
+
+def _finish(record: dict) -> dict:
+    record["errors_total"] = sum(record["errors"].values())
+    requests = record["requests"] or 0
+    attempts = max(requests, 1)
+    record["error_rate"] = (
+        min(record["errors_total"] / attempts, 1.0) if requests else (1.0 if record["errors_total"] else 0.0)
+    )
+    return record
+
+
+_TIME_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
+_SIZE_UNITS = {"": 1, "B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+
+
+def _ms(text: str) -> float:
+    match = re.fullmatch(r"([0-9.]+)(us|ms|s|m|h)", text)
+    if not match:
+        raise ParseError(f"not a wrk time: {text!r}")
+    return float(match.group(1)) * _TIME_UNITS[match.group(2)]
+
+
+def _bytes(text: str) -> float:
+    match = re.fullmatch(r"([0-9.]+)([KMGT]?B?)", text)
+    if not match:
+        raise ParseError(f"not a wrk size: {text!r}")
+    return float(match.group(1)) * _SIZE_UNITS[match.group(2) if match.group(2) else ""]
+
+
+def parse_wrk(text: str) -> dict:
+    """wrk --latency text, preferring the exact JSON line of wrk_report.lua."""
+    exact = re.search(r"^SERVERBENCH_WRK_JSON (\{.*\})\s*$", text, re.M)
+    if exact:
+        return _parse_wrk_json(json.loads(exact.group(1)))
+    return _parse_wrk_text(text)
+
+
+def _parse_wrk_json(data: dict) -> dict:
+    record = empty_record("wrk-lua")
+    record["requests"] = data["requests"]
+    record["duration_s"] = data["duration_us"] / 1e6
+    record["requests_per_s"] = data["requests"] / record["duration_s"] if data["duration_us"] else 0.0
+    record["transfer_bytes"] = data["bytes"]
+    latency = data["latency_us"]
+    if data["requests"]:
+        record["latency_ms"] = {key: latency[key] / 1e3 for key in LATENCY_KEYS}
+    errors = data["errors"]
+    record["errors"].update(
+        connect=errors["connect"],
+        read=errors["read"],
+        write=errors["write"],
+        timeout=errors["timeout"],
+        non_2xx=errors["status"],
+    )
+    record["errors_detail"] = dict(errors)
+    return _finish(record)
+
+
+def _parse_wrk_text(text: str) -> dict:
+    record = empty_record("wrk-text")
+    total = re.search(r"^\s*(\d+) requests in ([0-9.]+\w+), ([0-9.]+\w*) read", text, re.M)
+    if not total:
+        raise ParseError("wrk printed no 'requests in' line")
+    record["requests"] = int(total.group(1))
+    record["duration_s"] = _ms(total.group(2)) / 1e3
+    record["transfer_bytes"] = round(_bytes(total.group(3)))
+    rate = re.search(r"^Requests/sec:\s+([0-9.]+)", text, re.M)
+    record["requests_per_s"] = float(rate.group(1)) if rate else record["requests"] / record["duration_s"]
+    stats = re.search(r"^\s*Latency\s+(\S+)\s+(\S+)\s+(\S+)", text, re.M)
+    if stats and record["requests"]:
+        record["latency_ms"].update(mean=_ms(stats.group(1)), stdev=_ms(stats.group(2)), max=_ms(stats.group(3)))
+        for pct, value in re.findall(r"^\s*(50|75|90|99)%\s+(\S+)", text, re.M):
+            record["latency_ms"][f"p{pct}"] = _ms(value)
+    sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    if sock:
+        for key, value in zip(("connect", "read", "write", "timeout"), sock.groups(), strict=False):
+            record["errors"][key] = int(value)
+    status = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    if status:
+        record["errors"]["non_2xx"] = int(status.group(1))
+    record["errors_detail"] = {k: record["errors"][k] for k in ("connect", "read", "write", "timeout", "non_2xx")}
+    return _finish(record)
+
+
+def _ab_field(text: str, label: str, cast=float):
+    match = re.search(rf"^{re.escape(label)}:\s+([0-9.]+)", text, re.M)
+    return cast(match.group(1)) if match else None
+
+
+def parse_ab(text: str) -> dict:
+    """ApacheBench (ab) report. ab's latencies are whole milliseconds."""
+    record = empty_record("ab-text")
+    complete = _ab_field(text, "Complete requests", int)
+    duration = _ab_field(text, "Time taken for tests")
+    if complete is None or duration is None:
+        aborted = re.findall(r"^(apr_\w+.*|.*\(\d+\))$", text, re.M)
+        raise ParseError("ab printed no report" + (f": {aborted[-1].strip()}" if aborted else ""))
+    record["requests"] = complete
+    record["duration_s"] = duration
+    record["requests_per_s"] = _ab_field(text, "Requests per second") or (complete / duration if duration else 0.0)
+    record["transfer_bytes"] = _ab_field(text, "Total transferred", int)
+    total = re.search(r"^Total:\s+(\d+)\s+(\d+)\s+([0-9.]+)\s+(\d+)\s+(\d+)", text, re.M)
+    if total and complete:
+        record["latency_ms"].update(mean=float(total.group(2)), stdev=float(total.group(3)), max=float(total.group(5)))
+        for pct, value in re.findall(r"^\s*(50|75|90|99)%\s+(\d+)", text, re.M):
+            record["latency_ms"][f"p{pct}"] = float(value)
+    detail = {"failed": _ab_field(text, "Failed requests", int) or 0}
+    breakdown = re.search(r"\(Connect: (\d+), Receive: (\d+), Length: (\d+), Exceptions: (\d+)\)", text)
+    if breakdown:
+        detail.update(zip(("connect", "receive", "length", "exceptions"), map(int, breakdown.groups()), strict=False))
+    detail["write"] = _ab_field(text, "Write errors", int) or 0
+    detail["non_2xx"] = _ab_field(text, "Non-2xx responses", int) or 0
+    record["errors_detail"] = detail
+    record["errors"].update(
+        connect=detail.get("connect", 0),
+        read=detail.get("receive", 0),
+        write=detail["write"],
+        non_2xx=detail["non_2xx"],
+        other=detail.get("length", 0) + detail.get("exceptions", 0),
+    )
+    return _finish(record)
+
+
+def parse_h2load_fairness(text: str) -> dict:
+    """Per-client requests/s from ``h2load --h1``: how evenly connections are served."""
+    row = re.search(r"^req/s\s*:\s*([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)", text, re.M)
+    totals = re.search(r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed", text, re.M)
+    if not row or not totals:
+        raise ParseError("h2load printed no per-client statistics")
+    low, high, mean, sd = map(float, row.groups())
+    return {
+        "client_rps_min": low,
+        "client_rps_max": high,
+        "client_rps_mean": mean,
+        "client_rps_sd": sd,
+        "min_over_mean": round(low / mean, 4) if mean else None,
+        "requests_done": int(totals.group(3)),
+        "requests_failed": int(totals.group(5)),
+    }
+
+
+PARSERS = {"wrk": parse_wrk, "ab": parse_ab}
+
+
+def parse(parser: str, text: str) -> dict:
+    return PARSERS[parser](text)
