@@ -4,21 +4,21 @@ missing skips and names it."""
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import psutil
 import pytest
 from serverbench import REPO_ROOT
 from serverbench import config as cfg
+from serverbench.cell import run_env
 
 RAW = Path(__file__).parent / "data" / "raw"
 
 
 def require(*programs: str) -> None:
     """Skip the calling test unless every program is on PATH."""
-    bindir = str(Path(sys.executable).parent)
-    missing = [p for p in programs if shutil.which(p, path=f"{bindir}:/usr/local/bin:/usr/bin:/bin") is None]
+    path = run_env()["PATH"]
+    missing = [p for p in programs if shutil.which(p, path=path) is None]
     if missing:
         pytest.skip(f"needs {', '.join(missing)} on PATH (install with scripts/install)")
 

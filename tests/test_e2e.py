@@ -87,6 +87,18 @@ def test_bench_jobs_never_overlap(tiny_run):
         assert start >= end, f"a job started at {start} before the previous one ended at {end}"
 
 
+def test_cells_ran_in_the_seeded_order(tiny_run):
+    results, _, _ = tiny_run
+    runs = pd.read_csv(results / "runs.csv").sort_values("job_start")
+    records = [
+        json.loads(
+            (results / "cells" / f"{r.profile}/{r.tool}/{r.server}/c{r.concurrency}/r{r.repeat}.json").read_text()
+        )
+        for r in runs.itertuples()
+    ]
+    assert [r["order"]["position"] for r in records] == [1, 2, 3, 4]
+
+
 def test_no_server_process_left(tiny_run):
     _, _, left = tiny_run
     assert not left

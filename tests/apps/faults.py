@@ -20,3 +20,14 @@ def wrong_body(environ, start_response):
     body = b"Goodbye World!"
     start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
     return [body]
+
+
+HOG = []
+
+
+def memory_hog(environ, start_response):
+    """Allocates (and touches) 64 MiB more on every request and keeps it."""
+    HOG.append(b"\x01" * (64 * 1024 * 1024))  # bytes are written, so the pages are charged
+    body = b"Hello World!"
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]

@@ -8,6 +8,7 @@ rule bench:
         raw=f"{CELL_PATTERN}.load.txt",
     log:
         server=f"{CELL_PATTERN}.server.log",
+    priority: cell_priority
     conda:
         "../../envs/workflow.yaml"
     resources:

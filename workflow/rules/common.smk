@@ -10,7 +10,9 @@ except sbconfig.ConfigError as error:
     sys.exit(str(error))
 
 RESULTS = config["results"].rstrip("/")
-CELLS = sbconfig.cells(config)
+CELLS = sbconfig.shuffled_cells(config)
+# The bench rule's priority: the first cell of the seeded shuffle runs first.
+RUN_ORDER = {cell.relpath: len(CELLS) - index for index, cell in enumerate(CELLS)}
 CELL_PATTERN = (
     f"{RESULTS}/cells/{{profile}}/{{tool}}/{{server}}/c{{concurrency}}/r{{repeat}}"
 )
@@ -28,6 +30,11 @@ wildcard_constraints:
     server=r"[A-Za-z0-9_.-]+",
     concurrency=r"\d+",
     repeat=r"\d+",
+
+
+def cell_priority(wildcards):
+    relpath = "{profile}/{tool}/{server}/c{concurrency}/r{repeat}".format(**wildcards)
+    return RUN_ORDER.get(relpath, 0)
 
 
 def cell_results():

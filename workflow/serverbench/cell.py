@@ -71,7 +71,12 @@ class CellRun:
         record = self.record
         record["timing"]["job_start"] = round(time.time(), 4)
         record["harness"] = {"version": __version__, "python": sys.version.split()[0]}
-        record["seed"] = self.config["seed"]
+        order = [c.relpath for c in cfg.shuffled_cells(self.config)]
+        record["order"] = {
+            "seed": self.config["seed"],
+            "position": order.index(self.cell.relpath) + 1 if self.cell.relpath in order else None,
+            "of": len(order),
+        }
         record["config_sha256"] = config_hash(self.config)
         record["environment"] = os.path.relpath(
             Path(self.config["results"]) / "environment.json", self.json_path.parent

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import re
 import resource
 import string
@@ -266,6 +267,17 @@ def cell_conditions(config: dict, profile: str, tool: str, server: str) -> str:
         "flags": config["flags"],
     }
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def shuffled_cells(config: dict) -> list[Cell]:
+    """The cells in the run's random order, reproducible from ``seed``.
+
+    Running cells in a shuffled order spreads slow drifts of the machine
+    (thermal, background load) over all servers instead of one.
+    """
+    order = cells(config)
+    random.Random(config["seed"]).shuffle(order)
+    return order
 
 
 def expected_answer(server: dict) -> dict:

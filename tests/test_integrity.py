@@ -1,0 +1,126 @@
+"""Measurement integrity with real servers: the traps of the seed studies are
+caught and flagged, limits are enforced and recorded."""
+
+import pytest
+from conftest import require
+from serverbench import isolation
+from serverbench.cell import run_cell
+from serverbench.config import Cell
+
+UWSGI_APP = ["--wsgi-file", "{apps}/python/hello.py", "--master", "--die-on-term", "--disable-logging"]
+
+
+def run(config, tmp_path, server, tool="wrk", concurrency=10):
+    base = tmp_path / server
+    return run_cell(config, Cell("default", tool, server, concurrency, 1), f"{base}.json", f"{base}.txt", f"{base}.log")
+
+
+def add(config, name, command, language="python"):
+    config["catalogue"][name] = {"language": language, "command": command}
+
+
+def test_uwsgi_http_router_without_keepalive_is_flagged(base_config, tmp_path, no_leftovers):
+    """The 2016 study's mistake: uWSGI's --http router closes kept-alive connections."""
+    require("uwsgi", "wrk")
+    add(base_config, "uwsgi-http-router", ["uwsgi", "--http", "{host}:{port}", "--processes", "2", *UWSGI_APP])
+    record = run(base_config, tmp_path, "uwsgi-http-router")
+    assert record["status"] == "ok", record["reason"]
+    assert record["load"]["errors"]["read"] >= 0.9 * record["load"]["requests"]
+    assert "keepalive_broken" in record["flags"]
+    assert record["verify"]["keepalive"] in ("closes-silently", "closes-announced")
+
+
+def test_one_worker_keepalive_server_at_100_connections_is_flagged_starved(base_config, tmp_path, no_leftovers):
+    """The 2018 re-check's trap: one connection served, 99 waiting, no errors."""
+    require("uwsgi", "wrk", "h2load")
+    add(
+        base_config,
+        "uwsgi-1worker",
+        ["uwsgi", "--http11-socket", "{host}:{port}", "--processes", "1", "--listen", "{backlog}", *UWSGI_APP],
+    )
+    base_config["profiles"]["default"]["fairness_duration"] = 1
+    record = run(base_config, tmp_path, "uwsgi-1worker", concurrency=100)
+    assert record["status"] == "ok", record["reason"]
+    assert record["verify"]["keepalive"] == "keeps"
+    fairness = record["fairness"]
+    assert fairness["status"] == "ok"
+    assert fairness["client_rps_min"] == 0 and fairness["client_rps_max"] > 100
+    assert "starved" in record["flags"]
+
+
+def test_enough_workers_are_not_flagged_starved(base_config, tmp_path, no_leftovers):
+    require("uwsgi", "wrk", "h2load")
+    add(
+        base_config,
+        "uwsgi-4workers",
+        ["uwsgi", "--http11-socket", "{host}:{port}", "--processes", "4", *UWSGI_APP],
+    )
+    base_config["profiles"]["default"]["fairness_duration"] = 1
+    record = run(base_config, tmp_path, "uwsgi-4workers", concurrency=4)
+    assert record["fairness"]["status"] == "ok"
+    assert record["fairness"]["min_over_mean"] > 0.5
+    assert "starved" not in record["flags"]
+
+
+def test_memory_limit_is_enforced_and_recorded(base_config, tmp_path, no_leftovers):
+    if isolation.cgroup_version() is None:
+        pytest.skip("needs a writable cgroup hierarchy (v1 memory/cpuset/cpuacct or v2)")
+    require("gunicorn", "wrk")
+    add(
+        base_config,
+        "hog",
+        [
+            "gunicorn",
+            "--bind",
+            "{host}:{port}",
+            "--workers",
+            "1",
+            "--chdir",
+            "{apps}/../tests/apps",
+            "faults:memory_hog",
+        ],
+    )
+    base_config["profiles"]["default"]["memory_limit"] = "160M"
+    record = run(base_config, tmp_path, "hog")
+    assert record["isolation"]["limits_enforced"] is True
+    assert record["isolation"]["memory_limit_bytes"] == 160 * 1024**2
+    assert record["server"]["oom_kills"] >= 1
+    # Killed workers either fail the verification or break the load: never a clean result.
+    assert record["status"] == "failed" or record["load"]["errors_total"] > 0
+    if record["status"] == "failed":
+        assert "OOM" in record["reason"]
+
+
+def test_client_bound_cell_is_flagged(base_config, tmp_path, no_leftovers):
+    """nginx answering by itself outruns one wrk thread: the figure is the client's."""
+    require("nginx", "wrk")
+    base_config["profiles"]["default"]["workers"] = 1
+    record = run(base_config, tmp_path, "nginx-baseline", concurrency=50)
+    assert record["status"] == "ok", record["reason"]
+    assert record["client"]["cpu_percent"] > 90
+    assert "client_bound" in record["flags"]
+    assert "server_idle" not in record["flags"]
+
+
+def test_every_result_records_layout_limits_and_samples(base_config, tmp_path, no_leftovers):
+    require("uwsgi", "wrk")
+    record = run(base_config, tmp_path, "uwsgi")
+    assert record["status"] == "ok", record["reason"]
+    layout = record["isolation"]
+    assert layout["server_cpus"] == [0] and layout["client_cpus"] == [1]
+    assert layout["method"].startswith("cgroup") or layout["limits_enforced"] is False
+    limits = record["limits"]
+    assert limits["backlog"] == 2048 and limits["nofile"] >= 1024 and limits["somaxconn"]
+    usage = record["server"]["usage"]
+    assert usage["samples"] >= 5 and usage["pss_peak_bytes"] and usage["sampler_cpu_s"] >= 0
+    assert usage["processes_max"] == 3  # master + 2 workers
+    assert record["client"]["cpu_s"] > 0
+    assert {"keepalive", "http_version"} <= record["verify"].keys()
+    assert record["config_sha256"] and record["environment"].endswith("environment.json")
+    assert record["time_wait"]["limit"] == 10**6
+
+
+def test_time_wait_count_and_drain():
+    assert isolation.time_wait_sockets() >= 0
+    report = isolation.drain_time_wait(limit=10**9, timeout=1)
+    assert report["waited_s"] < 1 and report["after"] == report["before"]
