@@ -15,8 +15,8 @@ test: install
 	python -m pytest -ra
 
 lint: install
-	ruff check workflow tests benchmarks
-	ruff format --check workflow tests benchmarks
+	ruff check workflow tests benchmarks apps
+	ruff format --check workflow tests benchmarks apps
 	snakefmt --check Snakefile workflow/rules
 	snakemake --lint
 

@@ -38,7 +38,7 @@ def base_config() -> dict:
 def server_processes() -> set[int]:
     """PIDs of processes whose command line mentions a serverbench app."""
     found = set()
-    markers = (str(REPO_ROOT / "apps"), str(REPO_ROOT / "tests" / "apps"))
+    markers = (str(REPO_ROOT / "apps"), str(REPO_ROOT / "tests" / "apps"), "serverbench-run-")
     for process in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(process.info["cmdline"] or [])
         if any(m in cmdline for m in markers) and "pytest" not in cmdline:

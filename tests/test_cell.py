@@ -54,7 +54,7 @@ def test_wrong_body_is_failed_not_measured(base_config, tmp_path, no_leftovers):
     add_server(
         base_config,
         "wrongbody",
-        ["gunicorn", "--bind", "{host}:{port}", "--chdir", "{apps}/../tests/apps", "faults:wrong_body"],
+        ["gunicorn", "--bind", "{host}:{port}", "--chdir", "{root}/tests/apps", "faults:wrong_body"],
     )
     record = run(base_config, tmp_path, server="wrongbody")
     assert record["status"] == "failed"

@@ -76,7 +76,7 @@ def test_memory_limit_is_enforced_and_recorded(base_config, tmp_path, no_leftove
             "--workers",
             "1",
             "--chdir",
-            "{apps}/../tests/apps",
+            "{root}/tests/apps",
             "faults:memory_hog",
         ],
     )
@@ -121,6 +121,6 @@ def test_every_result_records_layout_limits_and_samples(base_config, tmp_path, n
 
 
 def test_time_wait_count_and_drain():
-    assert isolation.time_wait_sockets() >= 0
+    assert isolation.time_wait_ports() >= 0
     report = isolation.drain_time_wait(limit=10**9, timeout=1)
     assert report["waited_s"] < 1 and report["after"] == report["before"]

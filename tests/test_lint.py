@@ -25,7 +25,7 @@ def test_snakefmt():
 
 
 def test_ruff():
-    paths = [p for p in ("workflow", "tests", "benchmarks") if (REPO_ROOT / p).exists()]
+    paths = [p for p in ("workflow", "tests", "benchmarks", "apps") if (REPO_ROOT / p).exists()]
     done = run(str(BIN / "ruff"), "check", *paths)
     assert done.returncode == 0, done.stdout + done.stderr
     done = run(str(BIN / "ruff"), "format", "--check", *paths)

@@ -8,7 +8,10 @@ Whatever the server or load tool does is recorded: the job only fails
 from __future__ import annotations
 
 import os
+import pwd
+import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -33,6 +36,14 @@ class CellSkipped(Exception):
     """A program the cell needs is absent; the cell is recorded as skipped."""
 
 
+class Interrupted(BaseException):
+    """SIGTERM or SIGINT reached the job: stop the server, write nothing."""
+
+
+def _interrupt(signum, frame):
+    raise Interrupted(signal.Signals(signum).name)
+
+
 def run_env() -> dict:
     """Environment for servers and tools: this interpreter's bin first on PATH."""
     env = dict(os.environ)
@@ -46,6 +57,22 @@ def run_env() -> dict:
 
 def _version(argv, env) -> str | None:
     return servers.run_capture([str(a) for a in argv], env=env) if argv else None
+
+
+def make_rundir() -> Path:
+    """A private run directory holding a readable copy of the apps.
+
+    Servers that drop privileges (Apache's children, mod_wsgi-express,
+    Unit's application processes) cannot read a checkout under a 0700 home,
+    so they get the apps from here. The directory itself can be traversed but
+    not listed (0711); control sockets inside it are the server's own.
+    """
+    rundir = Path(tempfile.mkdtemp(prefix="serverbench-run-"))
+    rundir.chmod(0o711)
+    shutil.copytree(REPO_ROOT / "apps", rundir / "apps", ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [rundir / "apps", *(rundir / "apps").rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return rundir
 
 
 class CellRun:
@@ -84,7 +111,7 @@ class CellRun:
         self.raw_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path.write_bytes(b"")
-        rundir = Path(tempfile.mkdtemp(prefix="serverbench-run-"))
+        rundir = make_rundir()
         raw_text = ""
         try:
             raw_text = self._measure(rundir)
@@ -94,6 +121,10 @@ class CellRun:
         except CellFailed as exc:
             record["status"], record["reason"] = "failed", str(exc)
             raw_text = getattr(exc, "raw_text", "") or raw_text
+        except Interrupted:
+            # An interrupted cell was not measured: leave no result, so a rerun redoes it.
+            self._teardown()
+            raise
         except BaseException as exc:
             record["status"] = "failed"
             record["reason"] = f"harness error: {exc.__class__.__name__}: {exc}"
@@ -125,8 +156,11 @@ class CellRun:
             "workers": profile["workers"],
             "threads": profile["threads"],
             "backlog": profile["backlog"],
-            "apps": str(REPO_ROOT / "apps"),
+            "apps": str(rundir / "apps"),
             "rundir": str(rundir),
+            "root": str(REPO_ROOT),
+            "venv": sys.prefix,
+            "user": pwd.getpwuid(os.getuid()).pw_name,
         }
         argv = servers.render_argv(self.server_spec["command"], values)
         record["server"]["argv"] = argv
@@ -143,7 +177,8 @@ class CellRun:
             raise CellSkipped(f"server program {argv[0]!r} not found on PATH")
         record["server"]["version"] = _version(self.server_spec.get("version"), self.env)
         language = self.config["languages"][self.server_spec["language"]]
-        record["server"]["interpreter"] = _version(language.get("version"), self.env)
+        interpreter = self.server_spec.get("interpreter") or language.get("version")
+        record["server"]["interpreter"] = _version(interpreter, self.env)
 
         url = f"http://{HOST}:{port}/"
         tool_values = loadgen.tool_values(profile, self.cell.concurrency, url)
@@ -166,14 +201,31 @@ class CellRun:
         }
 
         self.phase("start")
-        env = {**self.env, **self.server_spec.get("env", {})}
-        self.server = servers.ServerProcess(argv, self.log_path, self.isolation, REPO_ROOT, env)
+        extra_env = self.server_spec.get("env", {})
+        env = {**self.env, **dict(zip(extra_env, servers.render_argv(extra_env.values(), values), strict=True))}
+        members = []
+        if self.server_spec.get("backend"):
+            backend_argv = servers.render_argv(self.server_spec["backend"], values)
+            record["server"]["backend_argv"] = backend_argv
+            members.append(servers.ServerProcess(backend_argv, self.log_path, self.isolation, REPO_ROOT, env))
+        members.append(servers.ServerProcess(argv, self.log_path, self.isolation, REPO_ROOT, env))
+        self.server = servers.ServerGroup(members)
         try:
-            self.server.start()
+            for member in members:
+                member.start()
+                if member is not members[-1]:
+                    socket_path = servers.render_argv([self.server_spec["backend_socket"]], values)[0]
+                    servers.wait_for_socket(socket_path, members, profile["ready_timeout"])
+            if "control" in self.server_spec:
+                self._configure_by_api(values, members)
             self.phase("ready")
             record["server"]["ready_s"] = round(self.server.wait_ready(HOST, port, profile["ready_timeout"]), 4)
         except servers.ServerError as exc:
             raise CellFailed(f"server did not start: {exc}") from None
+        pattern = self.server_spec.get("interpreter_from_log")
+        if pattern:
+            found = re.search(pattern, self.log_path.read_text(errors="replace"), re.M)
+            record["server"]["interpreter"] = found.group(1) if found else None
         record["server"]["pid"] = self.server.pid
 
         self.phase("verify")
@@ -218,6 +270,20 @@ class CellRun:
         self._check_alive("fairness probe", raw_text=tool_run.output)
         return tool_run.output
 
+    def _configure_by_api(self, values: dict, members) -> None:
+        """PUT the rendered config to the server's control socket (NGINX Unit)."""
+        control = self.server_spec["control"]
+        socket_path = servers.render_argv([control["socket"]], values)[0]
+        servers.wait_for_socket(socket_path, members, self.profile["ready_timeout"])
+        body = Path(self.record["server"]["files"][control["file"]]).read_bytes()
+        try:
+            status, answer = servers.put_control(socket_path, control.get("path", "/config"), body)
+        except OSError as exc:
+            raise servers.ServerError(f"control API on {socket_path} failed: {exc}") from None
+        self.record["server"]["control"] = {"status": status, "answer": answer.strip()[:2000]}
+        if status != 200:
+            raise servers.ServerError(f"control API refused the config ({status}): {answer.strip()[:500]}")
+
     def _fairness(self, url: str, keepalive: str) -> dict:
         """How evenly the connections were served, from h2load's per-client req/s.
 
@@ -254,7 +320,7 @@ class CellRun:
             raise failure
 
     def _teardown(self) -> None:
-        if self.server is not None and self.server.proc is not None:
+        if self.server is not None:
             self.phase("stop")
             stop = self.server.stop(self.profile["stop_grace"])
             self.record["server"]["stop"] = stop
@@ -267,4 +333,9 @@ class CellRun:
 
 
 def run_cell(config: dict, cell: cfg.Cell, json_path, raw_path, log_path) -> dict:
-    return CellRun(config, cell, json_path, raw_path, log_path).run()
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return CellRun(config, cell, json_path, raw_path, log_path).run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -143,6 +143,8 @@ def effective_profile(config: dict, name: str) -> dict:
     for key in PROFILE_OVERRIDES:
         if config.get(key) is not None:
             profile[key] = config[key]
+    if profile["servers"] == "all":
+        profile["servers"] = list(config["catalogue"])
     return profile
 
 
@@ -172,6 +174,16 @@ def validate(config: dict) -> dict:
     _check_schema(config)
     for name, server in config["catalogue"].items():
         _check_argv(f"catalogue.{name}.command", server["command"], SERVER_PLACEHOLDERS)
+        if "env" in server:
+            _check_argv(f"catalogue.{name}.env", list(server["env"].values()), SERVER_PLACEHOLDERS)
+        for key in ("backend", "interpreter"):
+            if key in server:
+                _check_argv(f"catalogue.{name}.{key}", server[key], SERVER_PLACEHOLDERS)
+        if "backend" in server and "backend_socket" not in server:
+            raise ConfigError(f"catalogue.{name}", "a server with a backend needs backend_socket")
+        control = server.get("control")
+        if control and control["file"] not in server.get("files", {}):
+            raise ConfigError(f"catalogue.{name}.control.file", f"{control['file']!r} is not one of the server's files")
         for file_name, template in server.get("files", {}).items():
             if not (REPO_ROOT / template).is_file():
                 raise ConfigError(f"catalogue.{name}.files.{file_name}", f"template {template!r} not found")

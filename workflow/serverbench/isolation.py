@@ -197,28 +197,36 @@ class Isolation:
 TCP_TIME_WAIT = "06"
 
 
-def time_wait_sockets() -> int:
-    """TCP sockets in TIME_WAIT on this host (IPv4 and IPv6)."""
-    count = 0
+def time_wait_ports() -> int:
+    """Local ports held by TCP sockets in TIME_WAIT (IPv4 and IPv6).
+
+    Server-side TIME_WAIT sockets share the server's one port; client-side
+    ones each hold an ephemeral port, and it is those that run out.
+    """
+    ports = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(table) as handle:
                 next(handle, None)
-                count += sum(1 for line in handle if line.split()[3] == TCP_TIME_WAIT)
+                for line in handle:
+                    fields = line.split()
+                    if fields[3] == TCP_TIME_WAIT:
+                        ports.add(fields[1].rsplit(":", 1)[1])
         except OSError:
             continue
-    return count
+    return len(ports)
 
 
 def drain_time_wait(limit: int, timeout: float = 90.0) -> dict:
-    """Wait until TIME_WAIT sockets of earlier cells fall to ``limit``.
+    """Wait until the ports held in TIME_WAIT by earlier cells fall to ``limit``.
 
-    Thousands of them left by a non-keep-alive cell use up local ports and
-    slow the next cell's connects, so each cell starts from a similar state.
+    A non-keep-alive cell leaves tens of thousands of them; too many and the
+    next cell's connects fail for want of ephemeral ports, so each cell
+    starts with room to connect.
     """
     started = time.monotonic()
-    before = now = time_wait_sockets()
+    before = now = time_wait_ports()
     while now > limit and time.monotonic() - started < timeout:
         time.sleep(0.5)
-        now = time_wait_sockets()
+        now = time_wait_ports()
     return {"before": before, "after": now, "limit": limit, "waited_s": round(time.monotonic() - started, 3)}

@@ -8,6 +8,7 @@ a grace period, then SIGKILLs whatever is left.
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import socket
@@ -195,12 +196,106 @@ def run_capture(argv: list[str], env: dict | None = None, timeout: float = 15) -
 
 
 def render_files(files: dict, values: dict, rundir: Path) -> dict:
-    """Render a server's config templates (Jinja2) into its run directory."""
-    environment = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    """Render a server's config templates (Jinja2) into its run directory.
+
+    Templates are looked up from the repository root, so one may extend or
+    include another (``{% extends "workflow/templates/apache-base.conf" %}``).
+    """
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(REPO_ROOT)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
     written = {}
     for name, template in files.items():
-        text = environment.from_string((REPO_ROOT / template).read_text()).render(**values)
         target = rundir / name
-        target.write_text(text)
+        target.write_text(environment.get_template(template).render(**values))
         written[name] = str(target)
     return written
+
+
+class ServerGroup:
+    """A front process and the processes behind it, handled as one server.
+
+    For a server behind a front (an app on FastCGI behind nginx) the backend
+    starts first and must have its socket before the front starts; both share
+    the cell's cgroup, are monitored together and stopped front first.
+    """
+
+    def __init__(self, members: list[ServerProcess]):
+        self.members = members
+        self.front = members[-1]
+        self.isolation = self.front.isolation
+
+    @property
+    def pid(self) -> int:
+        return self.front.pid
+
+    @property
+    def proc(self):
+        return self.front.proc
+
+    def exit_code(self) -> int | None:
+        for member in self.members:
+            if member.proc is not None and member.exit_code() is not None:
+                return member.exit_code()
+        return None
+
+    def tree(self) -> list[psutil.Process]:
+        alive = {}
+        for member in self.members:
+            if member.proc is not None:
+                alive.update((p.pid, p) for p in member.tree())
+        return list(alive.values())
+
+    def wait_ready(self, host: str, port: int, timeout: float) -> float:
+        return self.front.wait_ready(host, port, timeout)
+
+    def stop(self, grace: float) -> dict:
+        reports = [m.stop(grace) for m in reversed(self.members) if m.proc is not None]
+        report = dict(reports[0]) if reports else {"signal": None, "exit_code": None, "killed": 0, "survivors": []}
+        report["survivors"] = sorted({pid for r in reports for pid in r.get("survivors", [])})
+        report["killed"] = sum(r.get("killed", 0) for r in reports)
+        report["members"] = reports
+        return report
+
+
+def wait_for_socket(path: str, members: list[ServerProcess], timeout: float) -> None:
+    """Wait until a Unix socket (or a host:port) accepts connections."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for member in members:
+            if member.exit_code() is not None:
+                raise ServerError(f"{member.argv[0]} exited with code {member.exit_code()} before {path} was ready")
+        try:
+            if ":" in path and not path.startswith("/"):
+                host, _, port = path.rpartition(":")
+                socket.create_connection((host, int(port)), timeout=0.5).close()
+            else:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                    sock.settimeout(0.5)
+                    sock.connect(path)
+            return
+        except OSError:
+            if time.monotonic() >= deadline:
+                raise ServerError(f"{path} did not accept connections within {timeout:g} s") from None
+            time.sleep(0.05)
+
+
+def put_control(socket_path: str, path: str, body: bytes, timeout: float = 30) -> tuple[int, str]:
+    """PUT a JSON document to an HTTP API on a Unix socket (NGINX Unit's control API)."""
+
+    class UnixConnection(http.client.HTTPConnection):
+        def connect(self):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(socket_path)
+
+    conn = UnixConnection("localhost", timeout=timeout)
+    try:
+        conn.request("PUT", path, body=body, headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        return response.status, response.read().decode(errors="replace")
+    finally:
+        conn.close()
