@@ -61,6 +61,8 @@ def serve_meinheld(app, args):
 
     server.listen((args.host, args.port))
     server.set_backlog(args.backlog)
+    # meinheld closes after each answer unless keep-alive is switched on.
+    server.set_keepalive(10)
     fork_workers(args.workers)
     server.run(app)
 
@@ -91,6 +93,8 @@ def serve_fastwsgi(app, args):
 def serve_pyruvate(app, args):
     import pyruvate
 
+    # As its documentation shows. Raising max_reuse_count (a u8) made kept-alive
+    # connections stall here (10 req/s), so pyruvate runs with its defaults.
     pyruvate.serve(app, f"{args.host}:{args.port}", args.workers)
 
 
@@ -99,7 +103,8 @@ def serve_flup(app, args):
 
     if not args.socket:
         raise SystemExit("flup needs --socket PATH (a FastCGI Unix socket for the front server)")
-    WSGIServer(app, bindAddress=args.socket, umask=0o077).run()
+    # The front's workers run as another user: they must be able to connect.
+    WSGIServer(app, bindAddress=args.socket, umask=0o000).run()
 
 
 SERVERS = {

@@ -90,6 +90,13 @@ class CellRun:
         self.server: servers.ServerProcess | None = None
         self.isolation: Isolation | None = None
 
+    def _argv(self, template, values: dict) -> list[str]:
+        """Render an argv and apply the config's program paths (``programs``)."""
+        if not template:
+            return []
+        rendered = servers.render_argv(template, values) if values else [str(a) for a in template]
+        return cfg.resolve_program(self.config, rendered)
+
     def phase(self, name: str) -> None:
         self.record["phase"] = name
         self.record["timing"][name] = round(time.time(), 4)
@@ -162,7 +169,7 @@ class CellRun:
             "venv": sys.prefix,
             "user": pwd.getpwuid(os.getuid()).pw_name,
         }
-        argv = servers.render_argv(self.server_spec["command"], values)
+        argv = self._argv(self.server_spec["command"], values)
         record["server"]["argv"] = argv
         record["server"]["files"] = servers.render_files(self.server_spec.get("files", {}), values, rundir)
         somaxconn = isolation.sysctl_int("net.core.somaxconn")
@@ -175,10 +182,10 @@ class CellRun:
         record["server"]["host"], record["server"]["port"] = HOST, port
         if shutil.which(argv[0], path=self.env["PATH"]) is None:
             raise CellSkipped(f"server program {argv[0]!r} not found on PATH")
-        record["server"]["version"] = _version(self.server_spec.get("version"), self.env)
+        record["server"]["version"] = _version(self._argv(self.server_spec.get("version"), {}), self.env)
         language = self.config["languages"][self.server_spec["language"]]
         interpreter = self.server_spec.get("interpreter") or language.get("version")
-        record["server"]["interpreter"] = _version(interpreter, self.env)
+        record["server"]["interpreter"] = _version(self._argv(interpreter, {}), self.env)
 
         url = f"http://{HOST}:{port}/"
         tool_values = loadgen.tool_values(profile, self.cell.concurrency, url)
@@ -205,7 +212,7 @@ class CellRun:
         env = {**self.env, **dict(zip(extra_env, servers.render_argv(extra_env.values(), values), strict=True))}
         members = []
         if self.server_spec.get("backend"):
-            backend_argv = servers.render_argv(self.server_spec["backend"], values)
+            backend_argv = self._argv(self.server_spec["backend"], values)
             record["server"]["backend_argv"] = backend_argv
             members.append(servers.ServerProcess(backend_argv, self.log_path, self.isolation, REPO_ROOT, env))
         members.append(servers.ServerProcess(argv, self.log_path, self.isolation, REPO_ROOT, env))

@@ -194,6 +194,9 @@ def validate(config: dict) -> dict:
             )
     for name, tool in config["load_tools"].items():
         _check_argv(f"load_tools.{name}.command", tool["command"], TOOL_PLACEHOLDERS)
+    for name, path in (config.get("programs") or {}).items():
+        if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise ConfigError(f"programs.{name}", f"{path!r} is not an executable file")
     for profile_name in selected_profiles(config):
         if profile_name not in config["profiles"]:
             raise ConfigError(
@@ -261,6 +264,20 @@ def cells(config: dict) -> list[Cell]:
     return out
 
 
+def _file_digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def cell_conditions(config: dict, profile: str, tool: str, server: str) -> str:
     """A digest of everything that shapes a cell's measurement.
 
@@ -271,9 +288,12 @@ def cell_conditions(config: dict, profile: str, tool: str, server: str) -> str:
     for key in ("servers", "tools", "concurrency", "repeats", "description"):
         effective.pop(key, None)
     server_spec = config["catalogue"][server]
+    templates = {name: _file_digest(REPO_ROOT / path) for name, path in server_spec.get("files", {}).items()}
     spec = {
         "profile": effective,
         "server": server_spec,
+        "templates": templates,
+        "apps": _tree_digest(REPO_ROOT / "apps"),
         "tool": config["load_tools"][tool],
         "language": config["languages"][server_spec["language"]],
         "flags": config["flags"],
@@ -290,6 +310,12 @@ def shuffled_cells(config: dict) -> list[Cell]:
     order = cells(config)
     random.Random(config["seed"]).shuffle(order)
     return order
+
+
+def resolve_program(config: dict, argv: list[str]) -> list[str]:
+    """Replace the program of an argv by its configured path, if one is set."""
+    path = (config.get("programs") or {}).get(argv[0]) if argv else None
+    return [path, *argv[1:]] if path else list(argv)
 
 
 def expected_answer(server: dict) -> dict:

@@ -13,6 +13,7 @@ import psutil
 
 from serverbench import REPO_ROOT, __version__
 from serverbench.cell import run_env
+from serverbench.config import cells, resolve_program
 from serverbench.results import config_hash
 from serverbench.servers import run_capture
 
@@ -50,11 +51,19 @@ def _sysctl(name: str) -> str | None:
 
 def collect(config: dict) -> dict:
     env = run_env()
+    used_servers = {cell.server for cell in cells(config)}
+    used_tools = {cell.tool for cell in cells(config)}
+    used_languages = {config["catalogue"][name]["language"] for name in used_servers}
     versions = {}
-    for kind, section in (("server", "catalogue"), ("tool", "load_tools"), ("language", "languages")):
-        for name, spec in config[section].items():
-            if spec.get("version"):
-                versions[f"{kind}:{name}"] = run_capture([str(a) for a in spec["version"]], env=env)
+    for kind, section, used in (
+        ("server", "catalogue", used_servers),
+        ("tool", "load_tools", used_tools),
+        ("language", "languages", used_languages),
+    ):
+        for name in sorted(used):
+            argv = config[section][name].get("version")
+            if argv:
+                versions[f"{kind}:{name}"] = run_capture(resolve_program(config, [str(a) for a in argv]), env=env)
     memory = psutil.virtual_memory()
     return {
         "collected_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

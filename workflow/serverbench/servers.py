@@ -85,7 +85,8 @@ class ServerProcess:
         return self.proc.pid
 
     def exit_code(self) -> int | None:
-        return self.proc.poll()
+        """The exit code once the process has ended (None while running or not started)."""
+        return self.proc.poll() if self.proc is not None else None
 
     def tree(self) -> list[psutil.Process]:
         """Live processes of the server; remembers every one it has seen."""
@@ -238,7 +239,7 @@ class ServerGroup:
 
     def exit_code(self) -> int | None:
         for member in self.members:
-            if member.proc is not None and member.exit_code() is not None:
+            if member.exit_code() is not None:
                 return member.exit_code()
         return None
 

@@ -1,0 +1,78 @@
+"""Every catalogue server, started, verified and loaded through the real
+workflow (the `smoke` profile); and a server added by configuration alone."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import server_processes
+from serverbench import REPO_ROOT
+from serverbench.cell import run_env
+
+pytestmark = pytest.mark.e2e
+CATALOGUE = yaml.safe_load((REPO_ROOT / "config.yaml").read_text())["catalogue"]
+
+
+def snakemake(*args, timeout=1500):
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "4", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    results = tmp_path_factory.mktemp("smoke") / "results"
+    before = server_processes()
+    done = snakemake("--config", "profile=smoke", f"results={results}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = pd.read_csv(results / "summary.csv").set_index("server")
+    return results, summary, server_processes() - before
+
+
+def _installed(spec) -> str | None:
+    """The first program a server needs that is not installed, if any."""
+    path = run_env()["PATH"]
+    for argv in (spec.get("backend"), spec["command"]):
+        if argv and shutil.which(str(argv[0]), path=path) is None:
+            return str(argv[0])
+    return None
+
+
+@pytest.mark.parametrize("server", sorted(CATALOGUE))
+def test_catalogue_server(smoke, server):
+    results, summary, _ = smoke
+    assert server in summary.index, f"no summary row for {server}"
+    row = summary.loc[server]
+    missing = _installed(CATALOGUE[server])
+    if missing:
+        assert row["status"] == "skipped" and missing in row["reason"]
+        pytest.skip(f"{server} needs {missing}, not installed here")
+    assert row["status"] == "ok", row["reason"]
+    assert row["rps_trimmed_mean"] > 100
+    record = json.loads(next((results / "cells" / "smoke" / "wrk" / server).rglob("r1.json")).read_text())
+    assert record["verify"]["ok"]
+    assert record["server"]["version"] and "Traceback" not in record["server"]["version"]
+    if CATALOGUE[server]["language"] != "none":
+        assert record["server"]["interpreter"], "the interpreter really run is recorded"
+    assert record["server"]["stop"]["survivors"] == []
+
+
+def test_smoke_leaves_nothing_running(smoke):
+    _, _, left = smoke
+    assert not left
+
+
+def test_server_added_by_config_alone(tmp_path):
+    done = snakemake("--configfile", "tests/data/extra-server.yaml", "--config", f"results={tmp_path}", timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert list(summary["server"]) == ["uwsgi-threads"]
+    assert summary.loc[0, "status"] == "ok", summary.loc[0, "reason"]
