@@ -3,6 +3,7 @@ missing skips and names it."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,15 @@ from serverbench import config as cfg
 from serverbench.cell import run_env
 
 RAW = Path(__file__).parent / "data" / "raw"
+
+
+# NGINX Unit is not packaged in Debian: found on PATH, in $UNITD, or at the
+# official packages' and a source build's usual paths.
+UNITD = (
+    os.environ.get("UNITD")
+    or shutil.which("unitd")
+    or shutil.which("unitd", path="/usr/sbin:/usr/local/sbin:/opt/unit/sbin")
+)
 
 
 def require(*programs: str) -> None:

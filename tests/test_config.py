@@ -86,6 +86,32 @@ BAD = {
     ),
     "empty server list": (lambda c: c["profiles"]["default"].update(servers=[]), "profiles.default.servers", ""),
     "unknown parser": (lambda c: c["load_tools"]["wrk"].update(parser="siege"), "load_tools.wrk.parser", "siege"),
+    "template file missing": (
+        lambda c: c["catalogue"]["nginx-baseline"]["files"].update({"nginx.conf": "workflow/templates/nope.conf"}),
+        "catalogue.nginx-baseline.files.nginx.conf",
+        "not found",
+    ),
+    "unitd path not executable": (
+        lambda c: c.update(programs={"unitd": str(REPO_ROOT / "config.yaml")}),
+        "programs.unitd",
+        "not an executable",
+    ),
+    "relative program path": (lambda c: c.update(programs={"unitd": "unitd"}), "programs.unitd", ""),
+    "concurrency beyond the open-file limit": (
+        lambda c: c.update(concurrency=[10**6]),
+        "concurrency[0]",
+        "open-file limit",
+    ),
+    "backend without its socket": (
+        lambda c: _del(c["catalogue"]["flup-nginx"], "backend_socket"),
+        "catalogue.flup-nginx",
+        "backend_socket",
+    ),
+    "control file not among the files": (
+        lambda c: c["catalogue"]["unit-python"]["control"].update(file="other.json"),
+        "catalogue.unit-python.control.file",
+        "other.json",
+    ),
     "unknown language": (
         lambda c: c["catalogue"]["gunicorn"].update(language="ruby"),
         "catalogue.gunicorn.language",

@@ -2,15 +2,10 @@
 its control API. Unit is not packaged here: the tests find `unitd` on PATH or
 in the UNITD environment variable, and skip naming it otherwise."""
 
-import os
-import shutil
-
 import pytest
-from conftest import require
+from conftest import UNITD, require
 from serverbench.cell import run_cell
 from serverbench.config import Cell
-
-UNITD = os.environ.get("UNITD") or shutil.which("unitd") or shutil.which("unitd", path="/opt/unit/sbin:/usr/sbin")
 
 
 @pytest.fixture

@@ -31,3 +31,15 @@ def memory_hog(environ, start_response):
     body = b"Hello World!"
     start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
     return [body]
+
+
+def crash_after(environ, start_response, _served=[0]):  # noqa: B006 (a per-process counter on purpose)
+    """Answers 300 requests, then the whole process dies mid-load."""
+    import os
+
+    _served[0] += 1
+    if _served[0] > 300:
+        os._exit(17)
+    body = b"Hello World!"
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
