@@ -1,0 +1,29 @@
+"""Load up to 10,000 connections: the server under test may fail (that is
+data), the harness may not."""
+
+import pytest
+from conftest import require
+
+from serverbench.cell import run_cell
+from serverbench.config import Cell
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("server", ["gunicorn", "starman"])
+@pytest.mark.parametrize("concurrency", [1000, 10000])
+def test_sweep_to_ten_thousand_connections(base_config, tmp_path, no_leftovers, server, concurrency):
+    require(server, "wrk", "h2load")
+    profile = base_config["profiles"]["default"]
+    profile.update(duration=2, warmup=0.5, fairness_duration=1, timeout=2)
+    base = tmp_path / f"{server}-{concurrency}"
+    record = run_cell(
+        base_config, Cell("default", "wrk", server, concurrency, 1), f"{base}.json", f"{base}.txt", f"{base}.log"
+    )
+    assert record["status"] == "ok", record["reason"]
+    load = record["load"]
+    assert load["requests"] > 0
+    assert record["client"]["argv"][record["client"]["argv"].index("-c") + 1] == str(concurrency)
+    assert record["limits"]["nofile"] > concurrency
+    if concurrency > record["limits"]["effective_backlog"]:
+        assert "backlog_small" in record["flags"]
+    assert record["server"]["stop"]["survivors"] == []
