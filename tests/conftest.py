@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from pathlib import Path
 
 import psutil
@@ -45,14 +46,26 @@ def base_config() -> dict:
     return config
 
 
+# Every process started by this test session inherits this tag in its
+# environment, so leftovers are told apart from anyone else's processes.
+SESSION_TAG = f"serverbench-test-{uuid.uuid4().hex}"
+os.environ["SERVERBENCH_TEST_SESSION"] = SESSION_TAG
+
+
 def server_processes() -> set[int]:
-    """PIDs of processes whose command line mentions a serverbench app."""
+    """PIDs of this session's processes that run a serverbench app."""
     found = set()
     markers = (str(REPO_ROOT / "apps"), str(REPO_ROOT / "tests" / "apps"), "serverbench-run-")
+    me = os.getpid()
     for process in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(process.info["cmdline"] or [])
-        if any(m in cmdline for m in markers) and "pytest" not in cmdline:
-            found.add(process.pid)
+        if process.pid == me or "pytest" in cmdline or not any(m in cmdline for m in markers):
+            continue
+        try:
+            if process.environ().get("SERVERBENCH_TEST_SESSION") == SESSION_TAG:
+                found.add(process.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
     return found
 
 

@@ -1,8 +1,12 @@
 """One cell with real servers and real tools: measured, failed or skipped, and
 never a process left behind."""
 
+import subprocess
+import sys
+import time
+
 import pytest
-from conftest import require
+from conftest import require, server_processes
 from serverbench import cell as cellmod
 from serverbench.config import Cell
 from serverbench.results import read_json
@@ -107,3 +111,17 @@ def test_worker_that_escapes_the_process_group_is_stopped(base_config, tmp_path,
     record = run(base_config, tmp_path, server="escaper")
     assert record["status"] == "ok", record["reason"]
     assert record["server"]["stop"]["survivors"] == []
+
+
+def test_leftover_detector_sees_a_stray_server():
+    """The no_leftovers check is not vacuous: a stray tagged process is found."""
+    stray = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "/tmp/serverbench-run-stray"])
+    try:
+        deadline = time.monotonic() + 5
+        while stray.pid not in server_processes() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert stray.pid in server_processes()
+    finally:
+        stray.kill()
+        stray.wait()
+    assert stray.pid not in server_processes()

@@ -3,7 +3,6 @@ data), the harness may not."""
 
 import pytest
 from conftest import require
-
 from serverbench.cell import run_cell
 from serverbench.config import Cell
 

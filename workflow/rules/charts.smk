@@ -5,8 +5,19 @@ rule chart:
     input:
         summary=f"{RESULTS}/summary.csv",
     output:
-        html=f"{RESULTS}/charts/{{chart}}.html",
-        png=f"{RESULTS}/charts/{{chart}}.png",
+        html=report(
+            f"{RESULTS}/charts/{{chart}}.html",
+            category="Charts",
+            subcategory="interactive",
+            labels={"chart": "{chart}"},
+        ),
+        png=report(
+            f"{RESULTS}/charts/{{chart}}.png",
+            category="Charts",
+            subcategory="static",
+            labels={"chart": "{chart}"},
+        ),
+        svg=f"{RESULTS}/charts/{{chart}}.svg",
     log:
         f"{RESULTS}/logs/chart-{{chart}}.log",
     conda:
@@ -21,7 +32,7 @@ rule index:
         environment=f"{RESULTS}/environment.json",
         charts=CHART_FILES,
     output:
-        f"{RESULTS}/index.html",
+        report(f"{RESULTS}/index.html", category="Overview"),
     log:
         f"{RESULTS}/logs/index.log",
     conda:

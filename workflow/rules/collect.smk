@@ -20,7 +20,7 @@ rule collect:
         cells=cell_results(),
     output:
         runs=f"{RESULTS}/runs.csv",
-        summary=f"{RESULTS}/summary.csv",
+        summary=report(f"{RESULTS}/summary.csv", category="Tables"),
     log:
         f"{RESULTS}/logs/collect.log",
     conda:

@@ -1,6 +1,7 @@
 # Validates the config before any job exists and derives the cell matrix.
 import sys
 
+from serverbench import charts as sbcharts
 from serverbench import config as sbconfig
 from serverbench.results import config_hash
 
@@ -16,11 +17,12 @@ RUN_ORDER = {cell.relpath: len(CELLS) - index for index, cell in enumerate(CELLS
 CELL_PATTERN = (
     f"{RESULTS}/cells/{{profile}}/{{tool}}/{{server}}/c{{concurrency}}/r{{repeat}}"
 )
-CHARTS = {"Requests per second": "rps"}
+# name -> title of every chart (serverbench.charts)
+CHARTS = sbcharts.CHARTS
 CHART_FILES = [
     f"{RESULTS}/charts/{name}.{ext}"
-    for name in CHARTS.values()
-    for ext in ("html", "png")
+    for name in CHARTS
+    for ext in ("html", "png", "svg")
 ]
 
 

@@ -3,7 +3,6 @@
 import pandas as pd
 from serverbench import charts
 
-builders = {"rps": charts.rps_chart}
 summary = pd.read_csv(snakemake.input.summary)  # noqa: F821 (injected by Snakemake)
-chart = builders[snakemake.wildcards.chart](summary)  # noqa: F821
-charts.save_chart(chart, snakemake.output.html, snakemake.output.png)  # noqa: F821
+chart = charts.build(snakemake.wildcards.chart, summary)  # noqa: F821
+charts.save_chart(chart, snakemake.output.html, snakemake.output.png, snakemake.output.svg)  # noqa: F821

@@ -123,15 +123,19 @@ def summarise(runs: pd.DataFrame, thresholds: dict) -> pd.DataFrame:
         row["rps_max"] = max(rps) if rps else None
         row["rps_cv"] = _cv(rps)
         for column in TRIMMED:
-            row[column] = trimmed_mean(ok[column].tolist())
+            values = [v for v in ok[column].tolist() if v is not None and not pd.isna(v)]
+            row[column] = trimmed_mean(values)
+            # The spread of the repeats, for the charts' error bands.
+            row[f"{column}_min"] = min(values) if values else None
+            row[f"{column}_max"] = max(values) if values else None
         flags = set()
         for entry in ok["flags"].dropna():
             flags.update(f for f in entry.split(";") if f)
         if row["rps_cv"] is not None and row["rps_cv"] > thresholds["cv"]:
             flags.add("unstable")
         row["flags"] = ";".join(sorted(flags))
-        for column in ("keepalive", "http_version", "server_version", "interpreter"):
-            values = group[column].dropna()
+        for column in ("family", "keepalive", "http_version", "server_version", "interpreter"):
+            values = group[column].dropna() if column in group else pd.Series(dtype=object)
             row[column] = values.iloc[0] if len(values) else None
         rows.append(row)
     return pd.DataFrame(rows)

@@ -85,7 +85,7 @@ class CellRun:
         self.json_path = Path(json_path)
         self.raw_path = Path(raw_path)
         self.log_path = Path(log_path)
-        self.record = results.new_record(cell, self.server_spec["language"])
+        self.record = results.new_record(cell, self.server_spec["language"], self.server_spec.get("family"))
         self.env = run_env()
         self.server: servers.ServerProcess | None = None
         self.isolation: Isolation | None = None

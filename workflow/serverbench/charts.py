@@ -1,8 +1,11 @@
 """Altair charts from ``summary.csv`` and the ``index.html`` that shows them.
 
-Charts are saved as self-contained HTML (Vega libraries inlined, so they work
-offline) and as PNG through vl-convert. The summary is already one row per
-cell, so chart data stays small whatever the size of the matrix.
+The seed study's five charts (requests/s, latency, memory, error rate, CPU,
+each against concurrency), Python against Perl, and each server against the
+nginx ceiling. Charts are saved as self-contained HTML (Vega libraries
+inlined, so they work offline), PNG and SVG through vl-convert. The summary
+is one row per cell and only the columns a chart uses are embedded, so chart
+data stays small whatever the size of the matrix.
 """
 
 from __future__ import annotations
@@ -17,69 +20,220 @@ import pandas as pd
 from serverbench import results
 from serverbench.flags import FLAG_HELP
 
+# name: (title, y title, [(column, label)], log scale for y)
+METRICS = {
+    "rps": ("Requests per second", "requests/s", [("rps_trimmed_mean", "req/s")], False),
+    "latency": ("Latency", "latency (ms)", [("latency_p50_ms", "p50"), ("latency_p99_ms", "p99")], True),
+    "memory": ("Server memory", "MB", [("server_rss_peak_mb", "RSS peak"), ("server_pss_peak_mb", "PSS peak")], False),
+    "errors": ("Error rate", "errors / requests", [("error_rate", "error rate")], False),
+    "cpu": ("Server CPU", "CPU % (100 = one CPU)", [("server_cpu_percent", "CPU %")], False),
+}
+EXTRA_CHARTS = {"languages": "Python against Perl", "ceiling": "Share of the nginx ceiling"}
+CHARTS = {name: spec[0] for name, spec in METRICS.items()} | EXTRA_CHARTS
+BAND = {"rps_trimmed_mean": ("rps_min", "rps_max")}
+CONTEXT = ["server", "language", "family", "profile", "tool", "concurrency", "flags", "flagged", "panel"]
+DETAILS = [
+    "repeats_ok", "rps_trimmed_mean", "rps_cv", "latency_p50_ms", "latency_p99_ms", "error_rate",
+    "server_rss_peak_mb", "server_pss_peak_mb", "server_cpu_percent", "client_cpu_percent",
+    "keepalive", "server_version", "interpreter",
+]  # fmt: skip
 TOOLTIP = [
     alt.Tooltip("server:N"),
     alt.Tooltip("language:N"),
+    alt.Tooltip("family:N"),
     alt.Tooltip("profile:N"),
     alt.Tooltip("tool:N"),
     alt.Tooltip("concurrency:Q"),
+    alt.Tooltip("repeats_ok:Q", title="repeats"),
     alt.Tooltip("rps_trimmed_mean:Q", title="req/s (trimmed mean)", format=",.0f"),
-    alt.Tooltip("rps_min:Q", title="req/s min", format=",.0f"),
-    alt.Tooltip("rps_max:Q", title="req/s max", format=",.0f"),
     alt.Tooltip("rps_cv:Q", title="req/s CV", format=".1%"),
     alt.Tooltip("latency_p50_ms:Q", title="p50 ms", format=".2f"),
     alt.Tooltip("latency_p99_ms:Q", title="p99 ms", format=".2f"),
     alt.Tooltip("error_rate:Q", title="error rate", format=".2%"),
     alt.Tooltip("server_rss_peak_mb:Q", title="RSS peak MB", format=".1f"),
+    alt.Tooltip("server_pss_peak_mb:Q", title="PSS peak MB", format=".1f"),
     alt.Tooltip("server_cpu_percent:Q", title="server CPU %", format=".0f"),
+    alt.Tooltip("client_cpu_percent:Q", title="client CPU %", format=".0f"),
+    alt.Tooltip("keepalive:N", title="keep-alive"),
     alt.Tooltip("flags:N"),
     alt.Tooltip("server_version:N", title="version"),
     alt.Tooltip("interpreter:N"),
 ]
 
 
-def rps_chart(summary: pd.DataFrame) -> alt.Chart:
-    """Requests/s against concurrency: a line per server, dashed by language."""
+def measured(summary: pd.DataFrame) -> pd.DataFrame:
+    """Rows with numbers, plus the fields every chart uses."""
     data = summary[summary["status"].isin(["ok", "partial"])].copy()
-    data["flagged"] = data["flags"].fillna("").astype(str).str.len() > 0
-    selection = alt.selection_point(fields=["server"], bind="legend")
-    base = alt.Chart(data).encode(
-        x=alt.X("concurrency:Q", scale=alt.Scale(type="log"), title="concurrent connections"),
-        y=alt.Y("rps_trimmed_mean:Q", title="requests/s (trimmed mean of repeats)"),
-        color=alt.Color("server:N", title="server"),
-        opacity=alt.condition(selection, alt.value(1.0), alt.value(0.15)),
-        tooltip=TOOLTIP,
-    )
+    for column in ("family", "flags", "keepalive", "server_version", "interpreter"):
+        if column not in data:
+            data[column] = None
+    data["flags"] = data["flags"].fillna("").astype(str)
+    data["flagged"] = data["flags"].str.len() > 0
+    data["family"] = data["family"].fillna("")
+    data["panel"] = data["profile"].astype(str) + " · " + data["tool"].astype(str)
+    return data
+
+
+def _columns(data: pd.DataFrame, extra: list[str]) -> pd.DataFrame:
+    wanted = list(dict.fromkeys(CONTEXT + DETAILS + extra))
+    return data[[c for c in wanted if c in data.columns]]
+
+
+def _x():
+    return alt.X("concurrency:Q", scale=alt.Scale(type="log"), title="concurrent connections")
+
+
+def _lines_and_points(base: alt.Chart, selection) -> alt.LayerChart:
     lines = base.mark_line().encode(strokeDash=alt.StrokeDash("language:N", title="language"))
-    points = base.mark_point(size=60, filled=False, strokeWidth=2).encode(
+    points = base.mark_point(size=50, filled=False, strokeWidth=2).encode(
         fill=alt.condition("datum.flagged", alt.value("white"), alt.Color("server:N", legend=None)),
     )
-    chart = (lines + points).add_params(selection).properties(width=420, height=280)
-    facets = [c for c in ("profile", "tool") if data[c].nunique() > 1]
-    if facets:
-        chart = chart.facet(
-            row=alt.Row(f"{facets[0]}:N"),
-            **({"column": alt.Column(f"{facets[1]}:N")} if len(facets) > 1 else {}),
+    return alt.layer(lines, points).add_params(selection)
+
+
+def metric_chart(summary: pd.DataFrame, metric: str) -> alt.FacetChart:
+    """One of the seed study's five charts, faceted by profile · tool (rows) and measure."""
+    title, y_title, columns, log = METRICS[metric]
+    data = measured(summary)
+    frames = []
+    for column, label in columns:
+        low, high = BAND.get(column, (f"{column}_min", f"{column}_max"))
+        part = _columns(data, [column, low, high]).copy()
+        part["measure"], part["value"] = label, part[column]
+        part["low"] = part[low] if low in part else part[column]
+        part["high"] = part[high] if high in part else part[column]
+        frames.append(part)
+    long = pd.concat(frames, ignore_index=True).dropna(subset=["value"])
+    if log:
+        long = long[long["value"] > 0]
+    selection = alt.selection_point(fields=["server"], bind="legend")
+    scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
+    base = alt.Chart().encode(
+        x=_x(),
+        color=alt.Color("server:N", title="server"),
+        opacity=alt.condition(selection, alt.value(1.0), alt.value(0.12)),
+        tooltip=[*TOOLTIP, alt.Tooltip("measure:N"), alt.Tooltip("value:Q", format=",.3g")],
+    )
+    band = base.mark_area(opacity=0.15).encode(y=alt.Y("low:Q", scale=scale), y2="high:Q")
+    lines = _lines_and_points(base.encode(y=alt.Y("value:Q", title=y_title, scale=scale)), selection)
+    layered = alt.layer(band, lines, data=long).properties(width=360, height=240)
+    return layered.facet(row=alt.Row("panel:N", title=None), column=alt.Column("measure:N", title=None)).properties(
+        title=f"{title} against concurrency (band: min–max of repeats; hollow: flagged)"
+    )
+
+
+def languages_chart(summary: pd.DataFrame) -> alt.VConcatChart:
+    """Python against Perl: families present in both languages, and the best of each language."""
+    data = measured(summary)
+    selection = alt.selection_point(fields=["server"], bind="legend")
+    both = data.groupby("family")["language"].transform(lambda s: {"python", "perl"} <= set(s))
+    family = _columns(data[both & (data["family"] != "")], [])
+    family_chart = (
+        _lines_and_points(
+            alt.Chart(family).encode(
+                x=_x(),
+                y=alt.Y("rps_trimmed_mean:Q", title="requests/s"),
+                color=alt.Color("server:N"),
+                opacity=alt.condition(selection, alt.value(1.0), alt.value(0.12)),
+                tooltip=TOOLTIP,
+            ),
+            selection,
         )
-    return chart.properties(title="Requests per second against concurrency (hollow marker: flagged)")
+        .properties(width=300, height=200)
+        .facet(row=alt.Row("panel:N", title=None), column=alt.Column("family:N", title="family"))
+        .properties(title="Same design, two languages (family in config)")
+    )
+    languages = data[data["language"].isin(["python", "perl"])]
+    keys = ["panel", "language", "concurrency"]
+    best = languages.loc[languages.groupby(keys)["rps_trimmed_mean"].idxmax().dropna()]
+    best_chart = (
+        alt.Chart(_columns(best, []))
+        .mark_line(point=True)
+        .encode(
+            x=_x(),
+            y=alt.Y("rps_trimmed_mean:Q", title="requests/s of the best server"),
+            color=alt.Color("language:N", title="language"),
+            tooltip=TOOLTIP,
+        )
+        .properties(width=360, height=220)
+        .facet(row=alt.Row("panel:N", title=None))
+        .properties(title="The best server of each language at each concurrency")
+    )
+    return alt.vconcat(family_chart, best_chart).resolve_scale(color="independent")
 
 
-def save_chart(chart: alt.Chart, html_path: str | Path, png_path: str | Path) -> None:
-    html_path, png_path = Path(html_path), Path(png_path)
-    html_path.parent.mkdir(parents=True, exist_ok=True)
-    for path, kwargs in ((html_path, {"inline": True}), (png_path, {"scale_factor": 2})):
-        tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-        chart.save(str(tmp), **kwargs)
-        tmp.replace(path)
+def ceiling_chart(summary: pd.DataFrame, baseline: str = "nginx-baseline") -> alt.FacetChart:
+    """Each server's requests/s as a share of nginx answering by itself, same profile, tool, concurrency."""
+    data = measured(summary)
+    ceiling = data[data["server"] == baseline].set_index(["profile", "tool", "concurrency"])["rps_trimmed_mean"]
+    data = data[data["server"] != baseline].copy()
+    index = pd.MultiIndex.from_frame(data[["profile", "tool", "concurrency"]])
+    data["ceiling_rps"] = ceiling.reindex(index).to_numpy()
+    data["share"] = data["rps_trimmed_mean"] / data["ceiling_rps"]
+    data = data.dropna(subset=["share"])
+    selection = alt.selection_point(fields=["server"], bind="legend")
+    base = alt.Chart(_columns(data, ["share", "ceiling_rps"])).encode(
+        x=_x(),
+        y=alt.Y("share:Q", title=f"share of {baseline} req/s", axis=alt.Axis(format="%")),
+        color=alt.Color("server:N"),
+        opacity=alt.condition(selection, alt.value(1.0), alt.value(0.12)),
+        tooltip=[*TOOLTIP, alt.Tooltip("share:Q", format=".1%"), alt.Tooltip("ceiling_rps:Q", format=",.0f")],
+    )
+    title = f"Against the ceiling: {baseline} in the same profile" + ("" if len(data) else " (not measured)")
+    return (
+        _lines_and_points(base, selection)
+        .properties(width=420, height=260)
+        .facet(row=alt.Row("panel:N", title=None))
+        .properties(title=title)
+    )
 
 
-def _table(frame: pd.DataFrame, columns: list[str]) -> str:
+def build(name: str, summary: pd.DataFrame):
+    if name in METRICS:
+        return metric_chart(summary, name)
+    return {"languages": languages_chart, "ceiling": ceiling_chart}[name](summary)
+
+
+def save_chart(chart, html_path, png_path, svg_path=None) -> None:
+    outputs = [(Path(html_path), {"inline": True}), (Path(png_path), {"scale_factor": 2})]
+    if svg_path:
+        outputs.append((Path(svg_path), {}))
+    with alt.data_transformers.disable_max_rows():
+        for path, kwargs in outputs:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+            chart.save(str(tmp), **kwargs)
+            tmp.replace(path)
+
+
+SORT_SCRIPT = """
+<script>
+// Click a column header to sort the table by it (again to reverse).
+document.querySelectorAll('table.sortable th').forEach((th, column) => {
+  th.style.cursor = 'pointer';
+  th.addEventListener('click', () => {
+    const body = th.closest('table').tBodies[0];
+    const rows = Array.from(body.rows);
+    const up = th.dataset.order !== 'asc';
+    th.dataset.order = up ? 'asc' : 'desc';
+    const key = r => { const t = r.cells[column].innerText.replace(/,/g, ''); const n = parseFloat(t);
+                       return isNaN(n) ? t : n; };
+    rows.sort((a, b) => { const x = key(a), y = key(b); return (x > y ? 1 : x < y ? -1 : 0) * (up ? 1 : -1); });
+    rows.forEach(r => body.appendChild(r));
+  });
+});
+</script>
+"""
+
+
+def _table(frame: pd.DataFrame, columns: list[str], sortable: bool = False) -> str:
     present = [c for c in columns if c in frame.columns]
-    return frame[present].to_html(index=False, na_rep="", float_format=lambda v: f"{v:,.3g}", border=0)
+    classes = "sortable" if sortable else None
+    return frame[present].to_html(index=False, na_rep="", float_format=lambda v: f"{v:,.3g}", border=0, classes=classes)
 
 
 def write_index(summary_csv, environment_json, charts: dict, index_path) -> None:
-    """One page: charts, the summary table, failed and flagged cells, the environment."""
+    """One page: charts, the sortable summary, failed and flagged cells, the environment."""
     index_path = Path(index_path)
     summary = pd.read_csv(summary_csv)
     environment = json.loads(Path(environment_json).read_text()) if environment_json else {}
@@ -87,17 +241,21 @@ def write_index(summary_csv, environment_json, charts: dict, index_path) -> None
         "<!doctype html><html><head><meta charset='utf-8'><title>serverbench results</title>",
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
         "td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}"
-        "iframe{border:0;width:100%;height:560px}</style></head><body>",
+        "iframe{border:0;width:100%;height:640px}</style></head><body>",
         "<h1>serverbench results</h1>",
+        f"<p>{len(summary)} cells: " + ", ".join(f"{n} {s}" for s, n in summary["status"].value_counts().items()),
+        f" · environment: {html.escape(str(environment.get('cpu_model')))}, {environment.get('cpus')} CPUs,"
+        f" kernel {html.escape(str(environment.get('kernel')))},"
+        f" commit {html.escape(str(environment.get('git_commit')))}</p>",
     ]
-    for title, (html_file, png_file) in charts.items():
-        rel_html = Path(html_file).relative_to(index_path.parent)
-        rel_png = Path(png_file).relative_to(index_path.parent)
+    for title, files in charts.items():
+        rel = {ext: Path(path).relative_to(index_path.parent) for ext, path in files.items()}
+        links = " · ".join(f"<a href='{p}'>{ext.upper()}</a>" for ext, p in rel.items())
         parts.append(
-            f"<h2>{html.escape(title)}</h2><iframe src='{rel_html}' title='{html.escape(title)}'></iframe>"
-            f"<p><a href='{rel_html}'>interactive</a> · <a href='{rel_png}'>PNG</a></p>"
+            f"<h2>{html.escape(title)}</h2><iframe src='{rel['html']}' title='{html.escape(title)}'></iframe>"
+            f"<p>{links}</p>"
         )
-    parts.append("<h2>Summary</h2>")
+    parts.append("<h2>Summary</h2><p>Click a column to sort.</p>")
     parts.append(
         _table(
             summary,
@@ -106,6 +264,7 @@ def write_index(summary_csv, environment_json, charts: dict, index_path) -> None
                 "tool",
                 "server",
                 "language",
+                "family",
                 "concurrency",
                 "status",
                 "repeats_ok",
@@ -115,11 +274,13 @@ def write_index(summary_csv, environment_json, charts: dict, index_path) -> None
                 "latency_p99_ms",
                 "error_rate",
                 "server_rss_peak_mb",
+                "server_pss_peak_mb",
                 "server_cpu_percent",
                 "keepalive",
                 "flags",
             ],
-        )
+            sortable=True,
+        )  # fmt: skip
     )
     bad = summary[summary["status"] != "ok"]
     parts.append(f"<h2>Failed and skipped cells ({len(bad)})</h2>")
@@ -133,5 +294,5 @@ def write_index(summary_csv, environment_json, charts: dict, index_path) -> None
     )
     parts.append("<dl>" + "".join(f"<dt>{k}</dt><dd>{html.escape(v)}</dd>" for k, v in FLAG_HELP.items()) + "</dl>")
     parts.append("<h2>Environment</h2><pre>" + html.escape(json.dumps(environment, indent=2)) + "</pre>")
-    parts.append("</body></html>")
+    parts.append(SORT_SCRIPT + "</body></html>")
     results.write_atomic(index_path, "\n".join(parts))

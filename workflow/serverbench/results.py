@@ -47,7 +47,7 @@ def read_json(path: str | Path):
     return json.loads(Path(path).read_text())
 
 
-def new_record(cell, language: str) -> dict:
+def new_record(cell, language: str, family: str | None = None) -> dict:
     return {
         "schema": SCHEMA,
         "cell": {
@@ -55,6 +55,7 @@ def new_record(cell, language: str) -> dict:
             "tool": cell.tool,
             "server": cell.server,
             "language": language,
+            "family": family,
             "concurrency": cell.concurrency,
             "repeat": cell.repeat,
         },

@@ -1,0 +1,150 @@
+"""Charts built from summaries: encodings, scale, and what a browser draws."""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import require
+from PIL import Image
+from serverbench import charts
+
+LANGUAGE = {"gunicorn": "python", "starman": "perl", "uwsgi": "python", "uwsgi-psgi": "perl",
+            "nginx-baseline": "none", "bjoern": "python", "feersum": "perl"}  # fmt: skip
+FAMILY = {"gunicorn": "preforking", "starman": "preforking", "uwsgi": "preforking", "uwsgi-psgi": "preforking",
+          "nginx-baseline": "baseline", "bjoern": "event-loop-c", "feersum": "event-loop-c"}  # fmt: skip
+
+
+def generated_summary(servers=None, profiles=("default",), tools=("wrk",), levels=(10, 100, 1000)) -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    servers = servers or list(LANGUAGE)
+    rows = []
+    for profile in profiles:
+        for tool in tools:
+            for server in servers:
+                for concurrency in levels:
+                    rps = float(rng.uniform(1e3, 1e5))
+                    rows.append({
+                        "profile": profile, "tool": tool, "server": server,
+                        "language": LANGUAGE.get(server, "python"), "family": FAMILY.get(server, "x"),
+                        "concurrency": concurrency, "status": "ok", "repeats_ok": 4,
+                        "rps_trimmed_mean": rps, "rps_min": rps * 0.9, "rps_max": rps * 1.1, "rps_cv": 0.05,
+                        "latency_p50_ms": 1.0, "latency_p99_ms": 5.0, "error_rate": 0.0,
+                        "server_rss_peak_mb": 40.0, "server_pss_peak_mb": 20.0, "server_cpu_percent": 95.0,
+                        "flags": "starved" if server == "starman" else "", "server_version": "1.0",
+                    })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def spec(chart) -> dict:
+    return chart.to_dict()
+
+
+def test_rps_chart_encodings():
+    d = spec(charts.build("rps", generated_summary()))
+    layers = d["spec"]["layer"]
+    line = layers[1]["layer"][0]
+    assert line["encoding"]["x"]["field"] == "concurrency" and line["encoding"]["x"]["scale"]["type"] == "log"
+    assert line["encoding"]["y"]["field"] == "value"
+    assert line["encoding"]["color"]["field"] == "server"
+    assert line["encoding"]["strokeDash"]["field"] == "language"
+    band = layers[0]
+    assert band["mark"]["type"] == "area" and band["encoding"]["y2"]["field"] == "high"
+    assert d["facet"]["row"]["field"] == "panel" and d["facet"]["column"]["field"] == "measure"
+    tooltip = {t["field"] for t in line["encoding"]["tooltip"]}
+    assert {"server_version", "flags", "latency_p99_ms", "server_rss_peak_mb"} <= tooltip
+    assert d["params"][0]["bind"] == "legend" if "params" in d else layers[1]["params"][0]["bind"] == "legend"
+
+
+@pytest.mark.parametrize(("name", "measures"), [("latency", {"p50", "p99"}), ("memory", {"RSS peak", "PSS peak"})])
+def test_folded_metrics_have_both_measures(name, measures):
+    d = spec(charts.build(name, generated_summary()))
+    data = next(iter(d["datasets"].values()))
+    assert {row["measure"] for row in data} == measures
+
+
+def test_flagged_points_are_hollow():
+    d = spec(charts.build("errors", generated_summary()))
+    point = d["spec"]["layer"][1]["layer"][1]
+    assert point["encoding"]["fill"]["condition"]["test"] == "datum.flagged"
+    data = next(iter(d["datasets"].values()))
+    assert all(row["flagged"] == (row["server"] == "starman") for row in data)
+
+
+def test_languages_chart_pairs_families_across_languages():
+    d = spec(charts.build("languages", generated_summary()))
+    family_data = d["datasets"][d["vconcat"][0]["data"]["name"]]
+    assert {row["family"] for row in family_data} == {"preforking", "event-loop-c"}
+    best = d["datasets"][d["vconcat"][1]["data"]["name"]]
+    assert {row["language"] for row in best} == {"python", "perl"}
+    assert len(best) == 2 * 3  # one best server per language and concurrency
+
+
+def test_ceiling_chart_is_share_of_nginx():
+    summary = generated_summary()
+    d = spec(charts.build("ceiling", summary))
+    data = next(iter(d["datasets"].values()))
+    assert "nginx-baseline" not in {row["server"] for row in data}
+    ceiling = summary[summary["server"] == "nginx-baseline"].set_index("concurrency")["rps_trimmed_mean"]
+    for row in data:
+        assert row["share"] == pytest.approx(row["rps_trimmed_mean"] / ceiling[row["concurrency"]])
+
+
+def test_scale_without_max_rows_error(tmp_path):
+    """30 servers × 4 profiles × 20 concurrency levels × 3 tools (4 repeats each, already aggregated)."""
+    servers = [f"server{i}" for i in range(30)]
+    summary = generated_summary(
+        servers, profiles=("a", "b", "c", "d"), tools=("wrk", "ab", "h2"), levels=tuple(range(100, 2100, 100))
+    )
+    assert len(summary) == 30 * 4 * 20 * 3
+    for name in ("rps", "latency"):
+        chart = charts.build(name, summary)
+        charts.save_chart(chart, tmp_path / f"{name}.html", tmp_path / f"{name}.png")
+        assert (tmp_path / f"{name}.png").stat().st_size > 10_000
+
+
+def _png_pixels(path: Path) -> np.ndarray:
+    with Image.open(path) as image:
+        return np.asarray(image.convert("RGB"))
+
+
+def screenshot(url: str, target: Path, size=(1000, 700)) -> Path:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run(
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+             f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}", "--virtual-time-budget=5000",
+             f"--screenshot={target}", url],
+            capture_output=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert target.exists(), "chromium wrote no screenshot"
+    return target
+
+
+@pytest.mark.e2e
+def test_index_and_chart_draw_in_a_real_browser(tmp_path):
+    require("chromium")
+    summary = generated_summary()
+    csv = tmp_path / "summary.csv"
+    summary.to_csv(csv, index=False)
+    (tmp_path / "environment.json").write_text(json.dumps({"cpu_model": "test", "cpus": 2}))
+    files = {}
+    for name in ("rps",):
+        paths = {ext: tmp_path / "charts" / f"{name}.{ext}" for ext in ("html", "png", "svg")}
+        charts.save_chart(charts.build(name, summary), paths["html"], paths["png"], paths["svg"])
+        files[charts.CHARTS[name]] = paths
+    charts.write_index(csv, tmp_path / "environment.json", files, tmp_path / "index.html")
+    for page in (tmp_path / "charts" / "rps.html", tmp_path / "index.html"):
+        shot = screenshot(page.as_uri(), tmp_path / f"{page.stem}-shot.png")
+        pixels = _png_pixels(shot)
+        colours = {tuple(p) for p in pixels.reshape(-1, 3)[:: max(1, pixels.shape[0] * pixels.shape[1] // 40000)]}
+        non_white = (pixels.sum(axis=2) < 700).mean()
+        assert len(colours) > 20, f"{page.name}: an almost uniform screenshot ({len(colours)} colours)"
+        assert non_white > 0.01, f"{page.name}: the page is blank"
+    assert os.path.getsize(tmp_path / "charts" / "rps.svg") > 1000
