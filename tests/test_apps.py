@@ -1,20 +1,25 @@
 """The hello apps: WSGI conformance, PSGI conformance (prove + Plack::Test),
 and byte-identical answers across languages."""
 
+import json
 import subprocess
 import sys
 import warnings
 import wsgiref.util
 import wsgiref.validate
 
+import pytest
 from conftest import require
 from serverbench import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "apps" / "python"))
 import hello  # noqa: E402
 
+PATHS = ["/", "/json", "/big", "/cpu", "/sleep"]
 
-def test_wsgi_app_passes_wsgiref_validate():
+
+def wsgi_answer(path: str):
+    """Status, headers and body of the WSGI app under wsgiref.validate."""
     captured = {}
 
     def start_response(status, headers, exc_info=None):
@@ -23,15 +28,48 @@ def test_wsgi_app_passes_wsgiref_validate():
 
     environ = {}
     wsgiref.util.setup_testing_defaults(environ)
-    environ["QUERY_STRING"] = ""
-    warnings.simplefilter("error", wsgiref.validate.WSGIWarning)
-    app = wsgiref.validate.validator(hello.application)
-    body = app(environ, start_response)
-    data = b"".join(body)
-    body.close()
-    assert captured["status"] == "200 OK"
-    assert data == b"Hello World!"
-    assert ("Content-Length", "12") in captured["headers"]
+    environ.update(PATH_INFO=path, QUERY_STRING="")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", wsgiref.validate.WSGIWarning)
+        body = wsgiref.validate.validator(hello.application)(environ, start_response)
+        data = b"".join(body)
+        body.close()
+    return captured["status"], dict(captured["headers"]), data
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_wsgi_app_passes_wsgiref_validate(path):
+    status, headers, body = wsgi_answer(path)
+    assert status == "200 OK"
+    assert headers["Content-Length"] == str(len(body))
+    if path in ("/", "/sleep"):
+        assert body == b"Hello World!"
+
+
+def test_workload_answers_are_what_they_say():
+    assert len(wsgi_answer("/big")[2]) == 100 * 1024
+    assert json.loads(wsgi_answer("/json")[2])["numbers"] == [1, 2, 3]
+    assert len(wsgi_answer("/cpu")[2]) == 64
+
+
+def test_python_and_perl_answer_byte_for_byte_alike():
+    require("perl", "plackup")
+    code = (
+        "use Plack::Util; use Plack::Middleware::Lint; use Plack::Test; use HTTP::Request::Common; use JSON::PP;"
+        "my $app = Plack::Middleware::Lint->wrap(Plack::Util::load_psgi(shift)); my %out;"
+        "test_psgi $app, sub { my $cb = shift; for my $p (@ARGV) { my $r = $cb->(GET $p);"
+        "$out{$p} = [$r->code, scalar $r->header('Content-Type'), unpack('H*', $r->content)] } };"
+        "print encode_json(\\%out)"
+    )
+    done = subprocess.run(
+        ["perl", "-e", code, str(REPO_ROOT / "apps/perl/hello.psgi"), *PATHS],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    perl = json.loads(done.stdout)
+    for path in PATHS:
+        status, headers, body = wsgi_answer(path)
+        assert perl[path] == [int(status.split()[0]), headers["Content-Type"], body.hex()], path
 
 
 def test_psgi_app_with_prove():

@@ -1,16 +1,48 @@
-# The hello-world PSGI application every Perl server is measured with; the same
-# bytes as apps/python/hello.py so answers compare across languages.
+# The PSGI application every Perl server is measured with: the same paths and
+# the same bytes as apps/python/hello.py.
+#   /        Hello World!
+#   /json    a small object serialised per request
+#   /big     a 100 KiB body
+#   /cpu     about 1 ms of CPU work (iterated SHA-256)
+#   /sleep   a 10 ms wait
 use strict;
 use warnings;
+use Digest::SHA qw(sha256);
+use JSON::PP ();
+use Time::HiRes ();
 
-my $body = 'Hello World!';
+my $body       = 'Hello World!';
+my $big        = '0123456789abcdef' x 6400;    # 100 KiB
+my $cpu_rounds = 3000;
+my $json       = JSON::PP->new->canonical(1);
 
-my $app = sub {
+sub text {
+    my ( $content, $type ) = @_;
     return [
         200,
-        [ 'Content-Type' => 'text/plain', 'Content-Length' => length $body ],
-        [$body],
+        [ 'Content-Type' => $type // 'text/plain', 'Content-Length' => length $content ],
+        [$content],
     ];
+}
+
+my %routes = (
+    '/json' => sub {
+        text( $json->encode( { message => 'Hello, World!', server => 'serverbench', numbers => [ 1, 2, 3 ] } ),
+            'application/json' );
+    },
+    '/big' => sub { text($big) },
+    '/cpu' => sub {
+        my $digest = 'serverbench';
+        $digest = sha256($digest) for 1 .. $cpu_rounds;
+        text( unpack 'H*', $digest );
+    },
+    '/sleep' => sub { Time::HiRes::sleep(0.010); text($body) },
+);
+
+my $app = sub {
+    my $env   = shift;
+    my $route = $routes{ $env->{PATH_INFO} // '/' };
+    return $route ? $route->() : text($body);
 };
 
 $app;

@@ -1,14 +1,52 @@
-"""The hello-world WSGI application every Python server is measured with.
+"""The WSGI application every Python server is measured with.
 
-The body is fixed bytes with an explicit Content-Length so that every server
-can keep the connection alive and answers compare byte for byte with the PSGI
-app in ``apps/perl/hello.psgi``.
+``/`` is the hello world of the seed studies; the other paths are the
+workloads that tell worker models apart. Every answer is byte for byte the
+one of ``apps/perl/hello.psgi``, with an explicit Content-Length so that
+every server can keep the connection alive.
+
+    /        Hello World!
+    /json    a small object serialised per request
+    /big     a 100 KiB body
+    /cpu     about 1 ms of CPU work (iterated SHA-256)
+    /sleep   a 10 ms wait
 """
 
+import hashlib
+import json
+import time
+
 BODY = b"Hello World!"
-HEADERS = [("Content-Type", "text/plain"), ("Content-Length", str(len(BODY)))]
+BIG = b"0123456789abcdef" * 6400  # 100 KiB
+CPU_ROUNDS = 3000  # about 1 ms here; the answer is the final digest
+
+
+def _text(body: bytes, content_type: str = "text/plain"):
+    return "200 OK", [("Content-Type", content_type), ("Content-Length", str(len(body)))], [body]
+
+
+def _json():
+    payload = {"message": "Hello, World!", "server": "serverbench", "numbers": [1, 2, 3]}
+    return _text(json.dumps(payload, separators=(",", ":"), sort_keys=True).encode(), "application/json")
+
+
+def _cpu():
+    digest = b"serverbench"
+    for _ in range(CPU_ROUNDS):
+        digest = hashlib.sha256(digest).digest()
+    return _text(digest.hex().encode())
+
+
+def _sleep():
+    time.sleep(0.010)
+    return _text(BODY)
+
+
+ROUTES = {"/json": _json, "/big": lambda: _text(BIG), "/cpu": _cpu, "/sleep": _sleep}
 
 
 def application(environ, start_response):
-    start_response("200 OK", list(HEADERS))
-    return [BODY]
+    route = ROUTES.get(environ.get("PATH_INFO", "/"))
+    status, headers, body = route() if route else _text(BODY)
+    start_response(status, headers)
+    return body
