@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -76,3 +77,23 @@ def no_leftovers():
     yield
     left = server_processes() - before
     assert not left, f"processes left running: {[psutil.Process(p).cmdline() for p in left if psutil.pid_exists(p)]}"
+
+
+# The tiny matrix the workflow tests run: 2 servers, 1 tool, 1 concurrency, 2 repeats of 1 s.
+TINY_MATRIX = ["servers=[gunicorn, starman]", "tools=[wrk]", "concurrency=[10]", "repeats=2", "duration=1"]
+
+
+def run_snakemake(
+    options: list[str], config: list[str], timeout: float = 900, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """The snakemake CLI from the repository root (so the workflow profile loads)."""
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", *options, "--config", *config],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )

@@ -60,7 +60,7 @@ def test_catalogue_server(smoke, server):
         pytest.skip(f"{server} needs {missing}, not installed here")
     assert row["status"] == "ok", row["reason"]
     assert row["rps_trimmed_mean"] > 100
-    record = json.loads(next((results / "cells" / "smoke" / "wrk" / server).rglob("r1.json")).read_text())
+    record = json.loads(next((results / "cells" / "smoke" / "hello" / "wrk" / server).rglob("r1.json")).read_text())
     assert record["verify"]["ok"]
     assert record["server"]["version"] and "Traceback" not in record["server"]["version"]
     if CATALOGUE[server]["language"] != "none":

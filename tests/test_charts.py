@@ -95,6 +95,39 @@ def test_ceiling_chart_is_share_of_nginx():
         assert row["share"] == pytest.approx(row["rps_trimmed_mean"] / ceiling[row["concurrency"]])
 
 
+def generated_workers(servers=("uwsgi-cheaper-busyness", "unit-python-dynamic"), seconds=30) -> pd.DataFrame:
+    rows = []
+    for server in servers:
+        for step in range(seconds * 2):
+            t = step / 2
+            phase = "load" if t < 20 else "idle"
+            rows.append({
+                "profile": "autoscale", "workload": "hello", "tool": "wrk", "server": server,
+                "language": "python", "concurrency": 100, "family": "x", "repeat": 1, "t": t, "phase": phase,
+                "processes": min(100, 6 + int(t * 5)) if phase == "load" else 6, "threads": 10, "rss_mb": 50.0,
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_workers_chart_is_processes_against_time():
+    d = spec(charts.build("workers", generated_summary(), generated_workers()))
+    layers = d["spec"]["layer"]
+    line = layers[0]
+    assert line["mark"]["type"] == "line" and line["mark"]["interpolate"] == "step-after"
+    assert line["encoding"]["strokeDash"]["field"] == "phase"
+    encoding = d["spec"]["encoding"] if "encoding" in d["spec"] else layers[0]["encoding"]
+    assert encoding["x"]["field"] == "t" and encoding["y"]["field"] == "processes"
+    assert encoding["color"]["field"] == "server" and encoding["detail"]["field"] == "series"
+    assert d["facet"]["row"]["field"] == "panel"
+    rows = next(iter(d["datasets"].values()))
+    assert len(rows) == 2 * 60 and {r["phase"] for r in rows} == {"load", "idle"}
+
+
+def test_workers_chart_without_samples_says_so():
+    d = spec(charts.build("workers", generated_summary(), pd.DataFrame()))
+    assert "no samples" in json.dumps(d["title"])
+
+
 def test_scale_without_max_rows_error(tmp_path):
     """30 servers × 4 profiles × 20 concurrency levels × 3 tools (4 repeats each, already aggregated)."""
     servers = [f"server{i}" for i in range(30)]

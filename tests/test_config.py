@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from serverbench import REPO_ROOT
+from serverbench import REPO_ROOT, scaling
 from serverbench import config as cfg
 
 SHIPPED = yaml.safe_load((REPO_ROOT / "config.yaml").read_text())
@@ -33,7 +33,33 @@ BAD = {
         "profiles.default",
         "wrokers",
     ),
-    "wrong type": (lambda c: c["profiles"]["default"].update(workers="two"), "profiles.default.workers", "integer"),
+    "wrong type": (lambda c: c["profiles"]["default"].update(repeats="three"), "profiles.default.repeats", "integer"),
+    "worker formula with an unknown name": (
+        lambda c: c["profiles"]["default"].update(workers="2*cores+1"),
+        "profiles.default.workers",
+        "'cores' is not allowed",
+    ),
+    "more CPUs than the host, no scale_down": (
+        lambda c: c["profiles"]["default"].update(server_cpus=len(os.sched_getaffinity(0)) + 4),
+        "profiles.default.server_cpus",
+        "scale_down: true",
+    ),
+    "workers_min above workers": (
+        lambda c: c["profiles"]["default"].update(workers=2, workers_min=5),
+        "profiles.default.workers_min",
+        "more than workers",
+    ),
+    "unknown workload": (lambda c: c.update(workloads=["graphql"]), "workloads[0]", "graphql"),
+    "constant-rate tool without a rate": (
+        lambda c: c.update(profile="open-loop") or c["profiles"]["open-loop"].pop("rate"),
+        "profiles.open-loop.rate",
+        "needs `rate`",
+    ),
+    "workload path not absolute": (
+        lambda c: c["app_workloads"]["json"].update(path="json"),
+        "app_workloads.json.path",
+        "",
+    ),
     "server without a command": (
         lambda c: _del(c["catalogue"]["gunicorn"], "command"),
         "catalogue.gunicorn",
@@ -141,7 +167,73 @@ def test_matrix_has_one_cell_per_combination():
     cells = cfg.cells(cfg.validate(config))
     assert len(cells) == 2 * 1 * 2 * 3
     assert len({c.relpath for c in cells}) == len(cells)
-    assert cells[0].relpath == "default/wrk/gunicorn/c10/r1"
+    assert cells[0].relpath == "default/hello/wrk/gunicorn/c10/r1"
+
+
+def test_workloads_multiply_the_matrix():
+    config = copy.deepcopy(SHIPPED)
+    config.update(profile="worker-models", concurrency=[10], repeats=1)
+    cells = cfg.cells(cfg.validate(config))
+    assert {c.workload for c in cells} == {"hello", "json", "big", "cpu", "sleep"}
+    assert len(cells) == 5 * 4
+
+
+def test_every_shipped_profile_resolves_on_this_host():
+    for name in SHIPPED["profiles"]:
+        profile = cfg.effective_profile(SHIPPED, name)
+        assert profile["server_cpus"] and profile["client_cpus"]
+        assert not set(profile["server_cpus"]) & set(profile["client_cpus"])
+        assert isinstance(profile["workers"], int) and profile["workers"] >= 1
+
+
+HOST4 = [0, 1, 2, 3]
+
+
+def resolve(host=HOST4, memory=8 * 1024**3, **profile):
+    base = {"server_cpus": [0], "client_cpus": [1], "memory_limit": None, "workers": 2, "threads": 1}
+    return scaling.resolve({**base, **profile}, host, memory, cfg.parse_size)
+
+
+def test_worker_formulas_use_the_servers_cpus():
+    assert resolve(server_cpus=[0, 1], client_cpus=[2], workers="2*cpus+1")["workers"] == 5
+    assert resolve(server_cpus=3, client_cpus=1, workers="max(2, cpus)", threads="host_cpus")["threads"] == 4
+    assert resolve(workers="ceil(cpus / 2)")["workers"] == 1
+    with pytest.raises(scaling.ScaleError, match="__import__"):
+        resolve(workers="__import__('os').getpid()")
+    with pytest.raises(scaling.ScaleError, match="less than 1"):
+        resolve(workers="cpus - 1")
+
+
+def test_cpu_counts_take_the_lowest_free_cpus():
+    profile = resolve(server_cpus=2, client_cpus=1)
+    assert profile["server_cpus"] == [0, 1] and profile["client_cpus"] == [2]
+    profile = resolve(server_cpus=2, client_cpus=[0])
+    assert profile["server_cpus"] == [1, 2] and profile["client_cpus"] == [0]
+    assert profile["scaling"]["scaled"] is False
+
+
+def test_a_profile_bigger_than_the_host_is_refused_with_what_is_missing():
+    with pytest.raises(scaling.ScaleError) as caught:
+        resolve(host=[0, 1], server_cpus=8, client_cpus=4)
+    assert "needs 8 server + 4 client CPUs" in str(caught.value)
+    assert "this host has 2" in str(caught.value)
+    with pytest.raises(scaling.ScaleError, match="memory"):
+        resolve(memory=2 * 1024**3, memory_limit="4G")
+
+
+def test_scale_down_keeps_the_split_and_records_it():
+    profile = resolve(
+        host=[0, 1], server_cpus=8, client_cpus=4, memory_limit="4G", memory=2**31, workers="2*cpus", scale_down=True
+    )
+    assert profile["server_cpus"] == [0] and profile["client_cpus"] == [1]
+    assert profile["workers"] == 2
+    assert profile["memory_limit"] == 2**31
+    record = profile["scaling"]
+    assert record["scaled"] is True
+    assert record["asked"]["server_cpus"] == 8 and record["asked"]["workers"] == "2*cpus"
+    assert any("scaled to 1 + 1" in note for note in record["notes"])
+    six = resolve(host=list(range(6)), server_cpus=8, client_cpus=4, scale_down=True)
+    assert len(six["server_cpus"]) == 4 and len(six["client_cpus"]) == 2
 
 
 def test_command_line_numbers_become_numbers():

@@ -9,7 +9,7 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import require, server_processes
+from conftest import TINY_MATRIX, require, run_snakemake, server_processes
 from serverbench import REPO_ROOT
 
 pytestmark = pytest.mark.e2e
@@ -20,26 +20,7 @@ def tiny_run(tmp_path_factory):
     require("gunicorn", "starman", "wrk")
     results = tmp_path_factory.mktemp("e2e") / "results"
     before = server_processes()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "snakemake",
-            "--cores",
-            "4",
-            "--config",
-            "servers=[gunicorn, starman]",
-            "tools=[wrk]",
-            "concurrency=[10]",
-            "repeats=2",
-            "duration=1",
-            f"results={results}",
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = run_snakemake(["--cores", "4"], [*TINY_MATRIX, f"results={results}"], timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return results, done, server_processes() - before
 
@@ -92,7 +73,9 @@ def test_cells_ran_in_the_seeded_order(tiny_run):
     runs = pd.read_csv(results / "runs.csv").sort_values("job_start")
     records = [
         json.loads(
-            (results / "cells" / f"{r.profile}/{r.tool}/{r.server}/c{r.concurrency}/r{r.repeat}.json").read_text()
+            (
+                results / "cells" / f"{r.profile}/{r.workload}/{r.tool}/{r.server}/c{r.concurrency}/r{r.repeat}.json"
+            ).read_text()
         )
         for r in runs.itertuples()
     ]

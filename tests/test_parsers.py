@@ -114,3 +114,47 @@ def test_both_tools_give_the_same_keys():
 def test_empty_output_is_a_parse_error():
     with pytest.raises(parsers.ParseError):
         parsers.parse("wrk", "")
+
+
+# oha --output-format json, constant rate with --latency-correction: against
+# gunicorn (clean), gunicorn killed a second into the run (connect errors),
+# python -m http.server answering 404 (non-2xx) and a socket that never
+# answers (timeouts).
+
+
+def test_oha_clean():
+    record = parse("oha", "oha-clean.json")
+    assert record["source"] == "oha json"
+    assert record["requests"] == 1000
+    assert record["requests_per_s"] == pytest.approx(1000 / 2.000751575)
+    assert record["latency_ms"]["p50"] == pytest.approx(0.277235)
+    assert record["latency_ms"]["p99"] == pytest.approx(1.021571)
+    assert record["latency_ms"]["max"] == pytest.approx(4.861636)
+    assert record["transfer_bytes"] == 12000
+    assert record["errors_total"] == 0 and record["error_rate"] == 0
+
+
+def test_oha_connect_errors_after_the_server_died():
+    record = parse("oha", "oha-connect-errors.json")
+    assert record["errors"]["connect"] == 999
+    assert record["requests"] == 501 + 999
+    assert record["error_rate"] == pytest.approx(999 / 1500)
+
+
+def test_oha_non_2xx():
+    record = parse("oha", "oha-non2xx.json")
+    assert record["errors"]["non_2xx"] == record["requests"] == 100
+    assert record["error_rate"] == 1.0
+
+
+def test_oha_timeouts_and_the_deadline_cut_off():
+    record = parse("oha", "oha-timeout.json")
+    assert record["errors"]["timeout"] == 5
+    # Requests in flight when the duration ran out are oha's, not the server's.
+    assert record["errors_detail"]["cut_off_at_deadline"] == {"aborted due to deadline": 5}
+    assert record["requests"] == 5 and record["errors_total"] == 5
+
+
+def test_oha_without_a_report():
+    with pytest.raises(parsers.ParseError):
+        parsers.parse("oha", "error: connection refused\n")

@@ -1,5 +1,9 @@
-# One job per cell. Jobs never overlap: each holds the single bench_slot that
-# the workflow profile (profiles/default/config.yaml) makes available.
+# One job per cell, self-contained: it shares nothing with other jobs but
+# files, and declares only standard resources (the CPUs its server and load
+# tool are pinned to, memory, runtime), so any executor can place it. Which
+# jobs may run side by side is the profile's business: the local one
+# (profiles/default) gives every bench job the single bench_slot, so cells
+# never overlap on one machine; profiles/slurm gives each its own node.
 
 
 rule bench:
@@ -11,14 +15,20 @@ rule bench:
     priority: cell_priority
     conda:
         "../../envs/workflow.yaml"
+    threads: cell_threads
     resources:
-        bench_slot=1,
+        mem_mb=cell_mem_mb,
+        runtime=cell_runtime,
     params:
         conditions=lambda wildcards: sbconfig.cell_conditions(
-            config, wildcards.profile, wildcards.tool, wildcards.server
+            config,
+            wildcards.profile,
+            wildcards.tool,
+            wildcards.server,
+            wildcards.workload,
         ),
     message:
         "measuring {wildcards.server} with {wildcards.tool} at c={wildcards.concurrency} "
-        "(profile {wildcards.profile}, repeat {wildcards.repeat})"
+        "(profile {wildcards.profile}, workload {wildcards.workload}, repeat {wildcards.repeat})"
     script:
         "../scripts/bench_cell.py"

@@ -4,6 +4,7 @@
 rule chart:
     input:
         summary=f"{RESULTS}/summary.csv",
+        workers=f"{RESULTS}/workers.csv",
     output:
         html=report(
             f"{RESULTS}/charts/{{chart}}.html",

@@ -1,5 +1,5 @@
-# Merges every cell result into runs.csv (a row per repeat) and summary.csv
-# (a row per cell), and records the machine and software of the run.
+# Merges every cell result into runs.csv (a row per repeat), summary.csv
+# (a row per cell) and workers.csv (workers over time), and records the machine and software of the run.
 
 
 rule environment:
@@ -21,6 +21,7 @@ rule collect:
     output:
         runs=f"{RESULTS}/runs.csv",
         summary=report(f"{RESULTS}/summary.csv", category="Tables"),
+        workers=report(f"{RESULTS}/workers.csv", category="Tables"),
     log:
         f"{RESULTS}/logs/collect.log",
     conda:

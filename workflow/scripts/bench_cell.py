@@ -10,6 +10,7 @@ cell = Cell(
     server=wildcards.server,
     concurrency=int(wildcards.concurrency),
     repeat=int(wildcards.repeat),
+    workload=wildcards.workload,
 )
 run_cell(
     snakemake.config,  # noqa: F821

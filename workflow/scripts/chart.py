@@ -1,8 +1,9 @@
-"""Draws one chart from summary.csv (serverbench.charts)."""
+"""Draws one chart from summary.csv or workers.csv (serverbench.charts)."""
 
 import pandas as pd
 from serverbench import charts
 
 summary = pd.read_csv(snakemake.input.summary)  # noqa: F821 (injected by Snakemake)
-chart = charts.build(snakemake.wildcards.chart, summary)  # noqa: F821
+workers = pd.read_csv(snakemake.input.workers)  # noqa: F821
+chart = charts.build(snakemake.wildcards.chart, summary, workers)  # noqa: F821
 charts.save_chart(chart, snakemake.output.html, snakemake.output.png, snakemake.output.svg)  # noqa: F821

@@ -1,4 +1,4 @@
-"""Merges cell results into runs.csv and summary.csv (serverbench.aggregate)."""
+"""Merges cell results into runs.csv, summary.csv and workers.csv (serverbench.aggregate)."""
 
 from serverbench.aggregate import write_tables
 
@@ -7,4 +7,5 @@ write_tables(
     snakemake.output.runs,  # noqa: F821
     snakemake.output.summary,  # noqa: F821
     snakemake.config["flags"],  # noqa: F821
+    workers_csv=snakemake.output.workers,  # noqa: F821
 )

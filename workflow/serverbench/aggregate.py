@@ -15,7 +15,7 @@ import pandas as pd
 
 from serverbench import results
 
-CELL_KEYS = ["profile", "tool", "server", "language", "concurrency"]
+CELL_KEYS = ["profile", "workload", "tool", "server", "language", "concurrency"]
 MB = 1024 * 1024
 
 
@@ -32,7 +32,8 @@ def run_row(record: dict, path: str | Path) -> dict:
     def mb(value):
         return round(value / MB, 3) if value is not None else None
 
-    row = {**cell, "status": record["status"], "reason": record.get("reason")}
+    row = {"workload": "hello", **cell, "status": record["status"], "reason": record.get("reason")}
+    autoscale = server.get("autoscale") or {}
     row.update(
         requests=load.get("requests"),
         duration_s=load.get("duration_s"),
@@ -52,6 +53,12 @@ def run_row(record: dict, path: str | Path) -> dict:
         server_rss_mean_mb=mb(usage.get("rss_mean_bytes")),
         server_pss_peak_mb=mb(usage.get("pss_peak_bytes")),
         server_processes_max=usage.get("processes_max"),
+        workers_start=autoscale.get("processes_start"),
+        workers_peak=autoscale.get("processes_peak"),
+        time_to_peak_s=autoscale.get("time_to_peak_s"),
+        time_to_scale_down_s=autoscale.get("time_to_scale_down_s"),
+        server_cpus=len((record.get("isolation") or {}).get("server_cpus") or []) or None,
+        scaled=(record.get("scaling") or {}).get("scaled"),
         client_cpu_percent=client.get("cpu_percent"),
         keepalive=verification.get("keepalive"),
         http_version=verification.get("http_version"),
@@ -100,6 +107,9 @@ TRIMMED = [
     "server_rss_peak_mb",
     "server_pss_peak_mb",
     "client_cpu_percent",
+    "workers_peak",
+    "time_to_peak_s",
+    "time_to_scale_down_s",
 ]
 
 
@@ -134,16 +144,53 @@ def summarise(runs: pd.DataFrame, thresholds: dict) -> pd.DataFrame:
         if row["rps_cv"] is not None and row["rps_cv"] > thresholds["cv"]:
             flags.add("unstable")
         row["flags"] = ";".join(sorted(flags))
-        for column in ("family", "keepalive", "http_version", "server_version", "interpreter"):
+        for column in ("family", "keepalive", "http_version", "server_version", "interpreter", "server_cpus", "scaled"):
             values = group[column].dropna() if column in group else pd.Series(dtype=object)
             row[column] = values.iloc[0] if len(values) else None
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def write_tables(paths, runs_csv, summary_csv, thresholds: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+SAMPLE_BIN_S = 0.5
+
+
+def worker_samples(paths) -> pd.DataFrame:
+    """Worker processes and threads over time in every measured cell (the
+    autoscaling chart's data), in bins of SAMPLE_BIN_S so a long sweep stays small.
+    """
+    frames = []
+    for path in sorted(map(str, paths)):
+        record = results.read_json(path)
+        samples = (record.get("server") or {}).get("samples") or []
+        if record.get("status") != "ok" or not samples:
+            continue
+        frame = pd.DataFrame(samples)
+        if "phase" not in frame:
+            frame["phase"] = "load"
+        frame["t"] = (frame["t"] // SAMPLE_BIN_S) * SAMPLE_BIN_S
+        frame["rss_mb"] = frame["rss"] / MB
+        binned = (
+            frame.groupby(["t", "phase"], sort=True)
+            .agg(processes=("processes", "max"), threads=("threads", "max"), rss_mb=("rss_mb", "max"))
+            .reset_index()
+        )
+        cell = {"workload": "hello", **record["cell"]}
+        for key in [*CELL_KEYS, "family", "repeat"]:
+            binned[key] = cell.get(key)
+        frames.append(binned)
+    columns = [*CELL_KEYS, "family", "repeat", "t", "phase", "processes", "threads", "rss_mb"]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    out = pd.concat(frames, ignore_index=True)[columns]
+    out["rss_mb"] = out["rss_mb"].round(3)
+    return out
+
+
+def write_tables(paths, runs_csv, summary_csv, thresholds: dict, workers_csv=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     runs = load_runs(paths)
     summary = summarise(runs, thresholds)
     results.write_atomic(runs_csv, runs.to_csv(index=False))
     results.write_atomic(summary_csv, summary.to_csv(index=False))
+    if workers_csv is not None:
+        results.write_atomic(workers_csv, worker_samples(paths).to_csv(index=False))
     return runs, summary

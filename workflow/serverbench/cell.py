@@ -12,20 +12,22 @@ import pwd
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
 import traceback
+import uuid
 from pathlib import Path
 
-from serverbench import REPO_ROOT, __version__, isolation, loadgen, parsers, results, servers, verify
+from serverbench import REPO_ROOT, __version__, docker, isolation, loadgen, parsers, results, servers, verify
 from serverbench import config as cfg
 from serverbench import flags as flagging
+from serverbench.docker import DockerIsolation
 from serverbench.isolation import Isolation
 from serverbench.monitor import Monitor
+from serverbench.network import Network, NetworkError
 from serverbench.results import config_hash
-
-HOST = "127.0.0.1"
 
 
 class CellFailed(Exception):
@@ -81,6 +83,7 @@ class CellRun:
         self.cell = cell
         self.profile = cfg.effective_profile(config, cell.profile)
         self.server_spec = config["catalogue"][cell.server]
+        self.workload = config["app_workloads"][cell.workload]
         self.tool_spec = config["load_tools"][cell.tool]
         self.json_path = Path(json_path)
         self.raw_path = Path(raw_path)
@@ -89,6 +92,7 @@ class CellRun:
         self.env = run_env()
         self.server: servers.ServerProcess | None = None
         self.isolation: Isolation | None = None
+        self.network: Network | None = None
 
     def _argv(self, template, values: dict) -> list[str]:
         """Render an argv and apply the config's program paths (``programs``)."""
@@ -154,13 +158,27 @@ class CellRun:
 
     def _measure(self, rundir: Path) -> str:
         record, profile = self.record, self.profile
+        record["scaling"] = profile["scaling"]
+        record["workload"] = {"name": self.cell.workload, "path": self.workload["path"]}
         self.phase("prepare")
+        if not cfg.serves(self.server_spec, self.cell.workload):
+            raise CellSkipped(
+                f"{self.cell.server} answers only {', '.join(self.server_spec['workloads'])}, "
+                f"not the {self.cell.workload} workload"
+            )
         record["time_wait"] = isolation.drain_time_wait(profile["time_wait_max"])
-        port = servers.free_port(HOST)
+        try:
+            self.network = Network(profile.get("network", "loopback")).setup()
+        except NetworkError as exc:
+            raise CellFailed(f"network setup failed: {exc}") from None
+        record["network"] = self.network.describe()
+        host = self.network.server_address
+        port = servers.free_port(host if self.network.namespace is None else "127.0.0.1")
         values = {
-            "host": HOST,
+            "host": host,
             "port": port,
             "workers": profile["workers"],
+            "workers_min": profile["workers_min"],
             "threads": profile["threads"],
             "backlog": profile["backlog"],
             "apps": str(rundir / "apps"),
@@ -179,28 +197,40 @@ class CellRun:
             "effective_backlog": min(profile["backlog"], somaxconn) if somaxconn else profile["backlog"],
             "nofile": isolation.raise_nofile(),
         }
-        record["server"]["host"], record["server"]["port"] = HOST, port
-        if shutil.which(argv[0], path=self.env["PATH"]) is None:
+        record["server"]["host"], record["server"]["port"] = host, port
+        in_docker = profile.get("isolation") == "docker"
+        if in_docker:
+            image = self._docker_image()
+        elif shutil.which(argv[0], path=self.env["PATH"]) is None:
             raise CellSkipped(f"server program {argv[0]!r} not found on PATH")
-        record["server"]["version"] = _version(self._argv(self.server_spec.get("version"), {}), self.env)
+
+        def inside(command):
+            # Versions are asked where the server runs: in docker mode, in its image.
+            return ["docker", "run", "--rm", image, *command] if in_docker and command else command
+
+        record["server"]["version"] = _version(inside(self._argv(self.server_spec.get("version"), {})), self.env)
         language = self.config["languages"][self.server_spec["language"]]
         interpreter = self.server_spec.get("interpreter") or language.get("version")
-        record["server"]["interpreter"] = _version(self._argv(interpreter, {}), self.env)
+        record["server"]["interpreter"] = _version(inside(self._argv(interpreter, {})), self.env)
 
-        url = f"http://{HOST}:{port}/"
+        url = f"http://{host}:{port}{self.workload['path']}"
         tool_values = loadgen.tool_values(profile, self.cell.concurrency, url)
         try:
-            tool_argv = loadgen.build_argv(self.tool_spec, tool_values)
+            tool_argv = loadgen.build_argv(self.tool_spec, tool_values, self.env["PATH"])
         except loadgen.ToolMissing as exc:
             raise CellSkipped(str(exc)) from None
         record["client"]["argv"] = tool_argv
         record["client"]["version"] = _version(self.tool_spec.get("version"), self.env)
 
-        self.isolation = Isolation(
-            cpus=list(profile["server_cpus"]),
-            memory_limit=cfg.parse_size(profile["memory_limit"]),
-            label=f"serverbench-{self.cell.server}",
-        ).setup()
+        limits = {
+            "cpus": list(profile["server_cpus"]),
+            "memory_limit": cfg.parse_size(profile["memory_limit"]),
+            "label": f"serverbench-{self.cell.server}",
+        }
+        if in_docker:
+            self.isolation = DockerIsolation(**limits, container=f"serverbench-{uuid.uuid4().hex[:12]}").setup()
+        else:
+            self.isolation = Isolation(**limits).setup()
         record["isolation"] = {
             **self.isolation.describe(),
             "server_cpus": profile["server_cpus"],
@@ -214,8 +244,26 @@ class CellRun:
         if self.server_spec.get("backend"):
             backend_argv = self._argv(self.server_spec["backend"], values)
             record["server"]["backend_argv"] = backend_argv
-            members.append(servers.ServerProcess(backend_argv, self.log_path, self.isolation, REPO_ROOT, env))
-        members.append(servers.ServerProcess(argv, self.log_path, self.isolation, REPO_ROOT, env))
+            members.append(
+                servers.ServerProcess(self.network.wrap(backend_argv), self.log_path, self.isolation, REPO_ROOT, env)
+            )
+        if in_docker:
+            if self.server_spec.get("backend"):
+                raise CellSkipped("docker isolation runs one server command; servers with a backend are not supported")
+            rendered_env = dict(zip(extra_env, servers.render_argv(extra_env.values(), values), strict=True))
+            argv = docker.run_argv(
+                image,
+                argv,
+                name=self.isolation.container,
+                cpus=self.isolation.cpus,
+                memory_limit=self.isolation.memory_limit,
+                nofile=self.isolation.nofile,
+                mounts=[rundir],
+                env=rendered_env,
+                workdir=rundir,
+            )
+            record["server"]["docker_argv"] = argv
+        members.append(servers.ServerProcess(self.network.wrap(argv), self.log_path, self.isolation, REPO_ROOT, env))
         self.server = servers.ServerGroup(members)
         try:
             for member in members:
@@ -223,10 +271,12 @@ class CellRun:
                 if member is not members[-1]:
                     socket_path = servers.render_argv([self.server_spec["backend_socket"]], values)[0]
                     servers.wait_for_socket(socket_path, members, profile["ready_timeout"])
+            if in_docker:
+                self._attach_container()
             if "control" in self.server_spec:
                 self._configure_by_api(values, members)
             self.phase("ready")
-            record["server"]["ready_s"] = round(self.server.wait_ready(HOST, port, profile["ready_timeout"]), 4)
+            record["server"]["ready_s"] = round(self.server.wait_ready(host, port, profile["ready_timeout"]), 4)
         except servers.ServerError as exc:
             raise CellFailed(f"server did not start: {exc}") from None
         pattern = self.server_spec.get("interpreter_from_log")
@@ -236,7 +286,8 @@ class CellRun:
         record["server"]["pid"] = self.server.pid
 
         self.phase("verify")
-        check = verify.verify(HOST, port, cfg.expected_answer(self.server_spec), timeout=profile["timeout"])
+        expect = cfg.expected_answer(self.server_spec, self.workload, self.cell.workload)
+        check = verify.verify(host, port, expect, path=self.workload["path"], timeout=profile["timeout"])
         record["verify"] = check.as_dict()
         if not check.ok:
             self._check_alive("verification")
@@ -249,14 +300,25 @@ class CellRun:
             warm_values["requests"] = max(
                 self.cell.concurrency, round(tool_values["requests"] * profile["warmup"] / profile["duration"])
             )
-            loadgen.run(loadgen.build_argv(self.tool_spec, warm_values), profile["client_cpus"], deadline, self.env)
+            loadgen.run(
+                loadgen.build_argv(self.tool_spec, warm_values, self.env["PATH"]),
+                profile["client_cpus"],
+                deadline,
+                self.env,
+            )
             self._check_alive("warm-up")
 
         self.phase("load")
         with Monitor(self.server, profile["sample_interval"]) as monitor:
             tool_run = loadgen.run(tool_argv, profile["client_cpus"], deadline, self.env)
+            if profile.get("idle_after"):
+                # Keep watching the idle server: autoscaling servers shed workers now.
+                monitor.mark("idle")
+                self.phase("idle")
+                time.sleep(profile["idle_after"])
         record["server"]["usage"] = monitor.summary()
         record["server"]["samples"] = monitor.samples
+        record["server"]["autoscale"] = monitor.scaling()
         record["client"].update(
             exit_code=tool_run.exit_code,
             wall_s=round(tool_run.wall_s, 4),
@@ -276,6 +338,38 @@ class CellRun:
         record["fairness"] = self._fairness(url, check.keepalive)
         self._check_alive("fairness probe", raw_text=tool_run.output)
         return tool_run.output
+
+    def _docker_image(self) -> str:
+        """The language's image, built from its Dockerfile if the engine lacks it."""
+        problem = docker.engine_problem()
+        if problem:
+            raise CellSkipped(f"docker isolation: {problem}")
+        spec = (self.config.get("docker_images") or {}).get(self.server_spec["language"])
+        if not spec:
+            raise CellSkipped(f"docker isolation: no docker_images entry for {self.server_spec['language']!r}")
+        present = (
+            subprocess.run(
+                ["docker", "image", "inspect", spec["image"]], capture_output=True, env=self.env, timeout=60
+            ).returncode
+            == 0
+        )
+        if not present:
+            build = docker.build_argv(spec["image"], REPO_ROOT / spec["dockerfile"], REPO_ROOT)
+            with open(self.log_path, "ab") as log:
+                done = subprocess.run(build, stdout=log, stderr=subprocess.STDOUT, env=self.env)
+            if done.returncode != 0:
+                raise CellFailed(f"docker build of {spec['image']} failed (exit {done.returncode}); see the server log")
+        self.record["isolation_image"] = spec["image"]
+        return spec["image"]
+
+    def _attach_container(self) -> None:
+        deadline = time.monotonic() + self.profile["ready_timeout"]
+        while not self.isolation.attach():
+            self._check_alive("container start")
+            if time.monotonic() > deadline:
+                raise servers.ServerError(f"container {self.isolation.container} did not start in time")
+            time.sleep(0.1)
+        self.record["isolation"].update(self.isolation.describe())
 
     def _configure_by_api(self, values: dict, members) -> None:
         """PUT the rendered config to the server's control socket (NGINX Unit)."""
@@ -337,6 +431,9 @@ class CellRun:
         if self.isolation is not None:
             self.isolation.cleanup()
             self.isolation = None
+        if self.network is not None:
+            self.network.cleanup()
+            self.network = None
 
 
 def run_cell(config: dict, cell: cfg.Cell, json_path, raw_path, log_path) -> dict:

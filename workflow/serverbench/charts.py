@@ -28,10 +28,14 @@ METRICS = {
     "errors": ("Error rate", "errors / requests", [("error_rate", "error rate")], False),
     "cpu": ("Server CPU", "CPU % (100 = one CPU)", [("server_cpu_percent", "CPU %")], False),
 }
-EXTRA_CHARTS = {"languages": "Python against Perl", "ceiling": "Share of the nginx ceiling"}
+EXTRA_CHARTS = {
+    "languages": "Python against Perl",
+    "ceiling": "Share of the nginx ceiling",
+    "workers": "Workers over time (autoscaling)",
+}
 CHARTS = {name: spec[0] for name, spec in METRICS.items()} | EXTRA_CHARTS
 BAND = {"rps_trimmed_mean": ("rps_min", "rps_max")}
-CONTEXT = ["server", "language", "family", "profile", "tool", "concurrency", "flags", "flagged", "panel"]
+CONTEXT = ["server", "language", "family", "profile", "workload", "tool", "concurrency", "flags", "flagged", "panel"]
 DETAILS = [
     "repeats_ok", "rps_trimmed_mean", "rps_cv", "latency_p50_ms", "latency_p99_ms", "error_rate",
     "server_rss_peak_mb", "server_pss_peak_mb", "server_cpu_percent", "client_cpu_percent",
@@ -70,7 +74,15 @@ def measured(summary: pd.DataFrame) -> pd.DataFrame:
     data["flags"] = data["flags"].fillna("").astype(str)
     data["flagged"] = data["flags"].str.len() > 0
     data["family"] = data["family"].fillna("")
-    data["panel"] = data["profile"].astype(str) + " · " + data["tool"].astype(str)
+    if "workload" not in data:
+        data["workload"] = "hello"
+    data["workload"] = data["workload"].fillna("hello").astype(str)
+    data["panel"] = (
+        data["profile"].astype(str)
+        + " · "
+        + data["tool"].astype(str)
+        + data["workload"].map(lambda w: "" if w == "hello" else f" · {w}")
+    )
     return data
 
 
@@ -165,9 +177,10 @@ def languages_chart(summary: pd.DataFrame) -> alt.VConcatChart:
 def ceiling_chart(summary: pd.DataFrame, baseline: str = "nginx-baseline") -> alt.FacetChart:
     """Each server's requests/s as a share of nginx answering by itself, same profile, tool, concurrency."""
     data = measured(summary)
-    ceiling = data[data["server"] == baseline].set_index(["profile", "tool", "concurrency"])["rps_trimmed_mean"]
+    keys = ["profile", "workload", "tool", "concurrency"]
+    ceiling = data[data["server"] == baseline].set_index(keys)["rps_trimmed_mean"]
     data = data[data["server"] != baseline].copy()
-    index = pd.MultiIndex.from_frame(data[["profile", "tool", "concurrency"]])
+    index = pd.MultiIndex.from_frame(data[keys])
     data["ceiling_rps"] = ceiling.reindex(index).to_numpy()
     data["share"] = data["rps_trimmed_mean"] / data["ceiling_rps"]
     data = data.dropna(subset=["share"])
@@ -188,9 +201,71 @@ def ceiling_chart(summary: pd.DataFrame, baseline: str = "nginx-baseline") -> al
     )
 
 
-def build(name: str, summary: pd.DataFrame):
+def workers_chart(workers: pd.DataFrame) -> alt.FacetChart:
+    """Worker processes against time in each cell: scaling up under load, down when idle.
+
+    One line per server and repeat; the idle tail after the load (profiles
+    with ``idle_after``) is drawn dashed.
+    """
+    data = workers.copy()
+    if data.empty:
+        data = pd.DataFrame(
+            columns=[
+                "server",
+                "language",
+                "profile",
+                "workload",
+                "tool",
+                "concurrency",
+                "repeat",
+                "t",
+                "phase",
+                "processes",
+                "threads",
+                "rss_mb",
+            ]
+        )
+    data["workload"] = data.get("workload", pd.Series(dtype=object)).fillna("hello")
+    data["panel"] = (
+        data["profile"].astype(str) + " · " + data["tool"].astype(str) + " · c=" + data["concurrency"].astype(str)
+    )
+    data["series"] = data["server"].astype(str) + " r" + data["repeat"].astype(str)
+    selection = alt.selection_point(fields=["server"], bind="legend")
+    base = alt.Chart(data).encode(
+        x=alt.X("t:Q", title="seconds since the load started"),
+        y=alt.Y("processes:Q", title="server processes (workers + master)"),
+        color=alt.Color("server:N", title="server"),
+        detail="series:N",
+        opacity=alt.condition(selection, alt.value(1.0), alt.value(0.12)),
+        tooltip=[
+            alt.Tooltip("server:N"),
+            alt.Tooltip("language:N"),
+            alt.Tooltip("repeat:Q"),
+            alt.Tooltip("t:Q", title="t (s)"),
+            alt.Tooltip("phase:N"),
+            alt.Tooltip("processes:Q"),
+            alt.Tooltip("threads:Q"),
+            alt.Tooltip("rss_mb:Q", title="RSS (MB)", format=",.1f"),
+        ],
+    )
+    lines = base.mark_line(interpolate="step-after").encode(
+        strokeDash=alt.StrokeDash("phase:N", title="phase", sort=["load", "idle"])
+    )
+    title = "Workers over time" + ("" if len(data) else " (no samples)")
+    return (
+        alt.layer(lines, base.mark_point(size=12, filled=True))
+        .add_params(selection)
+        .properties(width=420, height=220)
+        .facet(row=alt.Row("panel:N", title=None))
+        .properties(title=title)
+    )
+
+
+def build(name: str, summary: pd.DataFrame, workers: pd.DataFrame | None = None):
     if name in METRICS:
         return metric_chart(summary, name)
+    if name == "workers":
+        return workers_chart(workers if workers is not None else pd.DataFrame())
     return {"languages": languages_chart, "ceiling": ceiling_chart}[name](summary)
 
 

@@ -19,11 +19,13 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from serverbench import REPO_ROOT
+from serverbench import REPO_ROOT, scaling
 
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
-SERVER_PLACEHOLDERS = frozenset({"host", "port", "workers", "threads", "backlog", "apps", "rundir"})
+SERVER_PLACEHOLDERS = frozenset(
+    {"host", "port", "workers", "workers_min", "threads", "backlog", "apps", "rundir", "root", "venv", "user"}
+)
 TOOL_PLACEHOLDERS = frozenset(
     {
         "url",
@@ -33,14 +35,28 @@ TOOL_PLACEHOLDERS = frozenset(
         "timeout",
         "client_threads",
         "wrk_report",
+        "rate",
     }
 )
 # Top-level keys that, when set, replace the same key of every selected profile.
-PROFILE_OVERRIDES = ("servers", "tools", "concurrency", "repeats", "duration", "requests")
+PROFILE_OVERRIDES = (
+    "servers",
+    "tools",
+    "workloads",
+    "concurrency",
+    "repeats",
+    "duration",
+    "requests",
+    "rate",
+    "scale_down",
+    "network",
+    "isolation",
+)
 
 FD_RESERVE = 64
 
 DEFAULT_EXPECT = {"status": 200, "body": "Hello World!"}
+DEFAULT_WORKLOAD = "hello"
 
 
 class ConfigError(ValueError):
@@ -60,10 +76,11 @@ class Cell:
     server: str
     concurrency: int
     repeat: int
+    workload: str = DEFAULT_WORKLOAD
 
     @property
     def relpath(self) -> str:
-        return f"{self.profile}/{self.tool}/{self.server}/c{self.concurrency}/r{self.repeat}"
+        return f"{self.profile}/{self.workload}/{self.tool}/{self.server}/c{self.concurrency}/r{self.repeat}"
 
 
 def _key_path(parts) -> str:
@@ -137,15 +154,21 @@ def selected_profiles(config: dict) -> list[str]:
     return [chosen] if isinstance(chosen, str) else list(chosen)
 
 
-def effective_profile(config: dict, name: str) -> dict:
-    """The profile with the top-level overrides applied."""
+def requested_profile(config: dict, name: str) -> dict:
+    """The profile as written, with the top-level overrides applied."""
     profile = dict(config["profiles"][name])
     for key in PROFILE_OVERRIDES:
         if config.get(key) is not None:
             profile[key] = config[key]
     if profile["servers"] == "all":
         profile["servers"] = list(config["catalogue"])
+    profile.setdefault("workloads", [DEFAULT_WORKLOAD])
     return profile
+
+
+def effective_profile(config: dict, name: str) -> dict:
+    """The profile scaled to this host: CPU lists, worker counts, memory in bytes."""
+    return scaling.resolve(requested_profile(config, name), sorted(available_cpus()), scaling.host_memory(), parse_size)
 
 
 def _number(value):
@@ -154,17 +177,21 @@ def _number(value):
         return int(value)
     if isinstance(value, str) and re.fullmatch(r"-?[0-9]*\.[0-9]+", value.strip()):
         return float(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
     return value
 
 
 def normalise_overrides(config: dict) -> dict:
     """Numbers given on the command line as text become numbers (in place)."""
-    for key in ("concurrency", "repeats", "duration", "requests"):
+    for key in ("concurrency", "repeats", "duration", "requests", "rate"):
         value = config.get(key)
         if isinstance(value, list):
             config[key] = [_number(v) for v in value]
         elif value is not None:
             config[key] = _number(value)
+    if config.get("scale_down") is not None:
+        config["scale_down"] = _number(config["scale_down"])
     return config
 
 
@@ -207,32 +234,29 @@ def validate(config: dict) -> dict:
 
 
 def _check_profile(config: dict, name: str) -> None:
-    profile = effective_profile(config, name)
     where = f"profiles.{name}"
 
     def origin(key):
         return key if config.get(key) is not None else f"{where}.{key}"
 
-    for key, known, kind in (("servers", config["catalogue"], "server"), ("tools", config["load_tools"], "tool")):
-        for index, item in enumerate(profile[key]):
+    requested = requested_profile(config, name)
+    for key, known, kind in (
+        ("servers", config["catalogue"], "server"),
+        ("tools", config["load_tools"], "tool"),
+        ("workloads", config["app_workloads"], "workload"),
+    ):
+        for index, item in enumerate(requested[key]):
             if item not in known:
                 raise ConfigError(
                     f"{origin(key)}[{index}]", f"unknown {kind} {item!r}; known: {', '.join(sorted(known))}"
                 )
-    cpus = available_cpus()
-    for key in ("server_cpus", "client_cpus"):
-        missing = sorted(set(profile[key]) - cpus)
-        if missing:
-            raise ConfigError(
-                f"{where}.{key}",
-                f"CPU(s) {missing} not available on this machine (available: {sorted(cpus)})",
-            )
-    if set(profile["server_cpus"]) & set(profile["client_cpus"]):
-        raise ConfigError(f"{where}.client_cpus", "overlaps server_cpus: server and load tool must not share CPUs")
     try:
-        parse_size(profile["memory_limit"])
-    except ValueError as exc:
-        raise ConfigError(f"{where}.memory_limit", str(exc)) from None
+        profile = effective_profile(config, name)
+    except scaling.ScaleError as exc:
+        raise ConfigError(f"{where}.{exc.key}", str(exc)) from None
+    for tool in profile["tools"]:
+        if "{rate}" in " ".join(map(str, config["load_tools"][tool]["command"])) and not profile.get("rate"):
+            raise ConfigError(f"{where}.rate", f"tool {tool!r} offers a constant rate: the profile needs `rate`")
     # Each connection is a file descriptor on both sides; keep room for the rest.
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     for index, concurrency in enumerate(profile["concurrency"]):
@@ -255,12 +279,13 @@ def cells(config: dict) -> list[Cell]:
     """Every cell of the selected profiles, in a stable order."""
     out = []
     for profile_name in selected_profiles(config):
-        profile = effective_profile(config, profile_name)
-        for tool in profile["tools"]:
-            for server in profile["servers"]:
-                for concurrency in profile["concurrency"]:
-                    for repeat in range(1, profile["repeats"] + 1):
-                        out.append(Cell(profile_name, tool, server, concurrency, repeat))
+        profile = requested_profile(config, profile_name)
+        for workload in profile["workloads"]:
+            for tool in profile["tools"]:
+                for server in profile["servers"]:
+                    for concurrency in profile["concurrency"]:
+                        for repeat in range(1, profile["repeats"] + 1):
+                            out.append(Cell(profile_name, tool, server, concurrency, repeat, workload))
     return out
 
 
@@ -278,14 +303,14 @@ def _tree_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-def cell_conditions(config: dict, profile: str, tool: str, server: str) -> str:
+def cell_conditions(config: dict, profile: str, tool: str, server: str, workload: str = DEFAULT_WORKLOAD) -> str:
     """A digest of everything that shapes a cell's measurement.
 
     Used as a rule parameter so that Snakemake reruns exactly the cells whose
     conditions changed, and keeps the others.
     """
     effective = effective_profile(config, profile)
-    for key in ("servers", "tools", "concurrency", "repeats", "description"):
+    for key in ("servers", "tools", "workloads", "concurrency", "repeats", "description"):
         effective.pop(key, None)
     server_spec = config["catalogue"][server]
     templates = {name: _file_digest(REPO_ROOT / path) for name, path in server_spec.get("files", {}).items()}
@@ -297,6 +322,7 @@ def cell_conditions(config: dict, profile: str, tool: str, server: str) -> str:
         "tool": config["load_tools"][tool],
         "language": config["languages"][server_spec["language"]],
         "flags": config["flags"],
+        "workload": config["app_workloads"].get(workload),
     }
     return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -318,5 +344,29 @@ def resolve_program(config: dict, argv: list[str]) -> list[str]:
     return [path, *argv[1:]] if path else list(argv)
 
 
-def expected_answer(server: dict) -> dict:
-    return {**DEFAULT_EXPECT, **server.get("expect", {})}
+def expected_answer(server: dict, workload: dict | None = None, workload_name: str = DEFAULT_WORKLOAD) -> dict:
+    """What a correct answer looks like: the workload's, or the server's own for hello world."""
+    if workload_name == DEFAULT_WORKLOAD or workload is None:
+        return {**DEFAULT_EXPECT, **(workload or {}).get("expect", {}), **server.get("expect", {})}
+    return {"status": 200, **workload["expect"]}
+
+
+def serves(server: dict, workload_name: str) -> bool:
+    """Whether a server runs the apps' workloads (baselines answer hello world only)."""
+    return workload_name in server.get("workloads", [workload_name])
+
+
+def cell_runtime_minutes(profile: dict) -> int:
+    """An upper bound of one cell's wall time, for executors that need one."""
+    seconds = (
+        profile["ready_timeout"]
+        + profile["warmup"]
+        + profile["duration"]
+        + profile.get("idle_after", 0)
+        + profile["fairness_duration"]
+        + 2 * profile["stop_grace"]
+        + 10 * profile["timeout"]
+        + 90  # the TIME_WAIT drain's deadline
+        + 60
+    )
+    return max(1, -(-int(seconds) // 60))

@@ -44,14 +44,16 @@ def tool_values(profile: dict, concurrency: int, url: str, duration: float | Non
         # ab refuses fewer requests than connections.
         "requests": max(profile["requests"], concurrency),
         "timeout": f"{profile['timeout']:g}",
-        "client_threads": max(1, min(len(profile["client_cpus"]), concurrency)),
+        "client_threads": max(1, min(profile.get("client_threads") or len(profile["client_cpus"]), concurrency)),
         "wrk_report": str(WRK_REPORT),
+        "rate": f"{profile.get('rate') or 0:g}",
     }
 
 
-def build_argv(tool: dict, values: dict) -> list[str]:
+def build_argv(tool: dict, values: dict, path: str | None = None) -> list[str]:
+    """The tool's argv; ``path`` is the PATH it will run with (default this process's)."""
     argv = render_argv(tool["command"], values)
-    if shutil.which(argv[0], path=os.environ.get("PATH")) is None:
+    if shutil.which(argv[0], path=path or os.environ.get("PATH")) is None:
         raise ToolMissing(f"load tool {argv[0]!r} not found on PATH")
     return argv
 

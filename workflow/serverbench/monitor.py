@@ -27,6 +27,8 @@ class Monitor:
         self._thread = threading.Thread(target=self._run, name="serverbench-monitor", daemon=True)
         self._own_cpu = 0.0
         self._cpu_by_pid: dict[int, float] = {}
+        self._phase = "load"
+        self.marks: dict[str, float] = {"load": 0.0}
 
     def __enter__(self) -> Monitor:
         self._t0 = time.monotonic()
@@ -38,9 +40,21 @@ class Monitor:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+        if "idle" not in self.marks:
+            self._end_of_load()
+
+    def _end_of_load(self) -> None:
+        """CPU figures of the summary cover the load only, not the idle tail."""
         self._t1 = time.monotonic()
         self._cpu1 = self._tree_cpu()
         self._cgroup_cpu1 = self.server.isolation.cpu_seconds()
+
+    def mark(self, phase: str) -> None:
+        """Samples from now on belong to ``phase`` (``idle`` after the load)."""
+        if phase == "idle":
+            self._end_of_load()
+        self._phase = phase
+        self.marks[phase] = round(time.monotonic() - self._t0, 4)
 
     def _tree_cpu(self) -> float:
         """CPU seconds of the tree, keeping the last figure of processes that exited."""
@@ -81,6 +95,7 @@ class Monitor:
                 continue
         return {
             "t": round(time.monotonic() - self._t0, 4),
+            "phase": self._phase,
             "cpu_s": round(self._tree_cpu(), 4),
             "rss": rss,
             "pss": pss if pss_ok else None,
@@ -89,6 +104,38 @@ class Monitor:
             "threads": threads,
             "cgroup_memory": self.server.isolation.memory_bytes(),
         }
+
+    def scaling(self) -> dict:
+        """How the worker count moved: at the start, its peak, the time to reach
+        it under load, and the time to fall back after the load ended.
+
+        Counts are processes of the server tree (a master included), so they
+        compare between samples of one server, not across designs.
+        """
+        load = [s for s in self.samples if s["phase"] == "load"]
+        idle = [s for s in self.samples if s["phase"] == "idle"]
+        if not load:
+            return {}
+        start = load[0]["processes"]
+        peak = max(s["processes"] for s in load)
+        peak_at = next(s["t"] for s in load if s["processes"] == peak)
+        out = {
+            "processes_start": start,
+            "processes_peak": peak,
+            "scaled_up": peak > start,
+            "time_to_peak_s": round(peak_at - self.marks["load"], 3) if peak > start else None,
+            "processes_end_of_load": load[-1]["processes"],
+        }
+        if idle:
+            low = min(s["processes"] for s in idle)
+            back = next((s["t"] for s in idle if s["processes"] <= start), None)
+            out.update(
+                processes_idle_min=low,
+                processes_idle_end=idle[-1]["processes"],
+                idle_observed_s=round(idle[-1]["t"] - self.marks["idle"], 3),
+                time_to_scale_down_s=round(back - self.marks["idle"], 3) if back is not None and peak > start else None,
+            )
+        return out
 
     def summary(self) -> dict:
         wall = self._t1 - self._t0

@@ -174,7 +174,61 @@ def parse_h2load_fairness(text: str) -> dict:
     }
 
 
-PARSERS = {"wrk": parse_wrk, "ab": parse_ab}
+def _oha_error_class(message: str) -> str:
+    text = message.lower()
+    if "timed out" in text or "timeout" in text:
+        return "timeout"
+    if "refused" in text or "connect" in text and "closed" not in text:
+        return "connect"
+    if "broken pipe" in text or "write" in text:
+        return "write"
+    if "closed" in text or "reset" in text or "incomplete" in text or "eof" in text:
+        return "read"
+    return "other"
+
+
+def parse_oha(text: str) -> dict:
+    """oha's ``--output-format json``: a constant-rate run, latency corrected for
+    coordinated omission when ``--latency-correction`` was given (counted from
+    when each request was due, not when it was sent)."""
+    start = text.find("{")
+    try:
+        data = json.loads(text[start:]) if start >= 0 else None
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"oha printed no complete JSON report: {exc}") from None
+    if not isinstance(data, dict) or "summary" not in data:
+        raise ParseError("oha printed no JSON report")
+    summary = data["summary"]
+    statuses = {int(code): int(count) for code, count in (data.get("statusCodeDistribution") or {}).items()}
+    reported = {str(name): int(count) for name, count in (data.get("errorDistribution") or {}).items()}
+    # Requests still in flight when the duration ends are cut off by oha
+    # itself: not the server's errors, and not requests either.
+    cut_off = {name: count for name, count in reported.items() if "aborted due to deadline" in name}
+    failures = {name: count for name, count in reported.items() if name not in cut_off}
+    record = empty_record("oha json")
+    responses = sum(statuses.values())
+    record["requests"] = responses + sum(failures.values())
+    record["duration_s"] = float(summary["total"])
+    record["requests_per_s"] = responses / record["duration_s"] if record["duration_s"] else 0.0
+    record["transfer_bytes"] = summary.get("totalData")
+
+    def ms(value):
+        return None if value is None else float(value) * 1e3
+
+    percentiles = data.get("latencyPercentiles") or {}
+    record["latency_ms"].update(
+        mean=ms(summary.get("average")),
+        max=ms(summary.get("slowest")),
+        **{key: ms(percentiles.get(key)) for key in ("p50", "p75", "p90", "p99")},
+    )
+    record["errors_detail"] = {"status_codes": statuses, "errors": failures, "cut_off_at_deadline": cut_off}
+    for message, count in failures.items():
+        record["errors"][_oha_error_class(message)] += count
+    record["errors"]["non_2xx"] = sum(count for code, count in statuses.items() if not 200 <= code < 300)
+    return _finish(record)
+
+
+PARSERS = {"wrk": parse_wrk, "ab": parse_ab, "oha": parse_oha}
 
 
 def parse(parser: str, text: str) -> dict:

@@ -56,6 +56,7 @@ def new_record(cell, language: str, family: str | None = None) -> dict:
             "server": cell.server,
             "language": language,
             "family": family,
+            "workload": cell.workload,
             "concurrency": cell.concurrency,
             "repeat": cell.repeat,
         },

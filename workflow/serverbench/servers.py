@@ -43,6 +43,36 @@ def port_is_free(host: str, port: int) -> bool:
         return True
 
 
+TCP_LISTEN = "0A"
+
+
+def _listening_ports_of(pid: int) -> set[int]:
+    try:
+        inodes = set()
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+        if not inodes:
+            return set()
+        ports = set()
+        for table in ("tcp", "tcp6"):
+            try:
+                lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+            except OSError:
+                continue
+            for line in lines:
+                fields = line.split()
+                if len(fields) > 9 and fields[3] == TCP_LISTEN and fields[9] in inodes:
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+        return ports
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return set()
+
+
 def render_argv(argv, values: dict) -> list[str]:
     """Fill placeholders in each argv item; the result is never given to a shell."""
     return [str(item).format(**values) for item in argv]
@@ -114,14 +144,11 @@ class ServerProcess:
         return alive
 
     def listening_ports(self) -> set[int]:
+        """TCP ports the tree listens on, read in each process's own network
+        namespace (/proc/PID/net), so a server in a netns is seen as well."""
         ports = set()
         for process in self.tree():
-            try:
-                for conn in process.net_connections(kind="inet"):
-                    if conn.status == psutil.CONN_LISTEN:
-                        ports.add(conn.laddr.port)
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                continue
+            ports |= _listening_ports_of(process.pid)
         return ports
 
     def wait_ready(self, host: str, port: int, timeout: float) -> float:

@@ -9,6 +9,7 @@ notice: wrk then counts every answer as a read error).
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 from dataclasses import asdict, dataclass, field
 
@@ -40,6 +41,18 @@ def _request(conn: http.client.HTTPConnection, path: str):
     return response, response.read()
 
 
+def body_problems(body: bytes, expect: dict) -> list[str]:
+    """How a body differs from the expected one: exact bytes, or length and SHA-256 for big bodies."""
+    problems = []
+    if "body" in expect and body != expect["body"].encode():
+        problems.append(f"body {body[:80]!r}, expected {expect['body'].encode()[:80]!r}")
+    if "length" in expect and len(body) != expect["length"]:
+        problems.append(f"body of {len(body)} bytes, expected {expect['length']}")
+    if "body_sha256" in expect and hashlib.sha256(body).hexdigest() != expect["body_sha256"]:
+        problems.append(f"body SHA-256 {hashlib.sha256(body).hexdigest()}, expected {expect['body_sha256']}")
+    return problems
+
+
 def verify(host: str, port: int, expect: dict, path: str = "/", timeout: float = 5.0) -> Verification:
     result = Verification()
     conn = http.client.HTTPConnection(host, port, timeout=timeout)
@@ -66,11 +79,11 @@ def verify(host: str, port: int, expect: dict, path: str = "/", timeout: float =
 
     if response.status != expect["status"]:
         result.problems.append(f"status {response.status}, expected {expect['status']}")
-    expected_body = expect["body"].encode()
-    if body != expected_body:
-        result.problems.append(f"body {body[:80]!r}, expected {expected_body[:80]!r}")
+    result.problems.extend(body_problems(body, expect))
     if not result.content_type:
         result.problems.append("no Content-Type header")
+    elif expect.get("content_type") and result.content_type.split(";")[0].strip() != expect["content_type"]:
+        result.problems.append(f"Content-Type {result.content_type!r}, expected {expect['content_type']!r}")
     if result.content_length is None and not result.chunked and result.http_version != "HTTP/1.0":
         result.problems.append("neither Content-Length nor chunked encoding")
 

@@ -1,0 +1,137 @@
+"""The seed studies' profiles through the real workflow (durations and
+concurrency shortened on the command line): autoscaling seen as workers over
+time, every workload under both languages, the open-loop mode, and the
+low / high / sweep profiles scaled to this host."""
+
+import json
+
+import pandas as pd
+import pytest
+from conftest import UNITD, require, run_snakemake
+
+
+def snakemake(results, *config):
+    programs = [f"programs={{unitd: {UNITD}}}"] if UNITD else []
+    done = run_snakemake(["--cores", "4"], [f"results={results}", *programs, *config], timeout=1200)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return pd.read_csv(results / "summary.csv"), pd.read_csv(results / "runs.csv")
+
+
+def records(results):
+    return [json.loads(p.read_text()) for p in sorted((results / "cells").rglob("r*.json"))]
+
+
+@pytest.fixture(scope="module")
+def autoscale(tmp_path_factory):
+    require("uwsgi", "wrk")
+    results = tmp_path_factory.mktemp("autoscale") / "results"
+    snakemake(results, "profile=autoscale", "duration=6", "concurrency=[100]")
+    return results
+
+
+def test_autoscale_records_workers_over_time(autoscale):
+    by_server = {r["cell"]["server"]: r for r in records(autoscale)}
+    expected = {"uwsgi-cheaper-spare", "uwsgi-cheaper-busyness", "uwsgi-cheaper-backlog"}
+    if UNITD:
+        expected |= {"unit-python-dynamic", "unit-perl-dynamic"}
+    for name in expected:
+        record = by_server[name]
+        assert record["status"] == "ok", (name, record["reason"])
+        phases = {s["phase"] for s in record["server"]["samples"]}
+        assert phases == {"load", "idle"}, name
+        scaling = record["server"]["autoscale"]
+        assert scaling["processes_start"] >= 1 and scaling["idle_observed_s"] > 10
+    # Busyness and backlog grow under 100 connections within seconds.
+    for name in ("uwsgi-cheaper-busyness", "uwsgi-cheaper-backlog"):
+        assert by_server[name]["server"]["autoscale"]["scaled_up"], by_server[name]["server"]["autoscale"]
+    if UNITD:
+        # Unit spawns up to max (100) and sheds them after its idle_timeout.
+        unit = by_server["unit-python-dynamic"]["server"]["autoscale"]
+        assert unit["scaled_up"] and unit["processes_peak"] >= 50
+        assert unit["time_to_scale_down_s"] is not None
+    # min 5 workers, max 100: the rendered argv carries the profile's numbers
+    argv = by_server["uwsgi-cheaper-backlog"]["server"]["argv"]
+    assert argv[argv.index("--processes") + 1] == "100" and argv[argv.index("--cheaper") + 1] == "5"
+
+
+def test_autoscale_chart_and_table(autoscale):
+    workers = pd.read_csv(autoscale / "workers.csv")
+    assert {"uwsgi-cheaper-busyness", "uwsgi-cheaper-backlog", "uwsgi-cheaper-spare"} <= set(workers["server"])
+    assert set(workers["phase"]) == {"load", "idle"}
+    assert (workers["processes"] > 0).all()
+    html = (autoscale / "charts" / "workers.html").read_text()
+    assert "Workers over time" in html and "uwsgi-cheaper-backlog" in html
+    assert (autoscale / "charts" / "workers.png").read_bytes()[:4] == b"\x89PNG"
+    summary = pd.read_csv(autoscale / "summary.csv")
+    assert summary.loc[summary["server"] == "uwsgi-cheaper-backlog", "workers_peak"].iloc[0] > 6
+
+
+def test_every_workload_under_both_languages(tmp_path):
+    require("gunicorn", "uwsgi", "starman", "uwsgi-core", "wrk")
+    results = tmp_path / "results"
+    summary, _ = snakemake(
+        results, "profile=worker-models", "concurrency=[10]", "repeats=1", "duration=1", "tools=[wrk]"
+    )
+    assert set(summary["status"]) == {"ok"}, summary[["server", "workload", "reason"]]
+    assert set(summary["workload"]) == {"hello", "json", "big", "cpu", "sleep"}
+    answers = {}
+    for record in records(results):
+        verification = record["verify"]
+        # Verified against the configured bytes (or SHA-256) before any load.
+        assert verification["ok"], (record["cell"], verification["problems"])
+        key = record["cell"]["workload"]
+        answers.setdefault(key, set()).add(
+            (verification["body_bytes"], verification["content_type"].split(";")[0], record["cell"]["language"])
+        )
+    for workload, seen in answers.items():
+        assert {(size, kind) for size, kind, _ in seen} == {next((s, k) for s, k, _ in seen)}, workload
+        assert {language for *_, language in seen} == {"python", "perl"}
+    # A 10 ms wait caps a 2-worker preforking server near 200 req/s; hello world does not.
+    rps = summary.set_index(["server", "workload"])["rps_trimmed_mean"]
+    assert rps["gunicorn", "sleep"] < 0.5 * rps["gunicorn", "hello"]
+
+
+def test_open_loop_constant_rate(tmp_path):
+    require("oha", "gunicorn", "starman")
+    results = tmp_path / "results"
+    summary, runs = snakemake(
+        results, "profile=open-loop", "servers=[gunicorn, starman]", "duration=3", "repeats=1", "rate=500"
+    )
+    assert set(summary["status"]) == {"ok"}, summary["reason"]
+    for record in records(results):
+        assert record["load"]["source"] == "oha json"
+        assert "--latency-correction" in record["client"]["argv"]
+        # The offered rate is held whatever the server does.
+        assert record["load"]["requests_per_s"] == pytest.approx(500, rel=0.1)
+        assert record["load"]["latency_ms"]["p99"] > 0
+
+
+def test_low_high_and_sweep_scaled_to_this_host(tmp_path):
+    require("gunicorn", "uwsgi", "starman", "uwsgi-core", "wrk", "ab", "nginx")
+    results = tmp_path / "results"
+    summary, _ = snakemake(
+        results,
+        "profile=[low, high, sweep]",
+        "concurrency=[50]",
+        "duration=1",
+        "requests=1000",
+        "repeats=1",
+    )
+    ran = summary[summary["status"] == "ok"]
+    assert set(ran["profile"]) == {"low", "high", "sweep"}
+    skipped = summary[summary["status"] != "ok"]
+    assert set(skipped["status"]) <= {"skipped"} and (UNITD is None or skipped.empty), skipped["reason"]
+    by_cell = {(r["cell"]["profile"], r["cell"]["server"]): r for r in records(results) if r["status"] == "ok"}
+    low = by_cell["low", "gunicorn"]
+    assert low["scaling"]["asked"]["server_cpus"] == 2
+    assert low["scaling"]["scaled"] == (len(low["isolation"]["server_cpus"]) < 2)
+    assert low["client"]["argv"][0] == "ab" and low["isolation"]["memory_limit_bytes"] == 512 * 2**20
+    high = by_cell["high", "starman"]
+    argv = high["server"]["argv"]
+    assert argv[argv.index("--workers") + 1] == "100"
+    assert high["server"]["usage"]["processes_max"] >= 100
+    assert high["client"]["argv"][high["client"]["argv"].index("-t") + 1] == "10"
+    sweep = by_cell["sweep", "gunicorn"]
+    cpus = len(sweep["isolation"]["server_cpus"])
+    argv = sweep["server"]["argv"]
+    assert argv[argv.index("--workers") + 1] == str(2 * cpus + 1)
