@@ -55,6 +55,11 @@ BAD = {
         "profiles.open-loop.rate",
         "needs `rate`",
     ),
+    "docker isolation in a network namespace": (
+        lambda c: c.update(isolation="docker", network="netns"),
+        "profiles.default.network",
+        "not available with isolation: docker",
+    ),
     "workload path not absolute": (
         lambda c: c["app_workloads"]["json"].update(path="json"),
         "app_workloads.json.path",

@@ -254,6 +254,10 @@ def _check_profile(config: dict, name: str) -> None:
         profile = effective_profile(config, name)
     except scaling.ScaleError as exc:
         raise ConfigError(f"{where}.{exc.key}", str(exc)) from None
+    if profile.get("isolation") == "docker" and profile.get("network") == "netns":
+        raise ConfigError(
+            f"{where}.network", "netns is not available with isolation: docker (containers use the host network)"
+        )
     for tool in profile["tools"]:
         if "{rate}" in " ".join(map(str, config["load_tools"][tool]["command"])) and not profile.get("rate"):
             raise ConfigError(f"{where}.rate", f"tool {tool!r} offers a constant rate: the profile needs `rate`")
