@@ -1,7 +1,8 @@
 """Fidelity: does the harness measure what a careful person measures by hand?
 
 For each server, back to back and alternating, it runs
-  (a) a serverbench cell (isolation, verify, warm-up, monitor, fairness off), and
+  (a) a serverbench cell (isolation, verify, warm-up, monitor, and fairness
+      read from the sockets during the load, as by default), and
   (b) a plain hand run: the same server argv pinned with taskset, a sleep-free
       readiness poll, the same warm-up, and the same wrk command pinned to the
       client CPU,
@@ -93,9 +94,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--duration", type=float, default=5)
     parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--fairness", choices=["connections", "off"], default="connections")
     args = parser.parse_args()
     cfg = config.load(REPO_ROOT / "config.yaml")
-    cfg["profiles"]["default"].update(duration=args.duration, fairness_duration=0, time_wait_max=10**6)
+    cfg["profiles"]["default"].update(duration=args.duration, fairness=args.fairness, time_wait_max=10**6)
     os.environ["PATH"] = run_env()["PATH"]
     print(f"{'server':<10} {'hand req/s':>12} {'framework req/s':>16} {'ratio':>7}   (median of {args.rounds})")
     with tempfile.TemporaryDirectory() as workdir:

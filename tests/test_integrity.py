@@ -30,35 +30,54 @@ def test_uwsgi_http_router_without_keepalive_is_flagged(base_config, tmp_path, n
     assert record["verify"]["keepalive"] in ("closes-silently", "closes-announced")
 
 
-def test_one_worker_keepalive_server_at_100_connections_is_flagged_starved(base_config, tmp_path, no_leftovers):
+@pytest.mark.parametrize("method, program", [("connections", "ss"), ("h2load", "h2load")])
+def test_one_worker_keepalive_server_at_100_connections_is_flagged_starved(
+    base_config, tmp_path, no_leftovers, method, program
+):
     """The 2018 re-check's trap: one connection served, 99 waiting, no errors."""
-    require("uwsgi", "wrk", "h2load")
+    require("uwsgi", "wrk", program)
     add(
         base_config,
         "uwsgi-1worker",
         ["uwsgi", "--http11-socket", "{host}:{port}", "--processes", "1", "--listen", "{backlog}", *UWSGI_APP],
     )
-    base_config["profiles"]["default"]["fairness_duration"] = 1
+    base_config["profiles"]["default"].update(fairness=method, fairness_duration=1)
     record = run(base_config, tmp_path, "uwsgi-1worker", concurrency=100)
     assert record["status"] == "ok", record["reason"]
     assert record["verify"]["keepalive"] == "keeps"
+    assert record["load"]["errors"]["read"] == 0  # wrk itself sees nothing wrong
     fairness = record["fairness"]
-    assert fairness["status"] == "ok"
+    assert fairness["status"] == "ok", fairness
+    assert fairness["method"] == method
     assert fairness["client_rps_min"] == 0 and fairness["client_rps_max"] > 100
     assert "starved" in record["flags"]
+    if method == "connections":
+        assert fairness["connections"] == 100
+        assert fairness["starved_connections"] >= 90
+        # the load ran without a separate probe phase
+        assert record["timing"]["stop"] - record["timing"]["load"] < record["load"]["duration_s"] + 1
 
 
-def test_enough_workers_are_not_flagged_starved(base_config, tmp_path, no_leftovers):
-    require("uwsgi", "wrk", "h2load")
+@pytest.mark.parametrize("method, program", [("connections", "ss"), ("h2load", "h2load")])
+def test_enough_workers_are_not_flagged_starved(base_config, tmp_path, no_leftovers, method, program):
+    require("uwsgi", "wrk", program)
     add(
         base_config,
         "uwsgi-4workers",
         ["uwsgi", "--http11-socket", "{host}:{port}", "--processes", "4", *UWSGI_APP],
     )
-    base_config["profiles"]["default"]["fairness_duration"] = 1
+    base_config["profiles"]["default"].update(fairness=method, fairness_duration=1)
     record = run(base_config, tmp_path, "uwsgi-4workers", concurrency=4)
-    assert record["fairness"]["status"] == "ok"
+    assert record["fairness"]["status"] == "ok", record["fairness"]
     assert record["fairness"]["min_over_mean"] > 0.5
+    assert "starved" not in record["flags"]
+
+
+def test_fairness_is_not_read_from_connections_a_server_closes(base_config, tmp_path, no_leftovers):
+    require("gunicorn", "wrk", "ss")
+    record = run(base_config, tmp_path, "gunicorn")  # sync workers answer with Connection: close
+    assert record["status"] == "ok", record["reason"]
+    assert record["fairness"]["status"] == "not applicable"
     assert "starved" not in record["flags"]
 
 
@@ -124,3 +143,23 @@ def test_time_wait_count_and_drain():
     assert isolation.time_wait_ports() >= 0
     report = isolation.drain_time_wait(limit=10**9, timeout=1)
     assert report["waited_s"] < 1 and report["after"] == report["before"]
+
+
+def test_time_wait_socket_counter_bounds_the_ports():
+    """The cheap kernel counter is used only where it proves there is room."""
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        for _ in range(20):
+            # The side that closes first keeps the TIME_WAIT: here the client, on its own port.
+            client = socket.create_connection(listener.getsockname())
+            accepted, _ = listener.accept()
+            client.close()
+            accepted.close()
+    sockets, ports = isolation.time_wait_sockets(), isolation.time_wait_ports()
+    assert ports >= 20 and sockets >= ports
+    assert isolation.drain_time_wait(limit=10**9)["counted"] == "sockets"
+    slow = isolation.drain_time_wait(limit=0, timeout=0.6)
+    assert slow["counted"] == "ports" and slow["before"] >= 20 and slow["waited_s"] >= 0.5

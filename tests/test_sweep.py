@@ -11,9 +11,9 @@ from serverbench.config import Cell
 @pytest.mark.parametrize("server", ["gunicorn", "starman"])
 @pytest.mark.parametrize("concurrency", [1000, 10000])
 def test_sweep_to_ten_thousand_connections(base_config, tmp_path, no_leftovers, server, concurrency):
-    require(server, "wrk", "h2load")
+    require(server, "wrk", "ss")
     profile = base_config["profiles"]["default"]
-    profile.update(duration=2, warmup=0.5, fairness_duration=1, timeout=2)
+    profile.update(duration=2, warmup=0.5, timeout=2)
     base = tmp_path / f"{server}-{concurrency}"
     record = run_cell(
         base_config, Cell("default", "wrk", server, concurrency, 1), f"{base}.json", f"{base}.txt", f"{base}.log"
@@ -26,3 +26,5 @@ def test_sweep_to_ten_thousand_connections(base_config, tmp_path, no_leftovers, 
     if concurrency > record["limits"]["effective_backlog"]:
         assert "backlog_small" in record["flags"]
     assert record["server"]["stop"]["survivors"] == []
+    # Reading 10,000 sockets' counters must not break the run either.
+    assert record["fairness"]["status"] in ("ok", "not applicable", "too short"), record["fairness"]

@@ -14,7 +14,6 @@ def unit_config(base_config):
         pytest.skip("needs NGINX Unit's unitd (on PATH, or its path in $UNITD); Debian does not package it")
     require("wrk")
     base_config["programs"] = {"unitd": UNITD}
-    base_config["profiles"]["default"]["fairness_duration"] = 1
     return base_config
 
 

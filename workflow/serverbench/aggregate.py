@@ -28,6 +28,7 @@ def run_row(record: dict, path: str | Path) -> dict:
     usage = server.get("usage") or {}
     client = record.get("client") or {}
     verification = record.get("verify") or {}
+    fairness = record.get("fairness") or {}
 
     def mb(value):
         return round(value / MB, 3) if value is not None else None
@@ -61,6 +62,8 @@ def run_row(record: dict, path: str | Path) -> dict:
         scaled=(record.get("scaling") or {}).get("scaled"),
         client_cpu_percent=client.get("cpu_percent"),
         keepalive=verification.get("keepalive"),
+        fairness_min_over_mean=fairness.get("min_over_mean"),
+        starved_connections=fairness.get("starved_connections"),
         http_version=verification.get("http_version"),
         server_version=server.get("version"),
         interpreter=server.get("interpreter"),
@@ -107,6 +110,7 @@ TRIMMED = [
     "server_rss_peak_mb",
     "server_pss_peak_mb",
     "client_cpu_percent",
+    "fairness_min_over_mean",
     "workers_peak",
     "time_to_peak_s",
     "time_to_scale_down_s",

@@ -7,6 +7,7 @@ Whatever the server or load tool does is recorded: the job only fails
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import re
@@ -20,7 +21,7 @@ import traceback
 import uuid
 from pathlib import Path
 
-from serverbench import REPO_ROOT, __version__, docker, isolation, loadgen, parsers, results, servers, verify
+from serverbench import REPO_ROOT, __version__, docker, fairness, isolation, loadgen, parsers, results, servers, verify
 from serverbench import config as cfg
 from serverbench import flags as flagging
 from serverbench.docker import DockerIsolation
@@ -309,8 +310,10 @@ class CellRun:
             self._check_alive("warm-up")
 
         self.phase("load")
+        sampler = self._connection_sampler(host, port, check.keepalive)
         with Monitor(self.server, profile["sample_interval"]) as monitor:
-            tool_run = loadgen.run(tool_argv, profile["client_cpus"], deadline, self.env)
+            with sampler:
+                tool_run = loadgen.run(tool_argv, profile["client_cpus"], deadline, self.env)
             if profile.get("idle_after"):
                 # Keep watching the idle server: autoscaling servers shed workers now.
                 monitor.mark("idle")
@@ -335,7 +338,7 @@ class CellRun:
             )
             failure.raw_text = tool_run.output
             raise failure from None
-        record["fairness"] = self._fairness(url, check.keepalive)
+        record["fairness"] = self._fairness(url, check.keepalive, sampler, record["load"]["requests_per_s"])
         self._check_alive("fairness probe", raw_text=tool_run.output)
         return tool_run.output
 
@@ -385,29 +388,31 @@ class CellRun:
         if status != 200:
             raise servers.ServerError(f"control API refused the config ({status}): {answer.strip()[:500]}")
 
-    def _fairness(self, url: str, keepalive: str) -> dict:
-        """How evenly the connections were served, from h2load's per-client req/s.
+    def _connection_sampler(self, host: str, port: int, keepalive: str):
+        """Reads the client's sockets during the load when fairness is measured from them."""
+        if self.profile["fairness"] != "connections" or keepalive != "keeps":
+            return contextlib.nullcontext()
+        timed = "{duration}" in " ".join(map(str, self.tool_spec["command"]))
+        # Tools that send a number of requests (ab -n) may finish in a second.
+        interval = fairness.sampling_interval(self.profile["duration"] if timed else 1.0)
+        return fairness.ConnectionSampler(host, port, interval, self.env)
+
+    def _fairness(self, url: str, keepalive: str, sampler, requests_per_s: float | None) -> dict:
+        """How evenly the connections were served (see serverbench.fairness).
 
         Only meaningful where connections are kept: a server that closes them
-        serves each request on a fresh connection. h2load is always run under
-        a deadline because it may never exit against a closing server.
+        serves each request on a fresh connection.
         """
-        seconds = self.profile["fairness_duration"]
-        if not seconds:
+        method = self.profile["fairness"]
+        if method == "off":
             return {"status": "off"}
         if keepalive != "keeps":
-            return {"status": "not applicable", "reason": f"server keep-alive class is {keepalive}"}
-        if shutil.which("h2load", path=self.env["PATH"]) is None:
-            return {"status": "skipped", "reason": "h2load not found on PATH (Debian package nghttp2-client)"}
-        concurrency = self.cell.concurrency
-        argv = ["h2load", "--h1", "-c", str(concurrency), "-t", "1", "-D", f"{seconds:g}", url]
-        run = loadgen.run(argv, self.profile["client_cpus"], seconds + 2 * self.profile["timeout"] + 10, self.env)
-        result = {"tool": "h2load", "argv": argv, "raw": run.output[-4000:], "timed_out": run.timed_out}
-        try:
-            result.update(parsers.parse_h2load_fairness(run.output), status="ok")
-        except parsers.ParseError as exc:
-            result.update(status="failed", reason=str(exc))
-        return result
+            return {"method": method, "status": "not applicable", "reason": f"server keep-alive class is {keepalive}"}
+        if method == "connections":
+            return sampler.summary(requests_per_s)
+        return fairness.h2load_probe(
+            url, self.cell.concurrency, self.profile["fairness_duration"], self.profile, self.env
+        )
 
     def _oom_note(self) -> str:
         kills = self.isolation.oom_kills() if self.isolation else None

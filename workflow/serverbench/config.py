@@ -258,6 +258,8 @@ def _check_profile(config: dict, name: str) -> None:
         raise ConfigError(
             f"{where}.network", "netns is not available with isolation: docker (containers use the host network)"
         )
+    if profile["fairness"] == "h2load" and not profile.get("fairness_duration"):
+        raise ConfigError(f"{where}.fairness_duration", "fairness: h2load needs the probe's seconds")
     for tool in profile["tools"]:
         if "{rate}" in " ".join(map(str, config["load_tools"][tool]["command"])) and not profile.get("rate"):
             raise ConfigError(f"{where}.rate", f"tool {tool!r} offers a constant rate: the profile needs `rate`")
@@ -367,7 +369,7 @@ def cell_runtime_minutes(profile: dict) -> int:
         + profile["warmup"]
         + profile["duration"]
         + profile.get("idle_after", 0)
-        + profile["fairness_duration"]
+        + (profile.get("fairness_duration", 0) if profile["fairness"] == "h2load" else 0)
         + 2 * profile["stop_grace"]
         + 10 * profile["timeout"]
         + 90  # the TIME_WAIT drain's deadline

@@ -13,7 +13,7 @@ import psutil
 
 from serverbench import REPO_ROOT, __version__
 from serverbench.cell import run_env
-from serverbench.config import cells, resolve_program
+from serverbench.config import cells, requested_profile, resolve_program
 from serverbench.results import config_hash
 from serverbench.servers import run_capture
 
@@ -64,6 +64,11 @@ def collect(config: dict) -> dict:
             argv = config[section][name].get("version")
             if argv:
                 versions[f"{kind}:{name}"] = run_capture(resolve_program(config, [str(a) for a in argv]), env=env)
+    # The programs that measure fairness are measuring instruments too.
+    methods = {requested_profile(config, name)["fairness"] for name in {cell.profile for cell in cells(config)}}
+    for method, argv in (("connections", ["ss", "-V"]), ("h2load", ["h2load", "--version"])):
+        if method in methods:
+            versions[f"fairness:{method}"] = run_capture(argv, env=env)
     memory = psutil.virtual_memory()
     return {
         "collected_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -1,0 +1,63 @@
+"""Fairness from the client's sockets: parsing ss and judging the shares.
+
+Real servers under load are in test_integrity.py; these pin down the
+arithmetic on a real ss capture and on snapshots built to show each case.
+"""
+
+from conftest import RAW
+from serverbench import fairness
+
+
+def test_parse_ss_keeps_connections_that_never_got_a_byte():
+    # One connection accepted and answered 1,234 bytes; one left in the accept queue.
+    sockets = fairness.parse_ss((RAW / "ss-one-served-one-waiting.txt").read_text())
+    assert sorted(sockets.values()) == [0, 1234]
+    assert all(key.startswith("127.0.0.1:") for key in sockets)
+
+
+def snapshots(*rows):
+    return [(0.5 * i, dict(row)) for i, row in enumerate(rows)]
+
+
+def test_one_connection_served_and_99_waiting_is_starved():
+    waiting = {f"c{i}": 0 for i in range(99)}
+    shots = snapshots({"c99": 1000, **waiting}, {"c99": 50_000, **waiting}, {"c99": 99_000, **waiting})
+    result = fairness.summarise(shots, requests_per_s=5000)
+    assert result["status"] == "ok"
+    assert result["connections"] == 100
+    assert result["idle_connections"] == result["starved_connections"] == 99
+    assert result["min_over_mean"] == 0
+    assert result["max_over_mean"] == 100
+    assert result["client_rps_min"] == 0 and result["client_rps_max"] == 5000
+
+
+def test_even_service_is_fair():
+    shots = snapshots({"a": 0, "b": 0}, {"a": 500, "b": 520}, {"a": 1000, "b": 1010})
+    result = fairness.summarise(shots, requests_per_s=200)
+    assert result["min_over_mean"] > 0.99
+    assert result["starved_connections"] == 0
+    assert result["client_rps_mean"] == 100
+
+
+def test_window_leaves_out_connecting_and_closing():
+    # The first snapshot caught the tool still connecting, the last one closing.
+    shots = snapshots({"a": 0}, {"a": 10, "b": 10}, {"a": 90, "b": 80}, {"a": 170, "b": 150}, {"b": 160})
+    result = fairness.summarise(shots)
+    assert result["window_s"] == 1.0
+    assert result["bytes_min"] == 140 and result["bytes_max"] == 160
+
+
+def test_connections_that_do_not_last_are_not_judged():
+    shots = snapshots({"a": 100, "b": 100}, {"c": 100, "d": 100}, {"e": 100, "f": 100})
+    assert fairness.summarise(shots)["status"] == "not applicable"
+
+
+def test_a_run_too_short_for_two_snapshots_says_so():
+    assert fairness.summarise(snapshots({"a": 1}))["status"] == "too short"
+    assert fairness.summarise([])["status"] == "too short"
+
+
+def test_sampling_interval_gives_about_ten_snapshots_within_bounds():
+    assert fairness.sampling_interval(3) == 0.3
+    assert fairness.sampling_interval(0.5) == 0.2
+    assert fairness.sampling_interval(120) == 1.0
