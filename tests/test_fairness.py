@@ -61,3 +61,4 @@ def test_sampling_interval_gives_about_ten_snapshots_within_bounds():
     assert fairness.sampling_interval(3) == 0.3
     assert fairness.sampling_interval(0.5) == 0.2
     assert fairness.sampling_interval(120) == 1.0
+    assert fairness.sampling_interval(None) == 0.05  # ab -n: the run's length is unknown

@@ -333,9 +333,14 @@ class CellRun:
         try:
             record["load"] = parsers.parse(self.tool_spec["parser"], tool_run.output)
         except parsers.ParseError as exc:
-            failure = CellFailed(
-                f"{self.cell.tool} gave no report (exit {tool_run.exit_code}): {exc}{self._oom_note()}"
-            )
+            if tool_run.timed_out:
+                why = f"{self.cell.tool} was killed at its {deadline:g} s deadline, unfinished"
+            else:
+                why = f"{self.cell.tool} gave no report (exit {tool_run.exit_code}): {exc}"
+            if isinstance(sampler, fairness.ConnectionSampler):
+                # Which connections were left waiting is the likely story of a run that never ended.
+                record["fairness"] = sampler.summary(None)
+            failure = CellFailed(f"{why}{self._oom_note()}")
             failure.raw_text = tool_run.output
             raise failure from None
         record["fairness"] = self._fairness(url, check.keepalive, sampler, record["load"]["requests_per_s"])
@@ -393,8 +398,7 @@ class CellRun:
         if self.profile["fairness"] != "connections" or keepalive != "keeps":
             return contextlib.nullcontext()
         timed = "{duration}" in " ".join(map(str, self.tool_spec["command"]))
-        # Tools that send a number of requests (ab -n) may finish in a second.
-        interval = fairness.sampling_interval(self.profile["duration"] if timed else 1.0)
+        interval = fairness.sampling_interval(self.profile["duration"] if timed else None)
         return fairness.ConnectionSampler(host, port, interval, self.env)
 
     def _fairness(self, url: str, keepalive: str, sampler, requests_per_s: float | None) -> dict:

@@ -68,7 +68,8 @@ class ConnectionSampler:
         self._thread.join()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        wait = self.interval
+        while not self._stop.wait(wait):
             taken = time.monotonic() - self._t0
             try:
                 proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env)
@@ -85,6 +86,10 @@ class ConnectionSampler:
                 self.error = f"ss exited {proc.returncode}: {out.strip()[:300]}"
                 return
             self.snapshots.append((round(taken, 4), parse_ss(out)))
+            # Thousands of sockets take ss a while: never spend more than a third of the time in it;
+            # and a run of unknown length that goes on is sampled less often as it goes (up to 1 s).
+            elapsed = time.monotonic() - self._t0
+            wait = max(self.interval, min(1.0, elapsed / 10), 2 * (elapsed - taken))
 
     def summary(self, requests_per_s: float | None) -> dict:
         result = {"method": "connections", "tool": "ss", "argv": self.argv, "interval_s": self.interval}
@@ -144,8 +149,11 @@ def summarise(snapshots: list[tuple[float, dict[str, int]]], requests_per_s: flo
     return result
 
 
-def sampling_interval(expected_s: float) -> float:
-    """About ten snapshots per run, between 0.2 s and 1 s apart."""
+def sampling_interval(expected_s: float | None) -> float:
+    """About ten snapshots per run, between 0.2 s and 1 s apart; a run of a
+    number of requests (ab -n) may last a fraction of a second: 0.05 s."""
+    if expected_s is None:
+        return 0.05
     return min(1.0, max(0.2, expected_s / 10))
 
 
