@@ -13,7 +13,10 @@ import psutil
 import pytest
 from serverbench import REPO_ROOT
 from serverbench import config as cfg
-from serverbench.cell import run_env
+from serverbench.cell import run_cell
+from serverbench.model import Cell
+from serverbench.results import read_json
+from serverbench.runenv import run_env
 
 RAW = Path(__file__).parent / "data" / "raw"
 
@@ -77,6 +80,21 @@ def no_leftovers():
     yield
     left = server_processes() - before
     assert not left, f"processes left running: {[psutil.Process(p).cmdline() for p in left if psutil.pid_exists(p)]}"
+
+
+def measure_cell(config: dict, tmp_path: Path, server: str = "gunicorn", tool: str = "wrk", concurrency: int = 10):
+    """One real cell of the default profile; its record, checked to be the one written beside its raw files."""
+    base = tmp_path / server
+    paths = (f"{base}.json", f"{base}.load.txt", f"{base}.server.log")
+    record = run_cell(config, Cell("default", tool, server, concurrency, 1), *paths)
+    assert read_json(paths[0]) == record
+    assert all(Path(path).exists() for path in paths)
+    return record
+
+
+def add_server(config: dict, name: str, command: list, language: str = "python", **extra) -> None:
+    """A catalogue entry made for one test."""
+    config["catalogue"][name] = {"language": language, "command": command, **extra}
 
 
 # The tiny matrix the workflow tests run: 2 servers, 1 tool, 1 concurrency, 2 repeats of 1 s.

@@ -6,29 +6,13 @@ import sys
 import time
 
 import pytest
-from conftest import require, server_processes
-from serverbench import cell as cellmod
-from serverbench.config import Cell
-from serverbench.results import read_json
-
-
-def run(config, tmp_path, server="gunicorn", tool="wrk", concurrency=10):
-    cell = Cell("default", tool, server, concurrency, 1)
-    base = tmp_path / "r1"
-    record = cellmod.run_cell(config, cell, f"{base}.json", f"{base}.load.txt", f"{base}.server.log")
-    assert read_json(f"{base}.json") == record
-    assert (tmp_path / "r1.load.txt").exists() and (tmp_path / "r1.server.log").exists()
-    return record
-
-
-def add_server(config, name, command, language="python", **extra):
-    config["catalogue"][name] = {"language": language, "command": command, **extra}
+from conftest import add_server, measure_cell, require, server_processes
 
 
 @pytest.mark.parametrize("tool", ["wrk", "ab"])
 def test_gunicorn_cell_is_measured(base_config, tmp_path, no_leftovers, tool):
     require("gunicorn", tool)
-    record = run(base_config, tmp_path, tool=tool)
+    record = measure_cell(base_config, tmp_path, tool=tool)
     assert record["status"] == "ok", record["reason"]
     load = record["load"]
     assert load["requests"] > 100 and load["requests_per_s"] > 100
@@ -43,12 +27,12 @@ def test_gunicorn_cell_is_measured(base_config, tmp_path, no_leftovers, tool):
     assert record["client"]["cpu_s"] > 0
     assert record["server"]["stop"]["survivors"] == []
     assert record["client"]["argv"][0] == tool
-    assert (tmp_path / "r1.load.txt").read_text().strip()
+    assert (tmp_path / "gunicorn.load.txt").read_text().strip()
 
 
 def test_server_pinned_to_its_cpus(base_config, tmp_path, no_leftovers):
     require("gunicorn", "wrk")
-    record = run(base_config, tmp_path)
+    record = measure_cell(base_config, tmp_path)
     assert record["isolation"]["cpus"] == base_config["profiles"]["default"]["server_cpus"]
     assert record["isolation"]["nofile"] >= 1024
 
@@ -60,7 +44,7 @@ def test_wrong_body_is_failed_not_measured(base_config, tmp_path, no_leftovers):
         "wrongbody",
         ["gunicorn", "--bind", "{host}:{port}", "--chdir", "{root}/tests/apps", "faults:wrong_body"],
     )
-    record = run(base_config, tmp_path, server="wrongbody")
+    record = measure_cell(base_config, tmp_path, server="wrongbody")
     assert record["status"] == "failed"
     assert "wrong answer" in record["reason"] and "Goodbye" in record["reason"]
     assert record["load"] is None
@@ -68,16 +52,16 @@ def test_wrong_body_is_failed_not_measured(base_config, tmp_path, no_leftovers):
 
 def test_server_that_exits_at_once(base_config, tmp_path, no_leftovers):
     add_server(base_config, "quitter", ["python", "-c", "import sys; print('bye'); sys.exit(3)"])
-    record = run(base_config, tmp_path, server="quitter")
+    record = measure_cell(base_config, tmp_path, server="quitter")
     assert record["status"] == "failed"
     assert "exited with code 3" in record["reason"]
-    assert "bye" in (tmp_path / "r1.server.log").read_text()
+    assert "bye" in (tmp_path / "quitter.server.log").read_text()
 
 
 def test_server_that_never_listens(base_config, tmp_path, no_leftovers):
     base_config["profiles"]["default"]["ready_timeout"] = 1
     add_server(base_config, "sleeper", ["python", "-c", "import time; time.sleep(60)  # {port}"])
-    record = run(base_config, tmp_path, server="sleeper")
+    record = measure_cell(base_config, tmp_path, server="sleeper")
     assert record["status"] == "failed"
     assert "did not listen" in record["reason"]
     assert record["server"]["stop"]["survivors"] == []
@@ -85,14 +69,14 @@ def test_server_that_never_listens(base_config, tmp_path, no_leftovers):
 
 def test_missing_server_program_is_skipped(base_config, tmp_path):
     add_server(base_config, "ghost", ["no-such-server-binary", "{port}"])
-    record = run(base_config, tmp_path, server="ghost")
+    record = measure_cell(base_config, tmp_path, server="ghost")
     assert record["status"] == "skipped"
     assert "no-such-server-binary" in record["reason"]
 
 
 def test_missing_load_tool_is_skipped(base_config, tmp_path, no_leftovers):
     base_config["load_tools"]["wrk"]["command"][0] = "no-such-wrk"
-    record = run(base_config, tmp_path)
+    record = measure_cell(base_config, tmp_path)
     assert record["status"] == "skipped"
     assert "no-such-wrk" in record["reason"]
 
@@ -108,7 +92,7 @@ def test_worker_that_escapes_the_process_group_is_stopped(base_config, tmp_path,
         "s.make_server('127.0.0.1', int(sys.argv[1]), m.application).serve_forever()\n"
     )
     add_server(base_config, "escaper", ["python", "-c", script, "{port}", "{apps}/python/hello.py"])
-    record = run(base_config, tmp_path, server="escaper")
+    record = measure_cell(base_config, tmp_path, server="escaper")
     assert record["status"] == "ok", record["reason"]
     assert record["server"]["stop"]["survivors"] == []
 

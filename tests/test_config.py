@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from serverbench import REPO_ROOT, scaling
+from serverbench import REPO_ROOT, matrix, scaling
 from serverbench import config as cfg
 
 SHIPPED = yaml.safe_load((REPO_ROOT / "config.yaml").read_text())
@@ -169,7 +169,7 @@ def test_shipped_config_is_valid():
 def test_matrix_has_one_cell_per_combination():
     config = copy.deepcopy(SHIPPED)
     config.update(servers=["gunicorn", "starman"], tools=["wrk"], concurrency=[10, 100], repeats=3)
-    cells = cfg.cells(cfg.validate(config))
+    cells = matrix.cells(cfg.validate(config))
     assert len(cells) == 2 * 1 * 2 * 3
     assert len({c.relpath for c in cells}) == len(cells)
     assert cells[0].relpath == "default/hello/wrk/gunicorn/c10/r1"
@@ -178,17 +178,17 @@ def test_matrix_has_one_cell_per_combination():
 def test_workloads_multiply_the_matrix():
     config = copy.deepcopy(SHIPPED)
     config.update(profile="worker-models", concurrency=[10], repeats=1)
-    cells = cfg.cells(cfg.validate(config))
+    cells = matrix.cells(cfg.validate(config))
     assert {c.workload for c in cells} == {"hello", "json", "big", "cpu", "sleep"}
     assert len(cells) == 5 * 4
 
 
 def test_every_shipped_profile_resolves_on_this_host():
     for name in SHIPPED["profiles"]:
-        profile = cfg.effective_profile(SHIPPED, name)
-        assert profile["server_cpus"] and profile["client_cpus"]
-        assert not set(profile["server_cpus"]) & set(profile["client_cpus"])
-        assert isinstance(profile["workers"], int) and profile["workers"] >= 1
+        profile = cfg.effective_profile(cfg.validate(copy.deepcopy(SHIPPED)), name)
+        assert profile.server_cpus and profile.client_cpus
+        assert not set(profile.server_cpus) & set(profile.client_cpus)
+        assert isinstance(profile.workers, int) and profile.workers >= 1
 
 
 HOST4 = [0, 1, 2, 3]
@@ -196,7 +196,7 @@ HOST4 = [0, 1, 2, 3]
 
 def resolve(host=HOST4, memory=8 * 1024**3, **profile):
     base = {"server_cpus": [0], "client_cpus": [1], "memory_limit": None, "workers": 2, "threads": 1}
-    return scaling.resolve({**base, **profile}, host, memory, cfg.parse_size)
+    return scaling.resolve({**base, **profile}, host, memory)
 
 
 def test_worker_formulas_use_the_servers_cpus():
@@ -249,11 +249,11 @@ def test_command_line_numbers_become_numbers():
 
 
 def test_parse_size():
-    assert cfg.parse_size("512M") == 512 * 1024**2
-    assert cfg.parse_size("1.5GiB") == int(1.5 * 1024**3)
-    assert cfg.parse_size(None) is None
+    assert scaling.parse_size("512M") == 512 * 1024**2
+    assert scaling.parse_size("1.5GiB") == int(1.5 * 1024**3)
+    assert scaling.parse_size(None) is None
     with pytest.raises(ValueError):
-        cfg.parse_size("lots")
+        scaling.parse_size("lots")
 
 
 def test_snakemake_stops_before_any_job(tmp_path):

@@ -4,7 +4,7 @@ everywhere; the real cell runs only where a Docker engine answers."""
 import pytest
 from serverbench import REPO_ROOT, docker
 from serverbench.cell import run_cell
-from serverbench.config import Cell
+from serverbench.model import Cell
 
 
 def test_run_command_carries_the_profiles_limits():

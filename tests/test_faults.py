@@ -12,28 +12,15 @@ import time
 
 import pandas as pd
 import pytest
-from conftest import require, server_processes
+from conftest import add_server, measure_cell, require, server_processes
 from serverbench import REPO_ROOT, servers
-from serverbench.cell import run_cell
-from serverbench.config import Cell
 
 SINGLE = ["python", "{root}/tests/apps/single.py", "{port}"]
 
 
-def run(config, tmp_path, server, concurrency=10):
-    base = tmp_path / server
-    return run_cell(
-        config, Cell("default", "wrk", server, concurrency, 1), f"{base}.json", f"{base}.txt", f"{base}.log"
-    )
-
-
-def add(config, name, command):
-    config["catalogue"][name] = {"language": "python", "command": command}
-
-
 def test_server_answering_500_is_failed(base_config, tmp_path, no_leftovers):
-    add(base_config, "errors500", [*SINGLE, "faults:server_error"])
-    record = run(base_config, tmp_path, "errors500")
+    add_server(base_config, "errors500", [*SINGLE, "faults:server_error"])
+    record = measure_cell(base_config, tmp_path, "errors500")
     assert record["status"] == "failed"
     assert "status 500, expected 200" in record["reason"]
 
@@ -41,8 +28,8 @@ def test_server_answering_500_is_failed(base_config, tmp_path, no_leftovers):
 def test_server_crashing_mid_load_is_failed_with_its_exit_code(base_config, tmp_path, no_leftovers):
     require("wrk")
     base_config["profiles"]["default"]["warmup"] = 0
-    add(base_config, "crasher", [*SINGLE, "faults:crash_after"])
-    record = run(base_config, tmp_path, "crasher")
+    add_server(base_config, "crasher", [*SINGLE, "faults:crash_after"])
+    record = measure_cell(base_config, tmp_path, "crasher")
     assert record["status"] == "failed"
     assert "exited with code 17 during load" in record["reason"]
     assert (tmp_path / "crasher.txt").read_text(), "the load tool's raw output is kept"
@@ -59,7 +46,7 @@ def test_port_taken_by_someone_else(base_config, tmp_path, no_leftovers, monkeyp
     monkeypatch.setattr(servers, "free_port", lambda host="127.0.0.1": port)
     base_config["profiles"]["default"]["ready_timeout"] = 5
     try:
-        record = run(base_config, tmp_path, "gunicorn")
+        record = measure_cell(base_config, tmp_path, "gunicorn")
     finally:
         squatter.close()
     assert record["status"] == "failed"
@@ -69,7 +56,7 @@ def test_port_taken_by_someone_else(base_config, tmp_path, no_leftovers, monkeyp
 def test_results_hold_no_environment_secrets(base_config, tmp_path, no_leftovers, monkeypatch):
     require("gunicorn", "wrk")
     monkeypatch.setenv("SERVERBENCH_TEST_SECRET", "s3cr3t-value-that-must-not-leak")
-    record = run(base_config, tmp_path, "gunicorn")
+    record = measure_cell(base_config, tmp_path, "gunicorn")
     assert record["status"] == "ok", record["reason"]
     for path in tmp_path.iterdir():
         if path.is_file():

@@ -2,28 +2,17 @@
 caught and flagged, limits are enforced and recorded."""
 
 import pytest
-from conftest import require
-from serverbench import isolation
-from serverbench.cell import run_cell
-from serverbench.config import Cell
+from conftest import add_server, measure_cell, require
+from serverbench import hostnet, isolation
 
 UWSGI_APP = ["--wsgi-file", "{apps}/python/hello.py", "--master", "--die-on-term", "--disable-logging"]
-
-
-def run(config, tmp_path, server, tool="wrk", concurrency=10):
-    base = tmp_path / server
-    return run_cell(config, Cell("default", tool, server, concurrency, 1), f"{base}.json", f"{base}.txt", f"{base}.log")
-
-
-def add(config, name, command, language="python"):
-    config["catalogue"][name] = {"language": language, "command": command}
 
 
 def test_uwsgi_http_router_without_keepalive_is_flagged(base_config, tmp_path, no_leftovers):
     """The 2016 study's mistake: uWSGI's --http router closes kept-alive connections."""
     require("uwsgi", "wrk")
-    add(base_config, "uwsgi-http-router", ["uwsgi", "--http", "{host}:{port}", "--processes", "2", *UWSGI_APP])
-    record = run(base_config, tmp_path, "uwsgi-http-router")
+    add_server(base_config, "uwsgi-http-router", ["uwsgi", "--http", "{host}:{port}", "--processes", "2", *UWSGI_APP])
+    record = measure_cell(base_config, tmp_path, "uwsgi-http-router")
     assert record["status"] == "ok", record["reason"]
     assert record["load"]["errors"]["read"] >= 0.9 * record["load"]["requests"]
     assert "keepalive_broken" in record["flags"]
@@ -36,13 +25,13 @@ def test_one_worker_keepalive_server_at_100_connections_is_flagged_starved(
 ):
     """The 2018 re-check's trap: one connection served, 99 waiting, no errors."""
     require("uwsgi", "wrk", program)
-    add(
+    add_server(
         base_config,
         "uwsgi-1worker",
         ["uwsgi", "--http11-socket", "{host}:{port}", "--processes", "1", "--listen", "{backlog}", *UWSGI_APP],
     )
     base_config["profiles"]["default"].update(fairness=method, fairness_duration=1)
-    record = run(base_config, tmp_path, "uwsgi-1worker", concurrency=100)
+    record = measure_cell(base_config, tmp_path, "uwsgi-1worker", concurrency=100)
     assert record["status"] == "ok", record["reason"]
     assert record["verify"]["keepalive"] == "keeps"
     assert record["load"]["errors"]["read"] == 0  # wrk itself sees nothing wrong
@@ -61,13 +50,13 @@ def test_one_worker_keepalive_server_at_100_connections_is_flagged_starved(
 @pytest.mark.parametrize("method, program", [("connections", "ss"), ("h2load", "h2load")])
 def test_enough_workers_are_not_flagged_starved(base_config, tmp_path, no_leftovers, method, program):
     require("uwsgi", "wrk", program)
-    add(
+    add_server(
         base_config,
         "uwsgi-4workers",
         ["uwsgi", "--http11-socket", "{host}:{port}", "--processes", "4", *UWSGI_APP],
     )
     base_config["profiles"]["default"].update(fairness=method, fairness_duration=1)
-    record = run(base_config, tmp_path, "uwsgi-4workers", concurrency=4)
+    record = measure_cell(base_config, tmp_path, "uwsgi-4workers", concurrency=4)
     assert record["fairness"]["status"] == "ok", record["fairness"]
     assert record["fairness"]["min_over_mean"] > 0.5
     assert "starved" not in record["flags"]
@@ -75,7 +64,7 @@ def test_enough_workers_are_not_flagged_starved(base_config, tmp_path, no_leftov
 
 def test_fairness_is_not_read_from_connections_a_server_closes(base_config, tmp_path, no_leftovers):
     require("gunicorn", "wrk", "ss")
-    record = run(base_config, tmp_path, "gunicorn")  # sync workers answer with Connection: close
+    record = measure_cell(base_config, tmp_path, "gunicorn")  # sync workers answer with Connection: close
     assert record["status"] == "ok", record["reason"]
     assert record["fairness"]["status"] == "not applicable"
     assert "starved" not in record["flags"]
@@ -85,7 +74,7 @@ def test_memory_limit_is_enforced_and_recorded(base_config, tmp_path, no_leftove
     if isolation.cgroup_version() is None:
         pytest.skip("needs a writable cgroup hierarchy (v1 memory/cpuset/cpuacct or v2)")
     require("gunicorn", "wrk")
-    add(
+    add_server(
         base_config,
         "hog",
         [
@@ -100,7 +89,7 @@ def test_memory_limit_is_enforced_and_recorded(base_config, tmp_path, no_leftove
         ],
     )
     base_config["profiles"]["default"]["memory_limit"] = "160M"
-    record = run(base_config, tmp_path, "hog")
+    record = measure_cell(base_config, tmp_path, "hog")
     assert record["isolation"]["limits_enforced"] is True
     assert record["isolation"]["memory_limit_bytes"] == 160 * 1024**2
     assert record["server"]["oom_kills"] >= 1
@@ -114,7 +103,7 @@ def test_client_bound_cell_is_flagged(base_config, tmp_path, no_leftovers):
     """nginx answering by itself outruns one wrk thread: the figure is the client's."""
     require("nginx", "wrk")
     base_config["profiles"]["default"]["workers"] = 1
-    record = run(base_config, tmp_path, "nginx-baseline", concurrency=50)
+    record = measure_cell(base_config, tmp_path, "nginx-baseline", concurrency=50)
     assert record["status"] == "ok", record["reason"]
     assert record["client"]["cpu_percent"] > 90
     assert "client_bound" in record["flags"]
@@ -123,7 +112,7 @@ def test_client_bound_cell_is_flagged(base_config, tmp_path, no_leftovers):
 
 def test_every_result_records_layout_limits_and_samples(base_config, tmp_path, no_leftovers):
     require("uwsgi", "wrk")
-    record = run(base_config, tmp_path, "uwsgi")
+    record = measure_cell(base_config, tmp_path, "uwsgi")
     assert record["status"] == "ok", record["reason"]
     layout = record["isolation"]
     assert layout["server_cpus"] == [0] and layout["client_cpus"] == [1]
@@ -140,8 +129,8 @@ def test_every_result_records_layout_limits_and_samples(base_config, tmp_path, n
 
 
 def test_time_wait_count_and_drain():
-    assert isolation.time_wait_ports() >= 0
-    report = isolation.drain_time_wait(limit=10**9, timeout=1)
+    assert hostnet.time_wait_ports() >= 0
+    report = hostnet.drain_time_wait(limit=10**9, timeout=1)
     assert report["waited_s"] < 1 and report["after"] == report["before"]
 
 
@@ -158,8 +147,8 @@ def test_time_wait_socket_counter_bounds_the_ports():
             accepted, _ = listener.accept()
             client.close()
             accepted.close()
-    sockets, ports = isolation.time_wait_sockets(), isolation.time_wait_ports()
+    sockets, ports = hostnet.time_wait_sockets(), hostnet.time_wait_ports()
     assert ports >= 20 and sockets >= ports
-    assert isolation.drain_time_wait(limit=10**9)["counted"] == "sockets"
-    slow = isolation.drain_time_wait(limit=0, timeout=0.6)
+    assert hostnet.drain_time_wait(limit=10**9)["counted"] == "sockets"
+    slow = hostnet.drain_time_wait(limit=0, timeout=0.6)
     assert slow["counted"] == "ports" and slow["before"] >= 20 and slow["waited_s"] >= 0.5

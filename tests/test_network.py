@@ -8,7 +8,7 @@ import pytest
 from conftest import require
 from serverbench import network
 from serverbench.cell import run_cell
-from serverbench.config import Cell
+from serverbench.model import Cell
 
 
 def netns_problem() -> str | None:

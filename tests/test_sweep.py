@@ -4,7 +4,7 @@ data), the harness may not."""
 import pytest
 from conftest import require
 from serverbench.cell import run_cell
-from serverbench.config import Cell
+from serverbench.model import Cell
 
 
 @pytest.mark.e2e

@@ -5,7 +5,7 @@ in the UNITD environment variable, and skip naming it otherwise."""
 import pytest
 from conftest import UNITD, require
 from serverbench.cell import run_cell
-from serverbench.config import Cell
+from serverbench.model import Cell
 
 
 @pytest.fixture

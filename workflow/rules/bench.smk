@@ -19,14 +19,11 @@ rule bench:
     resources:
         mem_mb=cell_mem_mb,
         runtime=cell_runtime,
+        # Informational: the cell's place in the seeded order, for its record
+        # (no profile limits it; a resource, unlike a param, triggers no rerun).
+        run_position=cell_position,
     params:
-        conditions=lambda wildcards: sbconfig.cell_conditions(
-            config,
-            wildcards.profile,
-            wildcards.tool,
-            wildcards.server,
-            wildcards.workload,
-        ),
+        conditions=cell_conditions,
     message:
         "measuring {wildcards.server} with {wildcards.tool} at c={wildcards.concurrency} "
         "(profile {wildcards.profile}, workload {wildcards.workload}, repeat {wildcards.repeat})"

@@ -1,8 +1,10 @@
-# Validates the config before any job exists and derives the cell matrix.
+# Validates the config before any job exists and derives the cell matrix once.
 import sys
 
 from serverbench import charts as sbcharts
 from serverbench import config as sbconfig
+from serverbench.matrix import Matrix
+from serverbench.model import CELL_PATH
 from serverbench.results import config_hash
 
 try:
@@ -11,10 +13,8 @@ except sbconfig.ConfigError as error:
     sys.exit(str(error))
 
 RESULTS = config["results"].rstrip("/")
-CELLS = sbconfig.shuffled_cells(config)
-# The bench rule's priority: the first cell of the seeded shuffle runs first.
-RUN_ORDER = {cell.relpath: len(CELLS) - index for index, cell in enumerate(CELLS)}
-CELL_PATTERN = f"{RESULTS}/cells/{{profile}}/{{workload}}/{{tool}}/{{server}}/c{{concurrency}}/r{{repeat}}"
+MATRIX = Matrix(config)
+CELL_PATTERN = f"{RESULTS}/cells/{CELL_PATH}"
 # name -> title of every chart (serverbench.charts)
 CHARTS = sbcharts.CHARTS
 CHART_FILES = [
@@ -34,30 +34,37 @@ wildcard_constraints:
 
 
 def cell_priority(wildcards):
-    relpath = "{profile}/{workload}/{tool}/{server}/c{concurrency}/r{repeat}".format(
-        **wildcards
-    )
-    return RUN_ORDER.get(relpath, 0)
+    """The first cell of the seeded shuffle runs first."""
+    return MATRIX.priority(CELL_PATH.format(**wildcards))
+
+
+def cell_position(wildcards):
+    """The cell's place in the seeded order (1 = first), recorded in its result."""
+    return MATRIX.position(CELL_PATH.format(**wildcards)) or 0
 
 
 def cell_results():
-    return [f"{RESULTS}/cells/{cell.relpath}.json" for cell in CELLS]
+    return [f"{RESULTS}/cells/{cell.relpath}.json" for cell in MATRIX.cells]
 
 
 def cell_threads(wildcards):
     """CPUs the cell pins its server and load tool to."""
-    profile = sbconfig.effective_profile(config, wildcards.profile)
-    return len(profile["server_cpus"]) + len(profile["client_cpus"])
+    profile = MATRIX.profiles[wildcards.profile]
+    return len(profile.server_cpus) + len(profile.client_cpus)
 
 
 def cell_mem_mb(wildcards):
     """The server's memory limit plus room for the load tool and the harness."""
-    profile = sbconfig.effective_profile(config, wildcards.profile)
-    return (profile["memory_limit"] or 2 * 1024**3) // 2**20 + 1024
+    return MATRIX.profiles[wildcards.profile].memory_mb()
 
 
 def cell_runtime(wildcards):
     """Minutes a cell may take, from its profile's timings, with a margin."""
-    return sbconfig.cell_runtime_minutes(
-        sbconfig.effective_profile(config, wildcards.profile)
+    return MATRIX.profiles[wildcards.profile].runtime_minutes()
+
+
+def cell_conditions(wildcards):
+    """Everything that shapes the cell's measurement: a change reruns it."""
+    return MATRIX.conditions(
+        wildcards.profile, wildcards.tool, wildcards.server, wildcards.workload
     )

@@ -14,70 +14,74 @@ from pathlib import Path
 import pandas as pd
 
 from serverbench import results
+from serverbench.model import (
+    AVERAGED_COLUMNS,
+    CELL_KEYS,
+    CONTEXT_COLUMNS,
+    ERROR_CLASSES,
+    RUN_COLUMNS,
+    SUMMARY_COLUMNS,
+    WORKER_COLUMNS,
+    CellRecord,
+    Fairness,
+    LoadResult,
+    Verification,
+    load_record,
+)
 
-CELL_KEYS = ["profile", "workload", "tool", "server", "language", "concurrency"]
 MB = 1024 * 1024
 
 
-def run_row(record: dict, path: str | Path) -> dict:
-    cell = record["cell"]
-    load = record.get("load") or {}
-    latency = load.get("latency_ms") or {}
-    errors = load.get("errors") or {}
-    server = record.get("server") or {}
-    usage = server.get("usage") or {}
-    client = record.get("client") or {}
-    verification = record.get("verify") or {}
-    fairness = record.get("fairness") or {}
+def _mb(value):
+    return round(value / MB, 3) if value is not None else None
 
-    def mb(value):
-        return round(value / MB, 3) if value is not None else None
 
-    row = {"workload": "hello", **cell, "status": record["status"], "reason": record.get("reason")}
-    autoscale = server.get("autoscale") or {}
+def run_row(record: CellRecord, path: str | Path) -> dict:
+    """One row of runs.csv (columns: model.RUN_COLUMNS)."""
+    load = record.load or LoadResult()
+    usage, autoscale = record.server.usage, record.server.autoscale
+    verification = record.verify or Verification()
+    fairness = record.fairness or Fairness()
+    row = {**record.cell.to_dict(), "status": record.status, "reason": record.reason}
     row.update(
-        requests=load.get("requests"),
-        duration_s=load.get("duration_s"),
-        rps=load.get("requests_per_s"),
-        latency_mean_ms=latency.get("mean"),
-        latency_p50_ms=latency.get("p50"),
-        latency_p90_ms=latency.get("p90"),
-        latency_p99_ms=latency.get("p99"),
-        latency_max_ms=latency.get("max"),
-        transfer_bytes=load.get("transfer_bytes"),
-        errors_total=load.get("errors_total"),
-        error_rate=load.get("error_rate"),
-        **{f"errors_{name}": errors.get(name) for name in ("connect", "read", "write", "timeout", "non_2xx", "other")},
-        server_cpu_s=usage.get("cpu_s"),
-        server_cpu_percent=usage.get("cpu_percent"),
-        server_rss_peak_mb=mb(usage.get("rss_peak_bytes")),
-        server_rss_mean_mb=mb(usage.get("rss_mean_bytes")),
-        server_pss_peak_mb=mb(usage.get("pss_peak_bytes")),
-        server_processes_max=usage.get("processes_max"),
-        workers_start=autoscale.get("processes_start"),
-        workers_peak=autoscale.get("processes_peak"),
-        time_to_peak_s=autoscale.get("time_to_peak_s"),
-        time_to_scale_down_s=autoscale.get("time_to_scale_down_s"),
-        server_cpus=len((record.get("isolation") or {}).get("server_cpus") or []) or None,
-        scaled=(record.get("scaling") or {}).get("scaled"),
-        client_cpu_percent=client.get("cpu_percent"),
-        keepalive=verification.get("keepalive"),
-        fairness_min_over_mean=fairness.get("min_over_mean"),
-        starved_connections=fairness.get("starved_connections"),
-        http_version=verification.get("http_version"),
-        server_version=server.get("version"),
-        interpreter=server.get("interpreter"),
-        flags=";".join(record.get("flags") or []),
-        job_start=record.get("timing", {}).get("job_start"),
-        job_end=record.get("timing", {}).get("job_end"),
+        requests=load.requests,
+        duration_s=load.duration_s,
+        rps=load.requests_per_s,
+        **{f"latency_{key}_ms": getattr(load.latency_ms, key) for key in ("mean", "p50", "p90", "p99", "max")},
+        transfer_bytes=load.transfer_bytes,
+        errors_total=load.errors_total if record.load else None,
+        error_rate=load.error_rate,
+        **{f"errors_{name}": getattr(load.errors, name) if record.load else None for name in ERROR_CLASSES},
+        server_cpu_s=usage.cpu_s,
+        server_cpu_percent=usage.cpu_percent,
+        server_rss_peak_mb=_mb(usage.rss_peak_bytes),
+        server_rss_mean_mb=_mb(usage.rss_mean_bytes),
+        server_pss_peak_mb=_mb(usage.pss_peak_bytes),
+        server_processes_max=usage.processes_max,
+        workers_start=autoscale.processes_start,
+        workers_peak=autoscale.processes_peak,
+        time_to_peak_s=autoscale.time_to_peak_s,
+        time_to_scale_down_s=autoscale.time_to_scale_down_s,
+        server_cpus=len(record.isolation.get("server_cpus") or []) or None,
+        scaled=(record.scaling or {}).get("scaled"),
+        client_cpu_percent=record.client.cpu_percent,
+        keepalive=verification.keepalive,
+        fairness_min_over_mean=fairness.min_over_mean,
+        starved_connections=fairness.starved_connections,
+        http_version=verification.http_version,
+        server_version=record.server.version,
+        interpreter=record.server.interpreter,
+        flags=";".join(record.flags),
+        job_start=record.timing.get("job_start"),
+        job_end=record.timing.get("job_end"),
         result=str(path),
     )
     return row
 
 
 def load_runs(paths) -> pd.DataFrame:
-    rows = [run_row(results.read_json(path), path) for path in sorted(map(str, paths))]
-    frame = pd.DataFrame(rows)
+    rows = [run_row(load_record(path), path) for path in sorted(map(str, paths))]
+    frame = pd.DataFrame(rows, columns=RUN_COLUMNS)
     if not frame.empty:
         frame = frame.sort_values(CELL_KEYS + ["repeat"], kind="stable").reset_index(drop=True)
     return frame
@@ -100,59 +104,43 @@ def _cv(values) -> float | None:
     return statistics.stdev(values) / statistics.fmean(values)
 
 
-TRIMMED = [
-    "latency_mean_ms",
-    "latency_p50_ms",
-    "latency_p90_ms",
-    "latency_p99_ms",
-    "error_rate",
-    "server_cpu_percent",
-    "server_rss_peak_mb",
-    "server_pss_peak_mb",
-    "client_cpu_percent",
-    "fairness_min_over_mean",
-    "workers_peak",
-    "time_to_peak_s",
-    "time_to_scale_down_s",
-]
+def _cell_row(key, group: pd.DataFrame, thresholds: dict) -> dict:
+    """One row of summary.csv (columns: model.SUMMARY_COLUMNS) from a cell's repeats."""
+    ok = group[group["status"] == "ok"]
+    rps = ok["rps"].tolist()
+    row = dict(zip(CELL_KEYS, key, strict=False))
+    row["repeats"] = len(group)
+    row["repeats_ok"] = len(ok)
+    statuses = set(group["status"])
+    row["status"] = "ok" if statuses == {"ok"} else ("partial" if "ok" in statuses else sorted(statuses)[0])
+    reasons = sorted({r for r in group["reason"].dropna() if r})
+    row["reason"] = " | ".join(reasons) if reasons else None
+    row["rps_trimmed_mean"] = trimmed_mean(rps)
+    row["rps_median"] = statistics.median(rps) if rps else None
+    row["rps_min"] = min(rps) if rps else None
+    row["rps_max"] = max(rps) if rps else None
+    row["rps_cv"] = _cv(rps)
+    for column in AVERAGED_COLUMNS:
+        values = [v for v in ok[column].tolist() if v is not None and not pd.isna(v)]
+        row[column] = trimmed_mean(values)
+        # The spread of the repeats, for the charts' error bands.
+        row[f"{column}_min"] = min(values) if values else None
+        row[f"{column}_max"] = max(values) if values else None
+    flags = set()
+    for entry in ok["flags"].dropna():
+        flags.update(f for f in entry.split(";") if f)
+    if row["rps_cv"] is not None and row["rps_cv"] > thresholds["cv"]:
+        flags.add("unstable")
+    row["flags"] = ";".join(sorted(flags))
+    for column in CONTEXT_COLUMNS:
+        values = group[column].dropna()
+        row[column] = values.iloc[0] if len(values) else None
+    return row
 
 
 def summarise(runs: pd.DataFrame, thresholds: dict) -> pd.DataFrame:
-    rows = []
-    if runs.empty:
-        return pd.DataFrame(columns=CELL_KEYS + ["status"])
-    for key, group in runs.groupby(CELL_KEYS, sort=True, dropna=False):
-        ok = group[group["status"] == "ok"]
-        rps = ok["rps"].tolist()
-        row = dict(zip(CELL_KEYS, key, strict=False))
-        row["repeats"] = len(group)
-        row["repeats_ok"] = len(ok)
-        statuses = set(group["status"])
-        row["status"] = "ok" if statuses == {"ok"} else ("partial" if "ok" in statuses else sorted(statuses)[0])
-        reasons = sorted({r for r in group["reason"].dropna() if r})
-        row["reason"] = " | ".join(reasons) if reasons else None
-        row["rps_trimmed_mean"] = trimmed_mean(rps)
-        row["rps_median"] = statistics.median(rps) if rps else None
-        row["rps_min"] = min(rps) if rps else None
-        row["rps_max"] = max(rps) if rps else None
-        row["rps_cv"] = _cv(rps)
-        for column in TRIMMED:
-            values = [v for v in ok[column].tolist() if v is not None and not pd.isna(v)]
-            row[column] = trimmed_mean(values)
-            # The spread of the repeats, for the charts' error bands.
-            row[f"{column}_min"] = min(values) if values else None
-            row[f"{column}_max"] = max(values) if values else None
-        flags = set()
-        for entry in ok["flags"].dropna():
-            flags.update(f for f in entry.split(";") if f)
-        if row["rps_cv"] is not None and row["rps_cv"] > thresholds["cv"]:
-            flags.add("unstable")
-        row["flags"] = ";".join(sorted(flags))
-        for column in ("family", "keepalive", "http_version", "server_version", "interpreter", "server_cpus", "scaled"):
-            values = group[column].dropna() if column in group else pd.Series(dtype=object)
-            row[column] = values.iloc[0] if len(values) else None
-        rows.append(row)
-    return pd.DataFrame(rows)
+    rows = [_cell_row(key, group, thresholds) for key, group in runs.groupby(CELL_KEYS, sort=True, dropna=False)]
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
 SAMPLE_BIN_S = 0.5
@@ -164,9 +152,9 @@ def worker_samples(paths) -> pd.DataFrame:
     """
     frames = []
     for path in sorted(map(str, paths)):
-        record = results.read_json(path)
-        samples = (record.get("server") or {}).get("samples") or []
-        if record.get("status") != "ok" or not samples:
+        record = load_record(path)
+        samples = record.server.samples
+        if record.status != "ok" or not samples:
             continue
         frame = pd.DataFrame(samples)
         if "phase" not in frame:
@@ -178,14 +166,13 @@ def worker_samples(paths) -> pd.DataFrame:
             .agg(processes=("processes", "max"), threads=("threads", "max"), rss_mb=("rss_mb", "max"))
             .reset_index()
         )
-        cell = {"workload": "hello", **record["cell"]}
+        cell = record.cell.to_dict()
         for key in [*CELL_KEYS, "family", "repeat"]:
-            binned[key] = cell.get(key)
+            binned[key] = cell[key]
         frames.append(binned)
-    columns = [*CELL_KEYS, "family", "repeat", "t", "phase", "processes", "threads", "rss_mb"]
     if not frames:
-        return pd.DataFrame(columns=columns)
-    out = pd.concat(frames, ignore_index=True)[columns]
+        return pd.DataFrame(columns=WORKER_COLUMNS)
+    out = pd.concat(frames, ignore_index=True)[WORKER_COLUMNS]
     out["rss_mb"] = out["rss_mb"].round(3)
     return out
 

@@ -10,15 +10,17 @@ data stays small whatever the size of the matrix.
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 
 import altair as alt
+import jinja2
 import pandas as pd
+from markupsafe import Markup
 
 from serverbench import results
 from serverbench.flags import FLAG_HELP
+from serverbench.model import DEFAULT_WORKLOAD, WORKER_COLUMNS
 
 # name: (title, y title, [(column, label)], log scale for y)
 METRICS = {
@@ -75,13 +77,13 @@ def measured(summary: pd.DataFrame) -> pd.DataFrame:
     data["flagged"] = data["flags"].str.len() > 0
     data["family"] = data["family"].fillna("")
     if "workload" not in data:
-        data["workload"] = "hello"
-    data["workload"] = data["workload"].fillna("hello").astype(str)
+        data["workload"] = DEFAULT_WORKLOAD
+    data["workload"] = data["workload"].fillna(DEFAULT_WORKLOAD).astype(str)
     data["panel"] = (
         data["profile"].astype(str)
         + " · "
         + data["tool"].astype(str)
-        + data["workload"].map(lambda w: "" if w == "hello" else f" · {w}")
+        + data["workload"].map(lambda w: "" if w == DEFAULT_WORKLOAD else f" · {w}")
     )
     return data
 
@@ -209,23 +211,8 @@ def workers_chart(workers: pd.DataFrame) -> alt.FacetChart:
     """
     data = workers.copy()
     if data.empty:
-        data = pd.DataFrame(
-            columns=[
-                "server",
-                "language",
-                "profile",
-                "workload",
-                "tool",
-                "concurrency",
-                "repeat",
-                "t",
-                "phase",
-                "processes",
-                "threads",
-                "rss_mb",
-            ]
-        )
-    data["workload"] = data.get("workload", pd.Series(dtype=object)).fillna("hello")
+        data = pd.DataFrame(columns=WORKER_COLUMNS)
+    data["workload"] = data.get("workload", pd.Series(dtype=object)).fillna(DEFAULT_WORKLOAD)
     data["panel"] = (
         data["profile"].astype(str) + " · " + data["tool"].astype(str) + " · c=" + data["concurrency"].astype(str)
     )
@@ -281,30 +268,55 @@ def save_chart(chart, html_path, png_path, svg_path=None) -> None:
             tmp.replace(path)
 
 
-SORT_SCRIPT = """
-<script>
-// Click a column header to sort the table by it (again to reverse).
-document.querySelectorAll('table.sortable th').forEach((th, column) => {
-  th.style.cursor = 'pointer';
-  th.addEventListener('click', () => {
-    const body = th.closest('table').tBodies[0];
-    const rows = Array.from(body.rows);
-    const up = th.dataset.order !== 'asc';
-    th.dataset.order = up ? 'asc' : 'desc';
-    const key = r => { const t = r.cells[column].innerText.replace(/,/g, ''); const n = parseFloat(t);
-                       return isNaN(n) ? t : n; };
-    rows.sort((a, b) => { const x = key(a), y = key(b); return (x > y ? 1 : x < y ? -1 : 0) * (up ? 1 : -1); });
-    rows.forEach(r => body.appendChild(r));
-  });
-});
-</script>
-"""
+SUMMARY_COLUMNS = [
+    "profile", "tool", "server", "language", "family", "concurrency", "status", "repeats_ok",
+    "rps_trimmed_mean", "rps_cv", "latency_p50_ms", "latency_p99_ms", "error_rate",
+    "server_rss_peak_mb", "server_pss_peak_mb", "server_cpu_percent", "keepalive", "flags",
+]  # fmt: skip
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("serverbench", "templates"),
+    autoescape=jinja2.select_autoescape(default=True),
+    undefined=jinja2.StrictUndefined,
+)
 
 
-def _table(frame: pd.DataFrame, columns: list[str], sortable: bool = False) -> str:
+def _table(frame: pd.DataFrame, columns: list[str], sortable: bool = False) -> Markup:
     present = [c for c in columns if c in frame.columns]
     classes = "sortable" if sortable else None
-    return frame[present].to_html(index=False, na_rep="", float_format=lambda v: f"{v:,.3g}", border=0, classes=classes)
+    # pandas escapes every cell (escape=True): the markup is safe to insert.
+    table = frame[present].to_html(
+        index=False, na_rep="", float_format=lambda v: f"{v:,.3g}", border=0, classes=classes
+    )
+    return Markup(table)
+
+
+def index_context(summary: pd.DataFrame, environment: dict, charts: dict, index_dir: Path) -> dict:
+    """What index.html shows: the charts (relative links), the tables, the environment."""
+    bad = summary[summary["status"] != "ok"]
+    flagged = summary[summary["flags"].fillna("") != ""]
+    return {
+        "cells": len(summary),
+        "statuses": ", ".join(f"{n} {s}" for s, n in summary["status"].value_counts().items()),
+        "environment": {key: environment.get(key) for key in ("cpu_model", "cpus", "kernel", "git_commit")},
+        "charts": [
+            {
+                "title": title,
+                "links": {ext: Path(path).relative_to(index_dir).as_posix() for ext, path in files.items()},
+            }
+            for title, files in charts.items()
+        ],
+        "summary_table": _table(summary, SUMMARY_COLUMNS, sortable=True),
+        "failed_count": len(bad),
+        "failed_table": _table(bad, ["profile", "tool", "server", "concurrency", "status", "reason"])
+        if len(bad)
+        else None,
+        "flagged_count": len(flagged),
+        "flagged_table": _table(flagged, ["profile", "tool", "server", "concurrency", "flags"])
+        if len(flagged)
+        else None,
+        "flag_help": FLAG_HELP,
+        "environment_json": json.dumps(environment, indent=2),
+    }
 
 
 def write_index(summary_csv, environment_json, charts: dict, index_path) -> None:
@@ -312,62 +324,5 @@ def write_index(summary_csv, environment_json, charts: dict, index_path) -> None
     index_path = Path(index_path)
     summary = pd.read_csv(summary_csv)
     environment = json.loads(Path(environment_json).read_text()) if environment_json else {}
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>serverbench results</title>",
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
-        "td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:right}"
-        "iframe{border:0;width:100%;height:640px}</style></head><body>",
-        "<h1>serverbench results</h1>",
-        f"<p>{len(summary)} cells: " + ", ".join(f"{n} {s}" for s, n in summary["status"].value_counts().items()),
-        f" · environment: {html.escape(str(environment.get('cpu_model')))}, {environment.get('cpus')} CPUs,"
-        f" kernel {html.escape(str(environment.get('kernel')))},"
-        f" commit {html.escape(str(environment.get('git_commit')))}</p>",
-    ]
-    for title, files in charts.items():
-        rel = {ext: Path(path).relative_to(index_path.parent) for ext, path in files.items()}
-        links = " · ".join(f"<a href='{p}'>{ext.upper()}</a>" for ext, p in rel.items())
-        parts.append(
-            f"<h2>{html.escape(title)}</h2><iframe src='{rel['html']}' title='{html.escape(title)}'></iframe>"
-            f"<p>{links}</p>"
-        )
-    parts.append("<h2>Summary</h2><p>Click a column to sort.</p>")
-    parts.append(
-        _table(
-            summary,
-            [
-                "profile",
-                "tool",
-                "server",
-                "language",
-                "family",
-                "concurrency",
-                "status",
-                "repeats_ok",
-                "rps_trimmed_mean",
-                "rps_cv",
-                "latency_p50_ms",
-                "latency_p99_ms",
-                "error_rate",
-                "server_rss_peak_mb",
-                "server_pss_peak_mb",
-                "server_cpu_percent",
-                "keepalive",
-                "flags",
-            ],
-            sortable=True,
-        )  # fmt: skip
-    )
-    bad = summary[summary["status"] != "ok"]
-    parts.append(f"<h2>Failed and skipped cells ({len(bad)})</h2>")
-    parts.append(
-        _table(bad, ["profile", "tool", "server", "concurrency", "status", "reason"]) if len(bad) else "<p>none</p>"
-    )
-    flagged = summary[summary["flags"].fillna("") != ""]
-    parts.append(f"<h2>Flagged cells ({len(flagged)})</h2>")
-    parts.append(
-        _table(flagged, ["profile", "tool", "server", "concurrency", "flags"]) if len(flagged) else "<p>none</p>"
-    )
-    parts.append("<dl>" + "".join(f"<dt>{k}</dt><dd>{html.escape(v)}</dd>" for k, v in FLAG_HELP.items()) + "</dl>")
-    parts.append("<h2>Environment</h2><pre>" + html.escape(json.dumps(environment, indent=2)) + "</pre>")
-    parts.append(SORT_SCRIPT + "</body></html>")
-    results.write_atomic(index_path, "\n".join(parts))
+    context = index_context(summary, environment, charts, index_path.parent)
+    results.write_atomic(index_path, TEMPLATES.get_template("index.html.j2").render(**context))

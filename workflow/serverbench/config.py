@@ -6,20 +6,18 @@ without reading a traceback.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import copy
 import os
-import random
 import re
 import resource
 import string
-from dataclasses import dataclass
 from pathlib import Path
 
 import jsonschema
 import yaml
 
 from serverbench import REPO_ROOT, scaling
+from serverbench.model import DEFAULT_WORKLOAD, Profile
 
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -56,7 +54,6 @@ PROFILE_OVERRIDES = (
 FD_RESERVE = 64
 
 DEFAULT_EXPECT = {"status": 200, "body": "Hello World!"}
-DEFAULT_WORKLOAD = "hello"
 
 
 class ConfigError(ValueError):
@@ -65,22 +62,6 @@ class ConfigError(ValueError):
     def __init__(self, path: str, message: str):
         self.path = path
         super().__init__(f"config error at {path or '<top>'}: {message}")
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One measured job: a server under one load at one repeat."""
-
-    profile: str
-    tool: str
-    server: str
-    concurrency: int
-    repeat: int
-    workload: str = DEFAULT_WORKLOAD
-
-    @property
-    def relpath(self) -> str:
-        return f"{self.profile}/{self.workload}/{self.tool}/{self.server}/c{self.concurrency}/r{self.repeat}"
 
 
 def _key_path(parts) -> str:
@@ -92,17 +73,6 @@ def _key_path(parts) -> str:
 
 def load_schema() -> dict:
     return yaml.safe_load(SCHEMA_PATH.read_text())
-
-
-def parse_size(value) -> int | None:
-    """Bytes from an integer or a size like ``512M`` / ``1.5GiB``; None stays None."""
-    if value is None or isinstance(value, int):
-        return value
-    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KkMmGgTt]?)i?[Bb]?\s*", str(value))
-    if not match:
-        raise ValueError(f"not a size: {value!r}")
-    power = " KMGT".index(match.group(2).upper() or " ")
-    return int(float(match.group(1)) * 1024**power)
 
 
 def placeholders(argv) -> list[str]:
@@ -118,8 +88,26 @@ def available_cpus() -> set[int]:
     return set(os.sched_getaffinity(0))
 
 
+def _filling_defaults(validator_class):
+    """A validator that also writes each property's schema ``default`` where the
+    config leaves it out, so defaults live in the schema alone."""
+    check_properties = validator_class.VALIDATORS["properties"]
+
+    def properties(validator, declared, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in declared.items():
+                if "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        yield from check_properties(validator, declared, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": properties})
+
+
+DefaultingValidator = _filling_defaults(jsonschema.Draft202012Validator)
+
+
 def _check_schema(config: dict) -> None:
-    validator = jsonschema.Draft202012Validator(load_schema())
+    validator = DefaultingValidator(load_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))
     if not errors:
         return
@@ -162,13 +150,13 @@ def requested_profile(config: dict, name: str) -> dict:
             profile[key] = config[key]
     if profile["servers"] == "all":
         profile["servers"] = list(config["catalogue"])
-    profile.setdefault("workloads", [DEFAULT_WORKLOAD])
     return profile
 
 
-def effective_profile(config: dict, name: str) -> dict:
+def effective_profile(config: dict, name: str) -> Profile:
     """The profile scaled to this host: CPU lists, worker counts, memory in bytes."""
-    return scaling.resolve(requested_profile(config, name), sorted(available_cpus()), scaling.host_memory(), parse_size)
+    resolved = scaling.resolve(requested_profile(config, name), sorted(available_cpus()), scaling.host_memory())
+    return Profile.from_dict(name, resolved)
 
 
 def _number(value):
@@ -254,18 +242,16 @@ def _check_profile(config: dict, name: str) -> None:
         profile = effective_profile(config, name)
     except scaling.ScaleError as exc:
         raise ConfigError(f"{where}.{exc.key}", str(exc)) from None
-    if profile.get("isolation") == "docker" and profile.get("network") == "netns":
+    if profile.isolation == "docker" and profile.network == "netns":
         raise ConfigError(
             f"{where}.network", "netns is not available with isolation: docker (containers use the host network)"
         )
-    if profile["fairness"] == "h2load" and not profile.get("fairness_duration"):
-        raise ConfigError(f"{where}.fairness_duration", "fairness: h2load needs the probe's seconds")
-    for tool in profile["tools"]:
-        if "{rate}" in " ".join(map(str, config["load_tools"][tool]["command"])) and not profile.get("rate"):
+    for tool in profile.tools:
+        if "{rate}" in " ".join(map(str, config["load_tools"][tool]["command"])) and not profile.rate:
             raise ConfigError(f"{where}.rate", f"tool {tool!r} offers a constant rate: the profile needs `rate`")
     # Each connection is a file descriptor on both sides; keep room for the rest.
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    for index, concurrency in enumerate(profile["concurrency"]):
+    for index, concurrency in enumerate(profile.concurrency):
         if concurrency > nofile - FD_RESERVE:
             raise ConfigError(
                 f"{origin('concurrency')}[{index}]",
@@ -281,75 +267,6 @@ def load(path: str | Path, overrides: dict | None = None) -> dict:
     return validate(config)
 
 
-def cells(config: dict) -> list[Cell]:
-    """Every cell of the selected profiles, in a stable order."""
-    out = []
-    for profile_name in selected_profiles(config):
-        profile = requested_profile(config, profile_name)
-        for workload in profile["workloads"]:
-            for tool in profile["tools"]:
-                for server in profile["servers"]:
-                    for concurrency in profile["concurrency"]:
-                        for repeat in range(1, profile["repeats"] + 1):
-                            out.append(Cell(profile_name, tool, server, concurrency, repeat, workload))
-    return out
-
-
-def _file_digest(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
-def _tree_digest(root: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def cell_conditions(config: dict, profile: str, tool: str, server: str, workload: str = DEFAULT_WORKLOAD) -> str:
-    """A digest of everything that shapes a cell's measurement.
-
-    Used as a rule parameter so that Snakemake reruns exactly the cells whose
-    conditions changed, and keeps the others.
-    """
-    effective = effective_profile(config, profile)
-    for key in ("servers", "tools", "workloads", "concurrency", "repeats", "description"):
-        effective.pop(key, None)
-    server_spec = config["catalogue"][server]
-    templates = {name: _file_digest(REPO_ROOT / path) for name, path in server_spec.get("files", {}).items()}
-    spec = {
-        "profile": effective,
-        "server": server_spec,
-        "templates": templates,
-        "apps": _tree_digest(REPO_ROOT / "apps"),
-        "tool": config["load_tools"][tool],
-        "language": config["languages"][server_spec["language"]],
-        "flags": config["flags"],
-        "workload": config["app_workloads"].get(workload),
-    }
-    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def shuffled_cells(config: dict) -> list[Cell]:
-    """The cells in the run's random order, reproducible from ``seed``.
-
-    Running cells in a shuffled order spreads slow drifts of the machine
-    (thermal, background load) over all servers instead of one.
-    """
-    order = cells(config)
-    random.Random(config["seed"]).shuffle(order)
-    return order
-
-
-def resolve_program(config: dict, argv: list[str]) -> list[str]:
-    """Replace the program of an argv by its configured path, if one is set."""
-    path = (config.get("programs") or {}).get(argv[0]) if argv else None
-    return [path, *argv[1:]] if path else list(argv)
-
-
 def expected_answer(server: dict, workload: dict | None = None, workload_name: str = DEFAULT_WORKLOAD) -> dict:
     """What a correct answer looks like: the workload's, or the server's own for hello world."""
     if workload_name == DEFAULT_WORKLOAD or workload is None:
@@ -360,19 +277,3 @@ def expected_answer(server: dict, workload: dict | None = None, workload_name: s
 def serves(server: dict, workload_name: str) -> bool:
     """Whether a server runs the apps' workloads (baselines answer hello world only)."""
     return workload_name in server.get("workloads", [workload_name])
-
-
-def cell_runtime_minutes(profile: dict) -> int:
-    """An upper bound of one cell's wall time, for executors that need one."""
-    seconds = (
-        profile["ready_timeout"]
-        + profile["warmup"]
-        + profile["duration"]
-        + profile.get("idle_after", 0)
-        + (profile.get("fairness_duration", 0) if profile["fairness"] == "h2load" else 0)
-        + 2 * profile["stop_grace"]
-        + 10 * profile["timeout"]
-        + 90  # the TIME_WAIT drain's deadline
-        + 60
-    )
-    return max(1, -(-int(seconds) // 60))

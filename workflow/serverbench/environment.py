@@ -12,10 +12,17 @@ import time
 import psutil
 
 from serverbench import REPO_ROOT, __version__
-from serverbench.cell import run_env
-from serverbench.config import cells, requested_profile, resolve_program
+from serverbench.hostnet import sysctl
+from serverbench.matrix import Matrix
 from serverbench.results import config_hash
-from serverbench.servers import run_capture
+from serverbench.runenv import resolve_program, run_capture, run_env
+
+SYSCTLS = (
+    "net.core.somaxconn",
+    "net.ipv4.tcp_max_syn_backlog",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.tcp_tw_reuse",
+)
 
 
 def _cpu_model() -> str | None:
@@ -42,33 +49,32 @@ def _git_commit() -> str | None:
     return done.stdout.strip() or None
 
 
-def _sysctl(name: str) -> str | None:
-    try:
-        return open(f"/proc/sys/{name.replace('.', '/')}").read().strip()
-    except OSError:
-        return None
+def versions(matrix: Matrix, env: dict) -> dict:
+    """The version of every server, tool, language and fairness program the matrix uses."""
+    config = matrix.config
+    used_servers = {cell.server for cell in matrix.cells}
+    used = {
+        ("server", "catalogue"): used_servers,
+        ("tool", "load_tools"): {cell.tool for cell in matrix.cells},
+        ("language", "languages"): {config["catalogue"][name]["language"] for name in used_servers},
+    }
+    found = {}
+    for (kind, section), names in used.items():
+        for name in sorted(names):
+            argv = config[section][name].get("version")
+            if argv:
+                found[f"{kind}:{name}"] = run_capture(
+                    resolve_program(config.get("programs"), list(map(str, argv))), env
+                )
+    # The programs that measure fairness are measuring instruments too.
+    methods = {profile.fairness for profile in matrix.profiles.values()}
+    for method, argv in (("connections", ["ss", "-V"]), ("h2load", ["h2load", "--version"])):
+        if method in methods:
+            found[f"fairness:{method}"] = run_capture(argv, env=env)
+    return found
 
 
 def collect(config: dict) -> dict:
-    env = run_env()
-    used_servers = {cell.server for cell in cells(config)}
-    used_tools = {cell.tool for cell in cells(config)}
-    used_languages = {config["catalogue"][name]["language"] for name in used_servers}
-    versions = {}
-    for kind, section, used in (
-        ("server", "catalogue", used_servers),
-        ("tool", "load_tools", used_tools),
-        ("language", "languages", used_languages),
-    ):
-        for name in sorted(used):
-            argv = config[section][name].get("version")
-            if argv:
-                versions[f"{kind}:{name}"] = run_capture(resolve_program(config, [str(a) for a in argv]), env=env)
-    # The programs that measure fairness are measuring instruments too.
-    methods = {requested_profile(config, name)["fairness"] for name in {cell.profile for cell in cells(config)}}
-    for method, argv in (("connections", ["ss", "-V"]), ("h2load", ["h2load", "--version"])):
-        if method in methods:
-            versions[f"fairness:{method}"] = run_capture(argv, env=env)
     memory = psutil.virtual_memory()
     return {
         "collected_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -84,14 +90,6 @@ def collect(config: dict) -> dict:
         "memory_bytes": memory.total,
         "python": sys.version,
         "nofile_limit": resource.getrlimit(resource.RLIMIT_NOFILE),
-        "sysctl": {
-            name: _sysctl(name)
-            for name in (
-                "net.core.somaxconn",
-                "net.ipv4.tcp_max_syn_backlog",
-                "net.ipv4.ip_local_port_range",
-                "net.ipv4.tcp_tw_reuse",
-            )
-        },
-        "versions": versions,
+        "sysctl": {name: sysctl(name) for name in SYSCTLS},
+        "versions": versions(Matrix(config), run_env()),
     }

@@ -25,6 +25,7 @@ import threading
 import time
 
 from serverbench import loadgen, parsers
+from serverbench.model import Profile
 
 STARVED_SHARE = 0.1  # a connection with less than this share of the mean is starved
 CONNECTED_SHARE = 0.9  # the window spans snapshots holding this share of the most connections seen
@@ -157,12 +158,12 @@ def sampling_interval(expected_s: float | None) -> float:
     return min(1.0, max(0.2, expected_s / 10))
 
 
-def h2load_probe(url: str, concurrency: int, seconds: float, profile: dict, env: dict) -> dict:
+def h2load_probe(url: str, concurrency: int, seconds: float, profile: Profile, env: dict) -> dict:
     """Per-client req/s from ``h2load --h1`` run after the measured load."""
     if shutil.which("h2load", path=env["PATH"]) is None:
         return {"method": "h2load", "status": "skipped", "reason": "h2load not found on PATH (nghttp2-client)"}
     argv = ["h2load", "--h1", "-c", str(concurrency), "-t", "1", "-D", f"{seconds:g}", url]
-    run = loadgen.run(argv, profile["client_cpus"], seconds + 2 * profile["timeout"] + 10, env)
+    run = loadgen.run(argv, profile.client_cpus, seconds + 2 * profile.timeout + 10, env)
     result = {"method": "h2load", "tool": "h2load", "argv": argv, "raw": run.output[-4000:], "timed_out": run.timed_out}
     try:
         result.update(parsers.parse_h2load_fairness(run.output), status="ok")

@@ -6,6 +6,8 @@ from the config's ``flags`` section.
 
 from __future__ import annotations
 
+from serverbench.model import CellRecord
+
 FLAG_HELP = {
     "errors": "error rate above the configured threshold",
     "non_2xx": "some answers had a status other than 2xx/3xx",
@@ -25,36 +27,34 @@ SERVER_IDLE_SHARE = 0.25  # of the server CPUs' capacity
 STARVED_SHARE = 0.1  # slowest connection's req/s against the mean
 
 
-def cell_flags(record: dict, thresholds: dict) -> list[str]:
+def cell_flags(record: CellRecord, thresholds: dict) -> list[str]:
     """Flags of one measured run."""
-    load = record.get("load")
-    if not load or record.get("status") != "ok":
+    load = record.load
+    if load is None or record.status != "ok":
         return []
     flags = []
-    requests = load["requests"] or 0
-    errors = load["errors"]
-    if load["error_rate"] is not None and load["error_rate"] > thresholds["error_rate"]:
+    requests = load.requests or 0
+    errors = load.errors
+    if load.error_rate is not None and load.error_rate > thresholds["error_rate"]:
         flags.append("errors")
-    if errors["non_2xx"]:
+    if errors.non_2xx:
         flags.append("non_2xx")
-    if requests and errors["read"] >= KEEPALIVE_BROKEN_SHARE * requests:
+    if requests and errors.read >= KEEPALIVE_BROKEN_SHARE * requests:
         flags.append("keepalive_broken")
-    if errors["timeout"]:
+    if errors.timeout:
         flags.append("timeouts")
-    client = record.get("client", {})
-    cpus = len(record.get("isolation", {}).get("client_cpus") or [1])
-    if client.get("cpu_percent") is not None and client["cpu_percent"] >= 100 * CLIENT_BOUND_SHARE * cpus:
+    cpus = len(record.isolation.get("client_cpus") or [1])
+    if record.client.cpu_percent is not None and record.client.cpu_percent >= 100 * CLIENT_BOUND_SHARE * cpus:
         flags.append("client_bound")
-    server = record.get("server", {}).get("usage") or {}
-    share = server.get("cpu_percent_of_allotment")
+    share = record.server.usage.cpu_percent_of_allotment
     if share is not None and share < 100 * SERVER_IDLE_SHARE and "client_bound" not in flags:
         flags.append("server_idle")
-    if (record.get("verify") or {}).get("keepalive") in ("closes-announced", "closes-silently"):
+    if record.verify is not None and record.verify.keepalive in ("closes-announced", "closes-silently"):
         flags.append("no_keepalive")
-    fairness = record.get("fairness") or {}
-    if fairness.get("min_over_mean") is not None and fairness["min_over_mean"] < STARVED_SHARE:
-        flags.append("starved")
-    limits = record.get("limits") or {}
-    if limits.get("effective_backlog") is not None and record["cell"]["concurrency"] > limits["effective_backlog"]:
+    if record.fairness is not None and record.fairness.min_over_mean is not None:
+        if record.fairness.min_over_mean < STARVED_SHARE:
+            flags.append("starved")
+    backlog = record.limits.effective_backlog if record.limits else None
+    if backlog is not None and record.cell.concurrency > backlog:
         flags.append("backlog_small")
     return flags

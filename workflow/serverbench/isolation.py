@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import resource
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,13 +24,6 @@ def raise_nofile() -> int:
     if soft != hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     return hard
-
-
-def sysctl_int(name: str) -> int | None:
-    try:
-        return int(Path("/proc/sys", *name.split(".")).read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def _own_cgroup(controller: str | None) -> str:
@@ -192,59 +184,3 @@ class Isolation:
             except OSError:
                 pass
         self.groups = []
-
-
-TCP_TIME_WAIT = "06"
-
-
-def time_wait_sockets() -> int | None:
-    """TCP sockets in TIME_WAIT, from the kernel's counter (cheap at any number)."""
-    try:
-        with open("/proc/net/sockstat") as handle:
-            for line in handle:
-                if line.startswith("TCP:"):
-                    fields = line.split()
-                    return int(fields[fields.index("tw") + 1])
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def time_wait_ports() -> int:
-    """Local ports held by TCP sockets in TIME_WAIT (IPv4 and IPv6).
-
-    Server-side TIME_WAIT sockets share the server's one port; client-side
-    ones each hold an ephemeral port, and it is those that run out.
-    """
-    ports = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as handle:
-                next(handle, None)
-                for line in handle:
-                    fields = line.split()
-                    if fields[3] == TCP_TIME_WAIT:
-                        ports.add(fields[1].rsplit(":", 1)[1])
-        except OSError:
-            continue
-    return len(ports)
-
-
-def drain_time_wait(limit: int, timeout: float = 90.0) -> dict:
-    """Wait until the ports held in TIME_WAIT by earlier cells fall to ``limit``.
-
-    A non-keep-alive cell leaves tens of thousands of them; too many and the
-    next cell's connects fail for want of ephemeral ports, so each cell
-    starts with room to connect.
-    """
-    started = time.monotonic()
-    sockets = time_wait_sockets()
-    if sockets is not None and sockets <= limit:
-        # Every port in TIME_WAIT is held by at least one such socket: no need to read the tables.
-        return {"before": sockets, "after": sockets, "limit": limit, "waited_s": 0.0, "counted": "sockets"}
-    before = now = time_wait_ports()
-    while now > limit and time.monotonic() - started < timeout:
-        time.sleep(0.5)
-        now = time_wait_ports()
-    waited = round(time.monotonic() - started, 3)
-    return {"before": before, "after": now, "limit": limit, "waited_s": waited, "counted": "ports"}

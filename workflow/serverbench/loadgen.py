@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from serverbench.isolation import raise_nofile
+from serverbench.model import Profile
 from serverbench.servers import render_argv
 
 WRK_REPORT = Path(__file__).with_name("wrk_report.lua")
@@ -35,18 +36,18 @@ class ToolRun:
         return 100 * self.cpu_s / self.wall_s if self.wall_s else 0.0
 
 
-def tool_values(profile: dict, concurrency: int, url: str, duration: float | None = None) -> dict:
-    """Placeholder values for a load tool's argv."""
+def tool_values(profile: Profile, concurrency: int, url: str, duration: float | None = None) -> dict:
+    """Placeholder values for a load tool's argv (config.TOOL_PLACEHOLDERS)."""
     return {
         "url": url,
         "concurrency": concurrency,
-        "duration": f"{duration if duration is not None else profile['duration']:g}",
+        "duration": f"{duration if duration is not None else profile.duration:g}",
         # ab refuses fewer requests than connections.
-        "requests": max(profile["requests"], concurrency),
-        "timeout": f"{profile['timeout']:g}",
-        "client_threads": max(1, min(profile.get("client_threads") or len(profile["client_cpus"]), concurrency)),
+        "requests": max(profile.requests, concurrency),
+        "timeout": f"{profile.timeout:g}",
+        "client_threads": max(1, min(profile.client_threads or len(profile.client_cpus), concurrency)),
         "wrk_report": str(WRK_REPORT),
-        "rate": f"{profile.get('rate') or 0:g}",
+        "rate": f"{profile.rate or 0:g}",
     }
 
 

@@ -1,9 +1,7 @@
-"""The cell result record and atomic file writes.
+"""Atomic file writes, JSON, and the config's digest.
 
-One schema for every load tool (``SCHEMA``); a result is ``ok``, ``failed``
-(the server or tool misbehaved: that is data) or ``skipped`` (a program the
-cell needs is absent). Files are written to a temporary name and renamed, so a
-reader never sees half a result.
+Files are written to a temporary name and renamed, so a reader never sees
+half a result. The record's shape is ``serverbench.model.CellRecord``.
 """
 
 from __future__ import annotations
@@ -13,9 +11,6 @@ import json
 import os
 import tempfile
 from pathlib import Path
-
-SCHEMA = "serverbench.cell/1"
-STATUSES = ("ok", "failed", "skipped")
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> None:
@@ -45,30 +40,3 @@ def config_hash(config: dict) -> str:
 
 def read_json(path: str | Path):
     return json.loads(Path(path).read_text())
-
-
-def new_record(cell, language: str, family: str | None = None) -> dict:
-    return {
-        "schema": SCHEMA,
-        "cell": {
-            "profile": cell.profile,
-            "tool": cell.tool,
-            "server": cell.server,
-            "language": language,
-            "family": family,
-            "workload": cell.workload,
-            "concurrency": cell.concurrency,
-            "repeat": cell.repeat,
-        },
-        "status": "failed",
-        "reason": "harness did not finish the cell",
-        "phase": None,
-        "load": None,
-        "server": {},
-        "client": {},
-        "isolation": {},
-        "verify": None,
-        "timing": {},
-        "raw": {},
-        "flags": [],
-    }

@@ -13,6 +13,7 @@ import ast
 import math
 import operator
 import os
+import re
 
 # Worker formulas may use these names: the server's CPUs (after scaling) and
 # the host's CPUs, as in gunicorn's recommendation of 2*cpus+1.
@@ -79,6 +80,17 @@ def host_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+def parse_size(value) -> int | None:
+    """Bytes from an integer or a size like ``512M`` / ``1.5GiB``; None stays None."""
+    if value is None or isinstance(value, int):
+        return value
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KkMmGgTt]?)i?[Bb]?\s*", str(value))
+    if not match:
+        raise ValueError(f"not a size: {value!r}")
+    power = " KMGT".index(match.group(2).upper() or " ")
+    return int(float(match.group(1)) * 1024**power)
+
+
 def _wanted(spec) -> tuple[int, list[int] | None]:
     """(how many CPUs, which ones or None for any) of a count or a list."""
     if isinstance(spec, int):
@@ -86,23 +98,32 @@ def _wanted(spec) -> tuple[int, list[int] | None]:
     return len(spec), list(spec)
 
 
-def resolve(profile: dict, host_cpus: list[int], memory_bytes: int, parse_size) -> dict:
+def resolve(profile: dict, host_cpus: list[int], memory_bytes: int) -> dict:
     """The profile with concrete CPU lists, worker counts and memory; ``scaling`` records how.
 
     ``server_cpus``/``client_cpus`` are lists of CPU numbers or counts (a
     count takes the lowest free CPUs, the server's first). Raises ScaleError
     when the host is too small and the profile does not say ``scale_down``.
     """
-    host_cpus = sorted(host_cpus)
-    out = dict(profile)
     scale = bool(profile.get("scale_down", False))
+    notes: list[str] = []
+    out = dict(profile)
+    out["server_cpus"], out["client_cpus"] = _resolve_cpus(profile, sorted(host_cpus), scale, notes)
+    out.update(_resolve_counts(profile, len(out["server_cpus"]), len(host_cpus)))
+    out["memory_limit"] = _resolve_memory(profile["memory_limit"], memory_bytes, scale, notes)
+    out["scaling"] = {
+        "asked": {key: profile.get(key) for key in ("server_cpus", "client_cpus", "memory_limit", *FORMULA_KEYS)},
+        "scaled": bool(notes),
+        "notes": notes,
+    }
+    return out
+
+
+def _resolve_cpus(profile: dict, host_cpus: list[int], scale: bool, notes: list[str]) -> tuple[list[int], list[int]]:
     server_n, server_list = _wanted(profile["server_cpus"])
     client_n, client_list = _wanted(profile["client_cpus"])
-    notes = []
-
     missing = sorted(set(server_list or []) - set(host_cpus)) + sorted(set(client_list or []) - set(host_cpus))
-    too_few = server_n + client_n > len(host_cpus)
-    if missing or too_few:
+    if missing or server_n + client_n > len(host_cpus):
         wanted = f"{server_n} server + {client_n} client CPUs"
         have = f"this host has {len(host_cpus)} ({host_cpus})"
         if not scale:
@@ -127,9 +148,12 @@ def resolve(profile: dict, host_cpus: list[int], memory_bytes: int, parse_size) 
             client_list = [c for c in host_cpus if c not in set(server_list)][:client_n]
     if set(server_list) & set(client_list):
         raise ScaleError("client_cpus", "overlaps server_cpus: server and load tool must not share CPUs")
-    out["server_cpus"], out["client_cpus"] = server_list, client_list
+    return server_list, client_list
 
-    names = {"cpus": len(server_list), "host_cpus": len(host_cpus)}
+
+def _resolve_counts(profile: dict, server_cpus: int, host_cpus: int) -> dict:
+    names = {"cpus": server_cpus, "host_cpus": host_cpus}
+    out = {}
     for key in FORMULA_KEYS:
         if profile.get(key) is None:
             continue
@@ -141,25 +165,21 @@ def resolve(profile: dict, host_cpus: list[int], memory_bytes: int, parse_size) 
         raise ScaleError("workers_min", f"{out['workers_min']} is more than workers ({out['workers']})")
     if out.get("workers_min") is None:
         out["workers_min"] = out["workers"]
+    return out
 
+
+def _resolve_memory(asked, memory_bytes: int, scale: bool, notes: list[str]) -> int | None:
     try:
-        limit = parse_size(profile["memory_limit"])
+        limit = parse_size(asked)
     except ValueError as exc:
         raise ScaleError("memory_limit", str(exc)) from None
     if limit is not None and limit > memory_bytes:
         if not scale:
             raise ScaleError(
                 "memory_limit",
-                f"{profile['memory_limit']} is more than this host's memory ({memory_bytes / 2**30:.1f} GiB); "
+                f"{asked} is more than this host's memory ({memory_bytes / 2**30:.1f} GiB); "
                 "set scale_down: true to cap it",
             )
-        notes.append(f"memory limit {profile['memory_limit']} capped to the host's {memory_bytes} bytes")
+        notes.append(f"memory limit {asked} capped to the host's {memory_bytes} bytes")
         limit = memory_bytes
-    out["memory_limit"] = limit
-
-    out["scaling"] = {
-        "asked": {key: profile.get(key) for key in ("server_cpus", "client_cpus", "memory_limit", *FORMULA_KEYS)},
-        "scaled": bool(notes),
-        "notes": notes,
-    }
-    return out
+    return limit

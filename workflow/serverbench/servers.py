@@ -211,18 +211,6 @@ class ServerProcess:
                 pass
 
 
-def run_capture(argv: list[str], env: dict | None = None, timeout: float = 15) -> str:
-    """Output of a short informational command (a version), or the error."""
-    try:
-        done = subprocess.run(
-            argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"<unavailable: {exc}>"
-    text = (done.stdout + done.stderr).decode(errors="replace").strip()
-    return text.splitlines()[0].strip() if text else f"<no output, exit {done.returncode}>"
-
-
 def render_files(files: dict, values: dict, rundir: Path) -> dict:
     """Render a server's config templates (Jinja2) into its run directory.
 

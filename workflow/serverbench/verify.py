@@ -11,28 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-from dataclasses import asdict, dataclass, field
 
-
-@dataclass
-class Verification:
-    ok: bool = False
-    problems: list[str] = field(default_factory=list)
-    status: int | None = None
-    http_version: str | None = None
-    content_type: str | None = None
-    content_length: int | None = None
-    chunked: bool = False
-    body_bytes: int | None = None
-    keepalive: str | None = None
-    headers: dict = field(default_factory=dict)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    @property
-    def reason(self) -> str:
-        return "; ".join(self.problems)
+from serverbench.model import Verification
 
 
 def _request(conn: http.client.HTTPConnection, path: str):

@@ -1,0 +1,107 @@
+"""The declared shapes: records written by serverbench before the typed model
+(tests/data/records-v1, the default matrix measured with the old code, its
+runs.csv and summary.csv beside) read back through the new loader into the
+same tables; unknown schemas are refused; a profile is exactly the schema's."""
+
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from serverbench import REPO_ROOT, aggregate
+from serverbench import config as cfg
+from serverbench.model import (
+    RUN_COLUMNS,
+    SUMMARY_COLUMNS,
+    CellRecord,
+    Profile,
+    RecordError,
+    load_record,
+)
+
+STORED = Path(__file__).parent / "data" / "records-v1"
+RECORDS = sorted((STORED / "cells").rglob("r*.json"))
+KEYS = ["profile", "workload", "tool", "server", "concurrency"]
+
+
+def test_the_stored_set_is_the_default_matrix():
+    config = cfg.load(REPO_ROOT / "config.yaml")
+    default = config["profiles"]["default"]
+    cells = len(default["servers"]) * len(default["tools"]) * len(default["concurrency"]) * default["repeats"]
+    assert len(RECORDS) == cells == 48
+
+
+def test_old_records_give_the_same_runs_table():
+    old = pd.read_csv(STORED / "runs.csv")
+    # Through CSV, as runs.csv is written and read.
+    new = pd.read_csv(io.StringIO(aggregate.load_runs(RECORDS).to_csv(index=False)))
+    assert list(new.columns) == list(old.columns) == RUN_COLUMNS
+    key = [*KEYS, "repeat"]
+    old, new = old.set_index(key).sort_index(), new.set_index(key).sort_index()
+    assert list(new.index) == list(old.index)
+    assert (new["status"] == old["status"]).all()
+    assert (new["flags"].fillna("") == old["flags"].fillna("")).all()
+    same = [c for c in RUN_COLUMNS if c not in (*key, "result")]
+    pd.testing.assert_frame_equal(new[same], old[same], check_dtype=False)
+
+
+def test_old_records_give_the_same_summary():
+    old = pd.read_csv(STORED / "summary.csv")
+    runs = aggregate.load_runs(RECORDS)
+    new = aggregate.summarise(runs, cfg.load(REPO_ROOT / "config.yaml")["flags"])
+    assert list(new.columns) == list(old.columns) == SUMMARY_COLUMNS
+    old, new = old.set_index(KEYS).sort_index(), new.set_index(KEYS).sort_index()
+    assert (new["status"] == old["status"]).all()
+    assert list(new["flags"].fillna("")) == list(old["flags"].fillna(""))
+    assert new["rps_trimmed_mean"].tolist() == pytest.approx(old["rps_trimmed_mean"].tolist())
+
+
+def pruned(value):
+    """A JSON value without its nulls and empty objects (fields the model declares and the old record lacked)."""
+    if isinstance(value, dict):
+        kept = {key: pruned(item) for key, item in value.items()}
+        return {key: item for key, item in kept.items() if item is not None and item != {}}
+    return value
+
+
+def test_a_record_reads_back_to_the_same_json():
+    for path in RECORDS:
+        data = json.loads(path.read_text())
+        assert pruned(load_record(path).to_dict()) == pruned(data)
+
+
+def test_unknown_schema_is_refused(tmp_path):
+    data = json.loads(RECORDS[0].read_text())
+    data["schema"] = "serverbench.cell/99"
+    path = tmp_path / "r1.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(RecordError, match=r"r1.json: unknown record schema 'serverbench.cell/99'"):
+        load_record(path)
+    with pytest.raises(RecordError, match="unknown record schema None"):
+        CellRecord.from_dict({k: v for k, v in data.items() if k != "schema"})
+
+
+def test_unknown_field_is_refused():
+    data = json.loads(RECORDS[0].read_text())
+    data["client"]["invented"] = 1
+    with pytest.raises(RecordError, match="ClientSection has no field"):
+        CellRecord.from_dict(data)
+
+
+def test_profile_fields_are_the_schemas():
+    schema = yaml.safe_load((REPO_ROOT / "workflow/schemas/config.schema.yaml").read_text())
+    declared = set(schema["properties"]["profiles"]["additionalProperties"]["properties"])
+    fields = set(Profile.__dataclass_fields__) - {"name", "scaling"}
+    assert fields == declared
+
+
+def test_profile_defaults_come_from_the_schema():
+    config = yaml.safe_load((REPO_ROOT / "config.yaml").read_text())
+    left_out = ("network", "idle_after", "study")
+    config["profiles"]["bare"] = {k: v for k, v in config["profiles"]["default"].items() if k not in left_out}
+    config["profile"] = "bare"
+    profile = cfg.effective_profile(cfg.validate(config), "bare")
+    assert (profile.network, profile.idle_after, profile.study, profile.isolation) == ("loopback", 0, None, "cgroup")
+    assert profile.workloads == ["hello"]

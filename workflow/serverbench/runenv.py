@@ -1,0 +1,63 @@
+"""Where servers and tools run: their environment, a private run directory,
+and the short commands that report a program's version."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from serverbench import REPO_ROOT
+
+
+def run_env() -> dict:
+    """Environment for servers and tools: this interpreter's bin first on PATH."""
+    env = dict(os.environ)
+    bindir = str(Path(sys.executable).parent)
+    path = [bindir, *env.get("PATH", "/usr/local/bin:/usr/bin:/bin").split(os.pathsep)]
+    # Servers such as nginx and apache2 live in sbin, which a non-login PATH may lack.
+    path += [d for d in ("/usr/local/sbin", "/usr/sbin", "/sbin") if d not in path]
+    env["PATH"] = os.pathsep.join(path)
+    return env
+
+
+def make_rundir() -> Path:
+    """A private run directory holding a readable copy of the apps.
+
+    Servers that drop privileges (Apache's children, mod_wsgi-express,
+    Unit's application processes) cannot read a checkout under a 0700 home,
+    so they get the apps from here. The directory itself can be traversed but
+    not listed (0711); control sockets inside it are the server's own.
+    """
+    rundir = Path(tempfile.mkdtemp(prefix="serverbench-run-"))
+    rundir.chmod(0o711)
+    shutil.copytree(REPO_ROOT / "apps", rundir / "apps", ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [rundir / "apps", *(rundir / "apps").rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return rundir
+
+
+def run_capture(argv: list[str], env: dict | None = None, timeout: float = 15) -> str:
+    """Output of a short informational command (a version), or the error."""
+    try:
+        done = subprocess.run(
+            argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"<unavailable: {exc}>"
+    text = (done.stdout + done.stderr).decode(errors="replace").strip()
+    return text.splitlines()[0].strip() if text else f"<no output, exit {done.returncode}>"
+
+
+def version_of(argv, env: dict) -> str | None:
+    """The first line a version command prints (None when there is no command)."""
+    return run_capture([str(a) for a in argv], env=env) if argv else None
+
+
+def resolve_program(programs: dict | None, argv: list[str]) -> list[str]:
+    """Replace the program of an argv by its configured path (``programs``), if one is set."""
+    path = (programs or {}).get(argv[0]) if argv else None
+    return [path, *argv[1:]] if path else list(argv)
