@@ -3,9 +3,10 @@
 For each server, back to back and alternating, it runs
   (a) a serverbench cell (isolation, verify, warm-up, monitor, and fairness
       read from the sockets during the load, as by default), and
-  (b) a plain hand run: the same server argv pinned with taskset, a sleep-free
-      readiness poll, the same warm-up, and the same wrk command pinned to the
-      client CPU,
+  (b) a plain hand run: the same server argv (rendered by the harness's own
+      placeholder code) pinned with taskset, a readiness poll, the same warm-up,
+      and the same wrk command line pinned to the client CPU, read from wrk's
+      own "Requests/sec:" line,
 and reports the ratio of the medians of requests/s. Target: within ±3%.
 
     .venv/bin/python benchmarks/fidelity.py [--servers gunicorn uwsgi starman] [--rounds 5] [--duration 5]
@@ -13,65 +14,60 @@ and reports the ratio of the medians of requests/s. Target: within ±3%.
 
 import argparse
 import os
+import re
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from serverbench import REPO_ROOT, config, parsers, servers
-from serverbench.cell import make_rundir, run_cell, run_env
+from serverbench import REPO_ROOT, config, loadgen, servers
+from serverbench.cell import run_cell
+from serverbench.launch import render, server_values
+from serverbench.model import Cell
+from serverbench.runenv import make_rundir, run_env
+
+
+def wrk_requests_per_s(text: str) -> float:
+    """wrk's own "Requests/sec:" line: the hand run reads what a person reads."""
+    return float(re.search(r"^Requests/sec:\s*([0-9.]+)", text, re.M).group(1))
+
+
+def wait_listening(port: int, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nothing listens on port {port}") from None
+            time.sleep(0.05)
 
 
 def hand_run(cfg: dict, server: str, concurrency: int) -> float:
-    profile = cfg["profiles"]["default"]
+    """The same server argv and wrk command line as a cell, pinned with taskset; nothing else."""
+    profile = config.effective_profile(cfg, "default")
     port = servers.free_port()
     rundir = make_rundir()
-    values = {
-        "host": "127.0.0.1",
-        "port": port,
-        "workers": profile["workers"],
-        "threads": profile["threads"],
-        "backlog": profile["backlog"],
-        "apps": str(rundir / "apps"),
-        "rundir": str(rundir),
-        "root": str(REPO_ROOT),
-        "venv": sys.prefix,
-        "user": "root",
-    }
-    spec = cfg["catalogue"][server]
-    argv = servers.render_argv(spec["command"], values)
+    argv = render(cfg, cfg["catalogue"][server]["command"], server_values(profile, "127.0.0.1", port, rundir))
     env = run_env()
-    cpus = ",".join(map(str, profile["server_cpus"]))
+    pin_server = ["taskset", "-c", ",".join(map(str, profile.server_cpus))]
     proc = subprocess.Popen(
-        ["taskset", "-c", cpus, *argv],
-        env=env,
-        cwd=REPO_ROOT,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+        [*pin_server, *argv], env=env, cwd=REPO_ROOT, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{server} did not listen") from None
-                time.sleep(0.05)
+        wait_listening(port)
+        tool = cfg["load_tools"]["wrk"]
         url = f"http://127.0.0.1:{port}/"
-        client = ",".join(map(str, profile["client_cpus"]))
-        threads = str(len(profile["client_cpus"]))
-        wrk = ["taskset", "-c", client, "wrk", "--latency", "-t", threads, "-c", str(concurrency), "--timeout", "5s"]
-        subprocess.run([*wrk, "-d", f"{profile['warmup']:g}s", url], capture_output=True, env=env, check=False)
-        done = subprocess.run(
-            [*wrk, "-d", f"{profile['duration']:g}s", url], capture_output=True, text=True, env=env, check=False
-        )
-        return parsers.parse("wrk", done.stdout)["requests_per_s"]
+        pin_client = ["taskset", "-c", ",".join(map(str, profile.client_cpus))]
+        warm = loadgen.build_argv(tool, loadgen.tool_values(profile, concurrency, url, duration=profile.warmup))
+        subprocess.run([*pin_client, *warm], capture_output=True, env=env, check=False)
+        measured = loadgen.build_argv(tool, loadgen.tool_values(profile, concurrency, url))
+        done = subprocess.run([*pin_client, *measured], capture_output=True, text=True, env=env, check=False)
+        return wrk_requests_per_s(done.stdout)
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=10)
@@ -81,7 +77,7 @@ def hand_run(cfg: dict, server: str, concurrency: int) -> float:
 def framework_run(cfg: dict, server: str, concurrency: int, workdir: Path, index: int) -> float:
     base = workdir / f"{server}-{index}"
     record = run_cell(
-        cfg, config.Cell("default", "wrk", server, concurrency, index), f"{base}.json", f"{base}.txt", f"{base}.log"
+        cfg, Cell("default", "wrk", server, concurrency, index), f"{base}.json", f"{base}.txt", f"{base}.log"
     )
     if record["status"] != "ok":
         raise RuntimeError(f"{server}: {record['reason']}")

@@ -145,6 +145,22 @@ class Section:
         return _dump(self)
 
 
+def optional_section(name: str, doc: str, open_ended: bool = False, **kinds) -> type:
+    """A record section whose every field may be missing (None): ``kinds`` maps
+    a kind (floats, ints, strings, bools, lists) to its field names, in order.
+    An open-ended section keeps keys it does not declare in ``extra``."""
+    types = {"floats": float, "ints": int, "strings": str, "bools": bool, "lists": list}
+    declared = []
+    for kind, names in kinds.items():
+        names = names.split() if isinstance(names, str) else names
+        declared += [(field_name, types[kind] | None, field(default=None)) for field_name in names]
+    if open_ended:
+        declared.append(("extra", dict, field(default_factory=dict)))
+    section = dataclasses.make_dataclass(name, declared, bases=(Section,), namespace={"__module__": __name__})
+    section.__doc__ = doc
+    return section
+
+
 @dataclass
 class RecordCell(Section):
     profile: str
@@ -157,25 +173,13 @@ class RecordCell(Section):
     repeat: int
 
 
-@dataclass
-class Latency(Section):
-    mean: float | None = None
-    stdev: float | None = None
-    max: float | None = None
-    p50: float | None = None
-    p75: float | None = None
-    p90: float | None = None
-    p99: float | None = None
+Latency = optional_section("Latency", "Milliseconds; None where the tool did not measure it.", floats=LATENCY_KEYS)
 
 
-@dataclass
-class ErrorCounts(Section):
-    connect: int = 0
-    read: int = 0
-    write: int = 0
-    timeout: int = 0
-    non_2xx: int = 0
-    other: int = 0
+ErrorCounts = dataclasses.make_dataclass(
+    "ErrorCounts", [(name, int, 0) for name in ERROR_CLASSES], bases=(Section,), namespace={"__module__": __name__}
+)
+ErrorCounts.__doc__ = "Failed requests by class (serverbench.parsers)."
 
 
 @dataclass
@@ -194,39 +198,22 @@ class LoadResult(Section):
     error_rate: float | None = None
 
 
-@dataclass
-class Usage(Section):
-    """The server tree's CPU and memory over the measured run (serverbench.monitor)."""
-
-    wall_s: float | None = None
-    cpu_s: float | None = None
-    cpu_percent: float | None = None
-    cpu_percent_of_allotment: float | None = None
-    rss_peak_bytes: int | None = None
-    rss_mean_bytes: int | None = None
-    pss_peak_bytes: int | None = None
-    pss_mean_bytes: int | None = None
-    uss_peak_bytes: int | None = None
-    cgroup_memory_peak_bytes: int | None = None
-    processes_max: int | None = None
-    processes_min: int | None = None
-    threads_max: int | None = None
-    samples: int | None = None
-    sample_interval_s: float | None = None
-    sampler_cpu_s: float | None = None
+Usage = optional_section(
+    "Usage",
+    "The server tree's CPU and memory over the measured run (serverbench.monitor).",
+    floats="wall_s cpu_s cpu_percent cpu_percent_of_allotment sample_interval_s sampler_cpu_s",
+    ints="rss_peak_bytes rss_mean_bytes pss_peak_bytes pss_mean_bytes uss_peak_bytes cgroup_memory_peak_bytes"
+    " processes_max processes_min threads_max samples",
+)
 
 
-@dataclass
-class Autoscale(Section):
-    processes_start: int | None = None
-    processes_peak: int | None = None
-    scaled_up: bool | None = None
-    time_to_peak_s: float | None = None
-    processes_end_of_load: int | None = None
-    processes_idle_min: int | None = None
-    processes_idle_end: int | None = None
-    idle_observed_s: float | None = None
-    time_to_scale_down_s: float | None = None
+Autoscale = optional_section(
+    "Autoscale",
+    "How the server's process count moved under load and after it (serverbench.monitor).",
+    ints="processes_start processes_peak processes_end_of_load processes_idle_min processes_idle_end",
+    floats="time_to_peak_s idle_observed_s time_to_scale_down_s",
+    bools="scaled_up",
+)
 
 
 @dataclass
@@ -249,15 +236,15 @@ class ServerSection(Section):
     oom_kills: int | None = None
 
 
-@dataclass
-class ClientSection(Section):
-    argv: list[str] = field(default_factory=list)
-    version: str | None = None
-    exit_code: int | None = None
-    wall_s: float | None = None
-    cpu_s: float | None = None
-    cpu_percent: float | None = None
-    timed_out: bool | None = None
+ClientSection = optional_section(
+    "ClientSection",
+    "The load tool's run: its argv and version, exit code, wall and CPU time.",
+    lists="argv",
+    strings="version",
+    ints="exit_code",
+    floats="wall_s cpu_s cpu_percent",
+    bools="timed_out",
+)
 
 
 @dataclass
@@ -280,25 +267,22 @@ class Verification(Section):
         return "; ".join(self.problems)
 
 
-@dataclass
-class Fairness(Section):
-    """How evenly connections were served (serverbench.fairness); the method's
-    own figures (shares, windows, h2load's report) are kept in ``extra``."""
-
-    status: str | None = None
-    method: str | None = None
-    reason: str | None = None
-    min_over_mean: float | None = None
-    starved_connections: int | None = None
-    extra: dict = field(default_factory=dict)
+Fairness = optional_section(
+    "Fairness",
+    "How evenly connections were served (serverbench.fairness); the method's own"
+    " figures (shares, windows, h2load's report) are kept in ``extra``.",
+    strings="status method reason",
+    floats="min_over_mean",
+    ints="starved_connections",
+    open_ended=True,
+)
 
 
-@dataclass
-class Limits(Section):
-    backlog: int | None = None
-    somaxconn: int | None = None
-    effective_backlog: int | None = None
-    nofile: int | None = None
+Limits = optional_section(
+    "Limits",
+    "The listen backlog asked, the kernel's cap, what the server got, and the open-file limit.",
+    ints="backlog somaxconn effective_backlog nofile",
+)
 
 
 @dataclass

@@ -75,13 +75,12 @@ class Network:
         return ["ip", "netns", "exec", self.namespace, *argv]
 
     def describe(self) -> dict:
-        return {
-            "mode": self.mode,
-            "namespace": self.namespace,
-            "server_address": self.server_address,
-            "client_address": self.client_address,
-            "link": "veth pair" if self.namespace else "loopback",
-        }
+        addresses = {"server_address": self.server_address, "client_address": self.client_address}
+        return {"mode": self.mode, "namespace": self.namespace, **addresses, "link": self.link}
+
+    @property
+    def link(self) -> str:
+        return "veth pair" if self.namespace else "loopback"
 
     def cleanup(self) -> None:
         """Remove the namespace (its end of the veth pair goes with it) and the host end."""
