@@ -100,14 +100,25 @@ def test_memory_limit_is_enforced_and_recorded(base_config, tmp_path, no_leftove
 
 
 def test_client_bound_cell_is_flagged(base_config, tmp_path, no_leftovers):
-    """nginx answering by itself outruns one wrk thread: the figure is the client's."""
+    """wrk capped at a tenth of a CPU (a cgroup quota, so on any machine) against
+    nginx answering by itself on a whole CPU: the figure is the client's."""
     require("nginx", "wrk")
-    base_config["profiles"]["default"]["workers"] = 1
+    base_config["profiles"]["default"].update(workers=1, client_cpu_quota=0.1)
     record = measure_cell(base_config, tmp_path, "nginx-baseline", concurrency=50)
     assert record["status"] == "ok", record["reason"]
-    assert record["client"]["cpu_percent"] > 90
+    assert record["client"]["cpu_quota"] == 0.1
+    assert 9 <= record["client"]["cpu_percent"] <= 10.5  # the quota holds
     assert "client_bound" in record["flags"]
     assert "server_idle" not in record["flags"]
+
+
+def test_client_not_bound_by_a_python_server(base_config, tmp_path, no_leftovers):
+    """One gunicorn worker spends far more CPU per request than wrk, on any machine."""
+    require("gunicorn", "wrk")
+    base_config["profiles"]["default"]["workers"] = 1
+    record = measure_cell(base_config, tmp_path, "gunicorn")
+    assert record["status"] == "ok", record["reason"]
+    assert "client_bound" not in record["flags"]
 
 
 def test_every_result_records_layout_limits_and_samples(base_config, tmp_path, no_leftovers):

@@ -1,5 +1,6 @@
 """The workflow follows Snakemake's conventions and the code PEP 8 (ruff)."""
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -30,3 +31,15 @@ def test_ruff():
     assert done.returncode == 0, done.stdout + done.stderr
     done = run(str(BIN / "ruff"), "format", "--check", *paths)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_functions_fit_a_screen_and_the_cell_stays_small():
+    """The harness reads in small pieces: no function over 60 lines, cell.py at most 150."""
+    package = REPO_ROOT / "workflow" / "serverbench"
+    long = []
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno >= 60:
+                long.append(f"{path.name}:{node.lineno} {node.name}")
+    assert not long, long
+    assert len((package / "cell.py").read_text().splitlines()) <= 150

@@ -43,7 +43,10 @@ def cell_flags(record: CellRecord, thresholds: dict) -> list[str]:
         flags.append("keepalive_broken")
     if errors.timeout:
         flags.append("timeouts")
+    # The client's allotment: its CPUs, or less where a CPU quota caps it.
     cpus = len(record.isolation.get("client_cpus") or [1])
+    if record.client.cpu_quota:
+        cpus = min(cpus, record.client.cpu_quota)
     if record.client.cpu_percent is not None and record.client.cpu_percent >= 100 * CLIENT_BOUND_SHARE * cpus:
         flags.append("client_bound")
     share = record.server.usage.cpu_percent_of_allotment

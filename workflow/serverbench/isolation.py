@@ -184,3 +184,44 @@ class Isolation:
             except OSError:
                 pass
         self.groups = []
+
+
+CFS_PERIOD_US = 100_000
+
+
+class CpuQuota:
+    """A CPU-time quota for one process tree (cgroup v1 ``cpu.cfs_quota_us``,
+    v2 ``cpu.max``): ``cpus`` CPUs' worth of time, such as 0.25. Used to give
+    the load tool a known, smaller allotment (a weaker client) on any machine.
+    """
+
+    def __init__(self, cpus: float, label: str = "serverbench-client"):
+        self.cpus = cpus
+        self.group: Path | None = None
+        self.label = label
+
+    def __enter__(self) -> CpuQuota:
+        quota = max(1000, round(self.cpus * CFS_PERIOD_US))
+        name = f"{self.label}-{uuid.uuid4().hex[:8]}"
+        if cgroup_version() == 2:
+            self.group = CGROUP_ROOT / _own_cgroup(None) / name
+            self.group.mkdir()
+            (self.group / "cpu.max").write_text(f"{quota} {CFS_PERIOD_US}")
+        else:
+            self.group = CGROUP_ROOT / "cpu" / _own_cgroup("cpu") / name
+            self.group.mkdir()
+            (self.group / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
+            (self.group / "cpu.cfs_quota_us").write_text(str(quota))
+        return self
+
+    def enter(self) -> None:
+        """Runs in the child between fork and exec."""
+        (self.group / "cgroup.procs").write_text(str(os.getpid()))
+
+    def __exit__(self, *exc) -> None:
+        if self.group is not None:
+            try:
+                self.group.rmdir()
+            except OSError:
+                pass
+            self.group = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -11,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from serverbench.isolation import raise_nofile
+from serverbench.isolation import CpuQuota, raise_nofile
 from serverbench.model import Profile
 from serverbench.servers import render_argv
 
@@ -59,13 +60,23 @@ def build_argv(tool: dict, values: dict, path: str | None = None) -> list[str]:
     return argv
 
 
-def run(argv: list[str], cpus: list[int], deadline_s: float, env: dict | None = None) -> ToolRun:
-    """Run a tool to completion (or kill it at the deadline), with its own CPU time."""
+def run(
+    argv: list[str], cpus: list[int], deadline_s: float, env: dict | None = None, cpu_quota: float | None = None
+) -> ToolRun:
+    """Run a tool to completion (or kill it at the deadline), with its own CPU time;
+    ``cpu_quota`` (CPUs' worth of time) caps it further with a cgroup."""
+    with CpuQuota(cpu_quota) if cpu_quota else contextlib.nullcontext() as quota:
 
-    def pin():
-        os.sched_setaffinity(0, cpus)
-        raise_nofile()
+        def pin():
+            if quota is not None:
+                quota.enter()
+            os.sched_setaffinity(0, cpus)
+            raise_nofile()
 
+        return _run_pinned(argv, pin, deadline_s, env)
+
+
+def _run_pinned(argv: list[str], pin, deadline_s: float, env: dict | None) -> ToolRun:
     started = time.monotonic()
     with tempfile.TemporaryFile() as sink:
         proc = subprocess.Popen(

@@ -42,7 +42,7 @@ class Measure:
             self.cell.concurrency, round(self.values["requests"] * profile.warmup / profile.duration)
         )
         argv = loadgen.build_argv(self.tool_spec, values, self.env["PATH"])
-        loadgen.run(argv, profile.client_cpus, self.deadline, self.env)
+        loadgen.run(argv, profile.client_cpus, self.deadline, self.env, profile.client_cpu_quota)
         self.launch.check_alive("warm-up")
 
     def load(self, keepalive: str, mark_phase) -> None:
@@ -51,7 +51,7 @@ class Measure:
         sampler = self._connection_sampler(keepalive)
         with Monitor(self.launch.server, profile.sample_interval) as monitor:
             with sampler:
-                run = loadgen.run(self.argv, profile.client_cpus, self.deadline, self.env)
+                run = loadgen.run(self.argv, profile.client_cpus, self.deadline, self.env, profile.client_cpu_quota)
             if profile.idle_after:
                 # Keep watching the idle server: autoscaling servers shed workers now.
                 monitor.mark("idle")
@@ -64,6 +64,7 @@ class Measure:
         record.client = ClientSection(
             argv=record.client.argv,
             version=record.client.version,
+            cpu_quota=profile.client_cpu_quota,
             exit_code=run.exit_code,
             wall_s=round(run.wall_s, 4),
             cpu_s=round(run.cpu_s, 4),

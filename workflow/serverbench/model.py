@@ -80,6 +80,7 @@ class Profile:
     workers_min: int
     threads: int
     client_threads: int | None
+    client_cpu_quota: float | None
     backlog: int
     server_cpus: list[int]
     client_cpus: list[int]
@@ -242,7 +243,7 @@ ClientSection = optional_section(
     lists="argv",
     strings="version",
     ints="exit_code",
-    floats="wall_s cpu_s cpu_percent",
+    floats="cpu_quota wall_s cpu_s cpu_percent",
     bools="timed_out",
 )
 
