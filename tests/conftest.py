@@ -19,6 +19,8 @@ from serverbench.results import read_json
 from serverbench.runenv import run_env
 
 RAW = Path(__file__).parent / "data" / "raw"
+# Records of the default matrix written before the typed model, with their tables.
+RECORDS_V1 = Path(__file__).parent / "data" / "records-v1"
 
 
 # NGINX Unit is not packaged in Debian: found on PATH, in $UNITD, or at the

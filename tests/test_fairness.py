@@ -7,6 +7,8 @@ arithmetic on a real ss capture and on snapshots built to show each case.
 from conftest import RAW
 from serverbench import fairness
 
+STARVED = 0.1  # config.yaml's flags.starved_share
+
 
 def test_parse_ss_keeps_connections_that_never_got_a_byte():
     # One connection accepted and answered 1,234 bytes; one left in the accept queue.
@@ -22,7 +24,7 @@ def snapshots(*rows):
 def test_one_connection_served_and_99_waiting_is_starved():
     waiting = {f"c{i}": 0 for i in range(99)}
     shots = snapshots({"c99": 1000, **waiting}, {"c99": 50_000, **waiting}, {"c99": 99_000, **waiting})
-    result = fairness.summarise(shots, requests_per_s=5000)
+    result = fairness.summarise(shots, 5000, STARVED)
     assert result["status"] == "ok"
     assert result["connections"] == 100
     assert result["idle_connections"] == result["starved_connections"] == 99
@@ -33,7 +35,7 @@ def test_one_connection_served_and_99_waiting_is_starved():
 
 def test_even_service_is_fair():
     shots = snapshots({"a": 0, "b": 0}, {"a": 500, "b": 520}, {"a": 1000, "b": 1010})
-    result = fairness.summarise(shots, requests_per_s=200)
+    result = fairness.summarise(shots, 200, STARVED)
     assert result["min_over_mean"] > 0.99
     assert result["starved_connections"] == 0
     assert result["client_rps_mean"] == 100
@@ -42,19 +44,19 @@ def test_even_service_is_fair():
 def test_window_leaves_out_connecting_and_closing():
     # The first snapshot caught the tool still connecting, the last one closing.
     shots = snapshots({"a": 0}, {"a": 10, "b": 10}, {"a": 90, "b": 80}, {"a": 170, "b": 150}, {"b": 160})
-    result = fairness.summarise(shots)
+    result = fairness.summarise(shots, None, STARVED)
     assert result["window_s"] == 1.0
     assert result["bytes_min"] == 140 and result["bytes_max"] == 160
 
 
 def test_connections_that_do_not_last_are_not_judged():
     shots = snapshots({"a": 100, "b": 100}, {"c": 100, "d": 100}, {"e": 100, "f": 100})
-    assert fairness.summarise(shots)["status"] == "not applicable"
+    assert fairness.summarise(shots, None, STARVED)["status"] == "not applicable"
 
 
 def test_a_run_too_short_for_two_snapshots_says_so():
-    assert fairness.summarise(snapshots({"a": 1}))["status"] == "too short"
-    assert fairness.summarise([])["status"] == "too short"
+    assert fairness.summarise(snapshots({"a": 1}), None, STARVED)["status"] == "too short"
+    assert fairness.summarise([], None, STARVED)["status"] == "too short"
 
 
 def test_sampling_interval_gives_about_ten_snapshots_within_bounds():
@@ -62,3 +64,10 @@ def test_sampling_interval_gives_about_ten_snapshots_within_bounds():
     assert fairness.sampling_interval(0.5) == 0.2
     assert fairness.sampling_interval(120) == 1.0
     assert fairness.sampling_interval(None) == 0.05  # ab -n: the run's length is unknown
+
+
+def test_no_bytes_at_all_is_no_traffic_not_starvation():
+    shots = snapshots({"a": 100, "b": 100}, {"a": 100, "b": 100}, {"a": 100, "b": 100})
+    result = fairness.summarise(shots, 0.0, STARVED)
+    assert result["status"] == "no traffic"
+    assert "min_over_mean" not in result and "starved_connections" not in result

@@ -71,8 +71,10 @@ def test_fairness_is_not_read_from_connections_a_server_closes(base_config, tmp_
 
 
 def test_memory_limit_is_enforced_and_recorded(base_config, tmp_path, no_leftovers):
-    if isolation.cgroup_version() is None:
-        pytest.skip("needs a writable cgroup hierarchy (v1 memory/cpuset/cpuacct or v2)")
+    probe = isolation.Isolation(cpus=[0], memory_limit=64 * 1024**2).setup()
+    probe.cleanup()
+    if not probe.enforced:
+        pytest.skip(f"cgroup limits cannot be enforced here: {probe.problem}")
     require("gunicorn", "wrk")
     add_server(
         base_config,
@@ -127,9 +129,13 @@ def test_every_result_records_layout_limits_and_samples(base_config, tmp_path, n
     assert record["status"] == "ok", record["reason"]
     layout = record["isolation"]
     assert layout["server_cpus"] == [0] and layout["client_cpus"] == [1]
-    assert layout["method"].startswith("cgroup") or layout["limits_enforced"] is False
+    here = isolation.Isolation(cpus=[0]).setup()
+    here.cleanup()
+    assert (layout["method"], layout["limits_enforced"]) == (here.method, here.enforced)
     limits = record["limits"]
     assert limits["backlog"] == 2048 and limits["nofile"] >= 1024 and limits["somaxconn"]
+    # Read from uWSGI's listening socket: the backlog it was given, within somaxconn.
+    assert limits["listen_backlog"] == limits["effective_backlog"] == min(2048, limits["somaxconn"])
     usage = record["server"]["usage"]
     assert usage["samples"] >= 5 and usage["pss_peak_bytes"] and usage["sampler_cpu_s"] >= 0
     assert usage["processes_max"] == 3  # master + 2 workers
@@ -139,10 +145,24 @@ def test_every_result_records_layout_limits_and_samples(base_config, tmp_path, n
     assert record["time_wait"]["limit"] == 10**6
 
 
-def test_time_wait_count_and_drain():
-    assert hostnet.time_wait_ports() >= 0
-    report = hostnet.drain_time_wait(limit=10**9, timeout=1)
-    assert report["waited_s"] < 1 and report["after"] == report["before"]
+def test_backlog_of_a_server_that_chooses_its_own_is_read_from_its_socket(base_config, tmp_path, no_leftovers):
+    """plackup never receives {backlog}: the profile's 2048 says nothing of it."""
+    require("plackup", "wrk")
+    record = measure_cell(base_config, tmp_path, "plackup")
+    limits = record["limits"]
+    assert limits["backlog"] is None
+    assert 10 < limits["listen_backlog"] <= limits["somaxconn"]
+    assert limits["effective_backlog"] == limits["listen_backlog"]
+    assert "backlog_small" not in record["flags"]
+
+
+def test_backlog_small_fires_on_the_backlog_the_server_listens_with(base_config, tmp_path, no_leftovers):
+    require("gunicorn", "wrk")
+    add_server(base_config, "gunicorn-backlog5", ["gunicorn", "--bind", "{host}:{port}", "--backlog", "5",
+               "--chdir", "{apps}/python", "hello:application"])  # fmt: skip
+    record = measure_cell(base_config, tmp_path, "gunicorn-backlog5")
+    assert record["limits"]["listen_backlog"] == 5
+    assert "backlog_small" in record["flags"]
 
 
 def test_time_wait_socket_counter_bounds_the_ports():
@@ -160,6 +180,7 @@ def test_time_wait_socket_counter_bounds_the_ports():
             accepted.close()
     sockets, ports = hostnet.time_wait_sockets(), hostnet.time_wait_ports()
     assert ports >= 20 and sockets >= ports
-    assert hostnet.drain_time_wait(limit=10**9)["counted"] == "sockets"
+    roomy = hostnet.drain_time_wait(limit=10**9)
+    assert roomy["counted"] == "sockets" and roomy["waited_s"] == 0.0 and roomy["after"] == roomy["before"]
     slow = hostnet.drain_time_wait(limit=0, timeout=0.6)
     assert slow["counted"] == "ports" and slow["before"] >= 20 and slow["waited_s"] >= 0.5

@@ -100,7 +100,7 @@ def test_ab_failed_breakdown():
         )
     )
     record = parsers.parse("ab", text)
-    assert record["errors"] == {"connect": 1, "read": 2, "write": 4, "timeout": 0, "non_2xx": 0, "other": 4}
+    assert record["errors"] == {"connect": 1, "read": 2, "write": 4, "timeout": None, "non_2xx": 0, "other": 4}
 
 
 def test_both_tools_give_the_same_keys():
@@ -136,7 +136,9 @@ def test_oha_clean():
 
 def test_oha_connect_errors_after_the_server_died():
     record = parse("oha", "oha-connect-errors.json")
-    assert record["errors"]["connect"] == 999
+    # "Connection refused" is a connect error; a bare "connection error" is one on an open connection.
+    assert record["errors"]["connect"] == 995
+    assert record["errors"]["read"] == 4
     assert record["requests"] == 501 + 999
     assert record["error_rate"] == pytest.approx(999 / 1500)
 
@@ -158,3 +160,61 @@ def test_oha_timeouts_and_the_deadline_cut_off():
 def test_oha_without_a_report():
     with pytest.raises(parsers.ParseError):
         parsers.parse("oha", "error: connection refused\n")
+
+
+# One meaning per figure (issue: every number means one thing).
+
+
+def test_wrk_with_no_answer_in_time_has_no_latency_and_says_why():
+    record = parse("wrk", "wrk-timeout.txt")
+    assert record["requests"] == 1 and record["errors"]["timeout"] == 1
+    assert set(record["latency_ms"].values()) == {None}
+    assert "not measured" in record["latency_note"]
+
+
+def test_wrk_with_some_timeouts_keeps_latency_as_lower_bounds():
+    text = (RAW / "wrk-clean.txt").read_text()
+    text = text.replace("Requests/sec:", "  Socket errors: connect 0, read 0, write 0, timeout 12\nRequests/sec:")
+    record = parsers.parse("wrk", text)
+    assert record["latency_ms"]["p99"] == pytest.approx(2.14)
+    assert record["latency_note"].startswith("12 timed-out requests")
+    assert parse("wrk", "wrk-clean.txt")["latency_note"] is None
+
+
+@pytest.mark.parametrize(
+    "message, expected",
+    [
+        ("connection error: Connection reset by peer (os error 104)", "read"),
+        ("error writing a body to connection: Broken pipe (os error 32)", "write"),
+        ("Connection refused (os error 111)", "connect"),
+        ("timeout", "timeout"),
+        ("connection closed before message completed", "read"),
+        ("something new", "other"),
+    ],
+)
+def test_oha_error_classes(message, expected):
+    assert parsers._oha_error_class(message) == expected
+
+
+def test_non_2xx_means_not_2xx_or_3xx_for_oha_as_for_wrk():
+    text = (RAW / "oha-clean.json").read_text().replace('"200": 1000', '"200": 900, "301": 60, "503": 40')
+    record = parsers.parse("oha", text)
+    assert record["errors"]["non_2xx"] == 40
+
+
+def test_ab_counts_a_bad_answer_once_and_cannot_count_timeouts():
+    text = (
+        (RAW / "ab-clean.txt")
+        .read_text()
+        .replace(
+            "Failed requests:        0\n",
+            "Failed requests:        500\n   (Connect: 0, Receive: 0, Length: 500, Exceptions: 0)\n"
+            "Non-2xx responses:      500\n",
+        )
+    )
+    record = parsers.parse("ab", text)
+    assert record["errors"]["non_2xx"] == 500
+    assert record["errors"]["other"] == 0
+    assert record["errors_total"] == 500
+    assert record["errors"]["timeout"] is None
+    assert any("timeout" in note for note in record["errors_detail"]["notes"])

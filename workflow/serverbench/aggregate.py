@@ -1,9 +1,11 @@
 """Cell results → tidy tables: ``runs.csv`` (a row per repeat) and
 ``summary.csv`` (a row per cell).
 
-The summary follows the seed study: with three or more successful repeats the
-best and the worst are dropped and the rest averaged (trimmed mean); median,
-min, max and the coefficient of variation are given beside it.
+The summary follows the seed study: the best and the worst repeat are dropped
+and the rest averaged (trimmed mean) from four successful repeats on, so that
+at least two remain; the coefficient of variation is that of the same kept
+repeats, so the spread describes the estimate it stands beside. Median, min
+and max (of all repeats, for the charts' bands) are given too.
 """
 
 from __future__ import annotations
@@ -87,21 +89,27 @@ def load_runs(paths) -> pd.DataFrame:
     return frame
 
 
-def trimmed_mean(values) -> float | None:
-    """Mean without the best and the worst value when there are at least three."""
+TRIM_FROM = 4  # repeats from which the best and the worst are dropped (two at least remain)
+
+
+def kept_values(values) -> list[float]:
+    """The values the estimate uses: all of them, less the best and the worst from TRIM_FROM on."""
     values = sorted(v for v in values if v is not None and not pd.isna(v))
-    if not values:
-        return None
-    if len(values) >= 3:
-        values = values[1:-1]
-    return statistics.fmean(values)
+    return values[1:-1] if len(values) >= TRIM_FROM else values
 
 
-def _cv(values) -> float | None:
-    values = [v for v in values if v is not None and not pd.isna(v)]
-    if len(values) < 2 or statistics.fmean(values) == 0:
+def trimmed_mean(values) -> float | None:
+    """Mean of the kept values (the seed study's method: best and worst dropped)."""
+    kept = kept_values(values)
+    return statistics.fmean(kept) if kept else None
+
+
+def kept_cv(values) -> float | None:
+    """Coefficient of variation of the same kept values: the spread of the estimate's own inputs."""
+    kept = kept_values(values)
+    if len(kept) < 2 or statistics.fmean(kept) == 0:
         return None
-    return statistics.stdev(values) / statistics.fmean(values)
+    return statistics.stdev(kept) / statistics.fmean(kept)
 
 
 def _cell_row(key, group: pd.DataFrame, thresholds: dict) -> dict:
@@ -119,7 +127,7 @@ def _cell_row(key, group: pd.DataFrame, thresholds: dict) -> dict:
     row["rps_median"] = statistics.median(rps) if rps else None
     row["rps_min"] = min(rps) if rps else None
     row["rps_max"] = max(rps) if rps else None
-    row["rps_cv"] = _cv(rps)
+    row["rps_cv"] = kept_cv(rps)
     for column in AVERAGED_COLUMNS:
         values = [v for v in ok[column].tolist() if v is not None and not pd.isna(v)]
         row[column] = trimmed_mean(values)
@@ -131,6 +139,8 @@ def _cell_row(key, group: pd.DataFrame, thresholds: dict) -> dict:
         flags.update(f for f in entry.split(";") if f)
     if row["rps_cv"] is not None and row["rps_cv"] > thresholds["cv"]:
         flags.add("unstable")
+    if len(ok) == 1:
+        flags.add("single_repeat")
     row["flags"] = ";".join(sorted(flags))
     for column in CONTEXT_COLUMNS:
         values = group[column].dropna()

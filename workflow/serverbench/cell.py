@@ -49,6 +49,7 @@ class CellRun:
         record.timing["job_start"] = round(time.time(), 4)
         record.harness = {"version": __version__, "python": sys.version.split()[0]}
         record.config_sha256 = results.config_hash(self.config)
+        record.thresholds = dict(self.config["flags"])
         record.environment = os.path.relpath(Path(self.config["results"]) / "environment.json", self.json_path.parent)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path.write_bytes(b"")

@@ -27,7 +27,6 @@ import time
 from serverbench import loadgen, parsers
 from serverbench.model import Profile
 
-STARVED_SHARE = 0.1  # a connection with less than this share of the mean is starved
 CONNECTED_SHARE = 0.9  # the window spans snapshots holding this share of the most connections seen
 SOCKET_LINE = re.compile(r"^\S+\s+\S+\s+(\S+)\s+\S+\s+(.*)$")
 BYTES_RECEIVED = re.compile(r"\bbytes_received:(\d+)")
@@ -92,15 +91,17 @@ class ConnectionSampler:
             elapsed = time.monotonic() - self._t0
             wait = max(self.interval, min(1.0, elapsed / 10), 2 * (elapsed - taken))
 
-    def summary(self, requests_per_s: float | None) -> dict:
+    def summary(self, requests_per_s: float | None, starved_share: float) -> dict:
         result = {"method": "connections", "tool": "ss", "argv": self.argv, "interval_s": self.interval}
         result["sampler_cpu_s"] = round(self.cpu_s, 4)
         if self.error:
             return dict(result, status="failed", reason=self.error)
-        return dict(result, **summarise(self.snapshots, requests_per_s))
+        return dict(result, **summarise(self.snapshots, requests_per_s, starved_share))
 
 
-def summarise(snapshots: list[tuple[float, dict[str, int]]], requests_per_s: float | None = None) -> dict:
+def summarise(
+    snapshots: list[tuple[float, dict[str, int]]], requests_per_s: float | None, starved_share: float
+) -> dict:
     """Each connection's share of the answers between two snapshots.
 
     The window runs from the first to the last snapshot holding nearly all
@@ -122,6 +123,13 @@ def summarise(snapshots: list[tuple[float, dict[str, int]]], requests_per_s: flo
     received = [last[key] - first[key] for key in kept]
     mean = statistics.fmean(received)
     window = t_b - t_a
+    if not mean:
+        # Nobody was served, so nobody was served less than the others: that is its own condition.
+        return {
+            "status": "no traffic",
+            "reason": f"no connection received a byte in {window:.2f} s",
+            "connections": len(kept),
+        }
     result = {
         "status": "ok",
         "window_s": round(window, 4),
@@ -134,12 +142,13 @@ def summarise(snapshots: list[tuple[float, dict[str, int]]], requests_per_s: flo
         "bytes_max": max(received),
         "bytes_mean": round(mean, 1),
         "idle_connections": sum(1 for value in received if value == 0),
-        "starved_connections": sum(1 for value in received if value < STARVED_SHARE * mean),
-        "min_over_mean": round(min(received) / mean, 4) if mean else 0.0,
-        "max_over_mean": round(max(received) / mean, 4) if mean else None,
-        "cv": round(statistics.pstdev(received) / mean, 4) if mean else None,
+        "starved_share": starved_share,
+        "starved_connections": sum(1 for value in received if value < starved_share * mean),
+        "min_over_mean": round(min(received) / mean, 4),
+        "max_over_mean": round(max(received) / mean, 4),
+        "cv": round(statistics.pstdev(received) / mean, 4),
     }
-    if requests_per_s and mean:
+    if requests_per_s:
         # Answers of one workload have one size, so bytes shares are answer shares.
         per_connection = requests_per_s / len(kept)
         result.update(

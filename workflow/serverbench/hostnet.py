@@ -3,6 +3,7 @@ earlier cells left in TIME_WAIT."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
@@ -74,3 +75,16 @@ def drain_time_wait(limit: int, timeout: float = 90.0) -> dict:
         now = time_wait_ports()
     waited = round(time.monotonic() - started, 3)
     return {"before": before, "after": now, "limit": limit, "waited_s": waited, "counted": "ports"}
+
+
+def listen_backlog(port: int, wrap=list, env: dict | None = None) -> int | None:
+    """The backlog of the socket listening on ``port`` (``ss -ltn``: Send-Q of a
+    listening socket), as the kernel applies it; ``wrap`` runs ss where the
+    server's network is (a namespace). None when it cannot be read."""
+    argv = wrap(["ss", "-ltnH", f"sport = :{port}"])
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10, env=env, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    sizes = [int(fields[2]) for fields in map(str.split, done.stdout.splitlines()) if len(fields) >= 4]
+    return max(sizes) if sizes else None

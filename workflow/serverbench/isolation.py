@@ -26,9 +26,17 @@ def raise_nofile() -> int:
     return hard
 
 
-def _own_cgroup(controller: str | None) -> str:
+SELF_CGROUP = Path("/proc/self/cgroup")
+# Where the harness moves itself on cgroup v2 so that its own group may enable
+# controllers for the server's (a group with enabled children holds no process).
+HARNESS_LEAF = "serverbench-harness"
+V2_CONTROLLERS = ("cpuset", "memory", "cpu")
+V2_REQUIRED = ("cpuset", "memory")
+
+
+def _own_cgroup(controller: str | None, self_cgroup: Path = SELF_CGROUP) -> str:
     """This process's cgroup path for a v1 controller (None: the v2 entry)."""
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
+    for line in self_cgroup.read_text().splitlines():
         _, controllers, path = line.split(":", 2)
         names = controllers.split(",") if controllers else []
         if (controller is None and not names) or controller in names:
@@ -36,12 +44,38 @@ def _own_cgroup(controller: str | None) -> str:
     return ""
 
 
-def cgroup_version() -> int | None:
-    if (CGROUP_ROOT / "cgroup.controllers").exists():
+def cgroup_version(root: Path = CGROUP_ROOT) -> int | None:
+    if (root / "cgroup.controllers").exists():
         return 2
-    if all((CGROUP_ROOT / name / "cgroup.procs").exists() for name in V1_CONTROLLERS):
+    if all((root / name / "cgroup.procs").exists() for name in V1_CONTROLLERS):
         return 1
     return None
+
+
+def cpu_list(text: str) -> list[int]:
+    """CPU numbers from the kernel's list format (``0-2,5``)."""
+    cpus: list[int] = []
+    for part in filter(None, text.strip().split(",")):
+        low, _, high = part.partition("-")
+        cpus += range(int(low), int(high or low) + 1)
+    return cpus
+
+
+def write_checked(path: Path, value: str, same=lambda written, read: written == read) -> None:
+    """Write a cgroup limit and read it back: a limit the kernel did not take is an error, not a hope."""
+    path.write_text(value)
+    read = path.read_text().strip()
+    if not same(value, read):
+        raise OSError(f"{path} reads {read!r} after writing {value!r}")
+
+
+def same_cpus(written: str, read: str) -> bool:
+    return cpu_list(written) == cpu_list(read)
+
+
+def same_bytes(written: str, read: str) -> bool:
+    # The kernel rounds a memory limit down to whole pages.
+    return abs(int(written) - int(read)) < os.sysconf("SC_PAGE_SIZE")
 
 
 @dataclass
@@ -55,10 +89,12 @@ class Isolation:
     method: str = "affinity"
     problem: str | None = None
     nofile: int | None = None
+    root: Path = CGROUP_ROOT
+    self_cgroup: Path = SELF_CGROUP
 
     def setup(self) -> Isolation:
         self.nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-        version = cgroup_version()
+        version = cgroup_version(self.root)
         name = f"{self.label}-{uuid.uuid4().hex[:8]}"
         try:
             if version == 1:
@@ -84,23 +120,52 @@ class Isolation:
     def _setup_v1(self, name: str) -> None:
         cpus = ",".join(map(str, self.cpus))
         for controller in V1_CONTROLLERS:
-            path = self._mkgroup(CGROUP_ROOT / controller / _own_cgroup(controller), name)
+            path = self._mkgroup(self.root / controller / _own_cgroup(controller, self.self_cgroup), name)
             if controller == "cpuset":
-                (path / "cpuset.cpus").write_text(cpus)
-                (path / "cpuset.mems").write_text((path.parent / "cpuset.mems").read_text())
+                write_checked(path / "cpuset.cpus", cpus, same_cpus)
+                write_checked(path / "cpuset.mems", (path.parent / "cpuset.mems").read_text().strip())
             if controller == "memory" and self.memory_limit:
-                (path / "memory.limit_in_bytes").write_text(str(self.memory_limit))
+                write_checked(path / "memory.limit_in_bytes", str(self.memory_limit), same_bytes)
                 # Swap would hide the limit; where memsw exists, cap it too.
                 memsw = path / "memory.memsw.limit_in_bytes"
                 if memsw.exists():
-                    memsw.write_text(str(self.memory_limit))
+                    write_checked(memsw, str(self.memory_limit), same_bytes)
 
     def _setup_v2(self, name: str) -> None:
-        path = self._mkgroup(CGROUP_ROOT / _own_cgroup(None), name)
-        (path / "cpuset.cpus").write_text(",".join(map(str, self.cpus)))
+        base = self._v2_base()
+        path = self._mkgroup(base, name)
+        write_checked(path / "cpuset.cpus", ",".join(map(str, self.cpus)), same_cpus)
         if self.memory_limit:
-            (path / "memory.max").write_text(str(self.memory_limit))
-            (path / "memory.swap.max").write_text("0")
+            write_checked(path / "memory.max", str(self.memory_limit), same_bytes)
+            # Swap would hide the limit; where swap is accounted, allow none.
+            if (path / "memory.swap.max").exists():
+                write_checked(path / "memory.swap.max", "0")
+
+    def _v2_base(self) -> Path:
+        """The group the server's group goes under, its controllers enabled for children.
+
+        cgroup v2 lets a group hand controllers to its children only while it
+        holds no process itself, so the harness first moves into a leaf of its
+        own (HARNESS_LEAF, reused by later cells).
+        """
+        own = self.root / _own_cgroup(None, self.self_cgroup)
+        base = own.parent if own.name == HARNESS_LEAF else own
+        available = (base / "cgroup.controllers").read_text().split()
+        missing = [c for c in V2_REQUIRED if c not in available]
+        if missing:
+            raise OSError(f"controller(s) {', '.join(missing)} not delegated to {base} (cgroup.controllers)")
+        enabled = (base / "cgroup.subtree_control").read_text().split()
+        wanted = [c for c in V2_CONTROLLERS if c in available and c not in enabled]
+        if wanted:
+            if own == base:
+                leaf = base / HARNESS_LEAF
+                leaf.mkdir(exist_ok=True)
+                (leaf / "cgroup.procs").write_text(str(os.getpid()))
+            (base / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in wanted))
+            now = [c.lstrip("+") for c in (base / "cgroup.subtree_control").read_text().split()]
+            if not set(wanted) <= set(now):
+                raise OSError(f"{base}/cgroup.subtree_control reads {now} after enabling {wanted}")
+        return base
 
     @property
     def enforced(self) -> bool:

@@ -117,9 +117,19 @@ class Launch:
 
     def _limits(self) -> Limits:
         somaxconn = hostnet.sysctl_int("net.core.somaxconn")
-        backlog = self.profile.backlog
-        effective = min(backlog, somaxconn) if somaxconn else backlog
+        # Servers that never get {backlog} choose their own: unknown until read from the socket.
+        templates = " ".join((REPO_ROOT / path).read_text() for path in self.spec.get("files", {}).values())
+        takes_backlog = "{backlog}" in " ".join(map(str, self.spec["command"])) or "backlog" in templates
+        backlog = self.profile.backlog if takes_backlog else None
+        effective = min(backlog, somaxconn) if backlog and somaxconn else backlog
         return Limits(backlog=backlog, somaxconn=somaxconn, effective_backlog=effective, nofile=raise_nofile())
+
+    def _read_backlog(self) -> None:
+        """The backlog the server really listens with (what the backlog_small flag judges)."""
+        limits = self.record.limits
+        limits.listen_backlog = hostnet.listen_backlog(self.port, self.network.wrap, self.env)
+        if limits.listen_backlog is not None:
+            limits.effective_backlog = limits.listen_backlog
 
     def _probe_versions(self) -> None:
         """Versions are asked where the server runs: in docker mode, in its image."""
@@ -199,6 +209,7 @@ class Launch:
         except servers.ServerError as exc:
             raise CellFailed(f"server did not start: {exc}") from None
         self.record.server.ready_s = round(ready_s, 4)
+        self._read_backlog()
         pattern = self.spec.get("interpreter_from_log")
         if pattern:
             found = re.search(pattern, self.log_path.read_text(errors="replace"), re.M)

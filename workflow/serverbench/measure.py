@@ -22,6 +22,7 @@ class Measure:
     def __init__(self, config: dict, cell: Cell, profile: Profile, record: CellRecord, launch: Launch, env: dict):
         self.cell, self.profile, self.record, self.launch, self.env = cell, profile, record, launch, env
         self.tool_spec = config["load_tools"][cell.tool]
+        self.starved_share = config["flags"]["starved_share"]
         workload = config["app_workloads"][cell.workload]
         self.url = f"http://{launch.host}:{launch.port}{workload['path']}"
         self.values = loadgen.tool_values(profile, cell.concurrency, self.url)
@@ -42,8 +43,11 @@ class Measure:
             self.cell.concurrency, round(self.values["requests"] * profile.warmup / profile.duration)
         )
         argv = loadgen.build_argv(self.tool_spec, values, self.env["PATH"])
-        loadgen.run(argv, profile.client_cpus, self.deadline, self.env, profile.client_cpu_quota)
+        run = loadgen.run(argv, profile.client_cpus, self.deadline, self.env, profile.client_cpu_quota)
+        self.record.warmup = {"wall_s": round(run.wall_s, 4), "exit_code": run.exit_code, "timed_out": run.timed_out}
         self.launch.check_alive("warm-up")
+        if run.timed_out:
+            raise CellFailed(f"the warm-up was killed at its {self.deadline:g} s deadline: the server stalled")
 
     def load(self, keepalive: str, mark_phase) -> None:
         """The measured run: the tool pinned to the client CPUs, the monitor on the server."""
@@ -75,6 +79,12 @@ class Measure:
         record.load = self._parse(run, sampler)
         record.fairness = self._fairness(keepalive, sampler, record.load.requests_per_s)
         self.launch.check_alive("fairness probe", raw_text=run.output)
+        if not record.load.requests:
+            raise CellFailed(
+                f"no request completed in {record.load.duration_s:g} s with {self.cell.concurrency} connections"
+                " open: the server stalled",
+                run.output,
+            )
 
     def _parse(self, run: loadgen.ToolRun, sampler) -> LoadResult:
         try:
@@ -86,7 +96,7 @@ class Measure:
                 why = f"{self.cell.tool} gave no report (exit {run.exit_code}): {exc}"
             if isinstance(sampler, fairness.ConnectionSampler):
                 # Which connections were left waiting is the likely story of a run that never ended.
-                self.record.fairness = Fairness.from_dict(sampler.summary(None))
+                self.record.fairness = Fairness.from_dict(sampler.summary(None, self.starved_share))
             raise CellFailed(f"{why}{self.launch.oom_note()}", run.output) from None
 
     def _connection_sampler(self, keepalive: str):
@@ -110,7 +120,7 @@ class Measure:
             reason = f"server keep-alive class is {keepalive}"
             return Fairness(method=method, status="not applicable", reason=reason)
         if method == "connections":
-            return Fairness.from_dict(sampler.summary(requests_per_s))
+            return Fairness.from_dict(sampler.summary(requests_per_s, self.starved_share))
         probe = fairness.h2load_probe(
             self.url, self.cell.concurrency, self.profile.fairness_duration, self.profile, self.env
         )

@@ -20,8 +20,10 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 DEFAULT_WORKLOAD = "hello"
-RECORD_SCHEMA = "serverbench.cell/1"
-KNOWN_RECORD_SCHEMAS = frozenset({RECORD_SCHEMA})
+# /2 added load.latency_note, warmup, thresholds, client.cpu_quota, limits.listen_backlog
+# and None for error classes a tool cannot observe; a /1 record reads with those unset.
+RECORD_SCHEMA = "serverbench.cell/2"
+KNOWN_RECORD_SCHEMAS = frozenset({"serverbench.cell/1", RECORD_SCHEMA})
 STATUSES = ("ok", "failed", "skipped")
 ERROR_CLASSES = ("connect", "read", "write", "timeout", "non_2xx", "other")
 LATENCY_KEYS = ("mean", "stdev", "max", "p50", "p75", "p90", "p99")
@@ -178,9 +180,12 @@ Latency = optional_section("Latency", "Milliseconds; None where the tool did not
 
 
 ErrorCounts = dataclasses.make_dataclass(
-    "ErrorCounts", [(name, int, 0) for name in ERROR_CLASSES], bases=(Section,), namespace={"__module__": __name__}
+    "ErrorCounts",
+    [(name, int | None, 0) for name in ERROR_CLASSES],
+    bases=(Section,),
+    namespace={"__module__": __name__},
 )
-ErrorCounts.__doc__ = "Failed requests by class (serverbench.parsers)."
+ErrorCounts.__doc__ = "Failed requests by class (serverbench.parsers); None where the tool cannot observe a class."
 
 
 @dataclass
@@ -197,6 +202,7 @@ class LoadResult(Section):
     errors_detail: dict = field(default_factory=dict)
     errors_total: int = 0
     error_rate: float | None = None
+    latency_note: str | None = None
 
 
 Usage = optional_section(
@@ -281,8 +287,9 @@ Fairness = optional_section(
 
 Limits = optional_section(
     "Limits",
-    "The listen backlog asked, the kernel's cap, what the server got, and the open-file limit.",
-    ints="backlog somaxconn effective_backlog nofile",
+    "The listen backlog asked, the kernel's cap, the backlog read from the server's listening socket,"
+    " the one that counts (read, else asked and capped), and the open-file limit.",
+    ints="backlog somaxconn listen_backlog effective_backlog nofile",
 )
 
 
@@ -312,6 +319,8 @@ class CellRecord(Section):
     limits: Limits | None = None
     isolation_image: str | None = None
     fairness: Fairness | None = None
+    warmup: dict | None = None
+    thresholds: dict | None = None
     traceback: str | None = None
 
     @classmethod

@@ -1,9 +1,19 @@
 """Raw load-tool output → one result record, whatever the tool.
 
-Every parser returns the same keys (see ``empty_record``). Latencies are in
+Every parser returns the same keys (``model.LoadResult``). Latencies are in
 milliseconds, durations in seconds, sizes in bytes. Error classes:
 connect, read, write, timeout, non_2xx, other; ``errors_detail`` keeps the
 tool's own names.
+
+One meaning per figure, whatever the tool:
+- ``non_2xx`` counts answers whose status is not 2xx or 3xx (wrk's own
+  definition; oha's status table is read the same way). ab cannot tell 3xx
+  apart: its count may include them, and ``errors_detail`` says so.
+- A class the tool cannot observe is ``None``, not 0: ab aborts at its first
+  timeout, so its ``timeout`` is None.
+- Latency covers answers that came within the timeout. Where none did, every
+  latency is ``None``; where some timed out, the percentiles are lower bounds.
+  ``latency_note`` says which.
 """
 
 from __future__ import annotations
@@ -31,11 +41,26 @@ def empty_record(source: str) -> dict:
         "errors_detail": {},
         "errors_total": 0,
         "error_rate": None,
+        "latency_note": None,
     }
 
 
+def _latency_caveat(record: dict) -> None:
+    """Latency no tool measured is None, and why; timed-out requests make percentiles lower bounds."""
+    timeouts = record["errors"]["timeout"] or 0
+    answered = (record["requests"] or 0) - (timeouts if record["source"].startswith("wrk") else 0)
+    if answered <= 0:
+        record["latency_ms"] = dict.fromkeys(LATENCY_KEYS)
+        record["latency_note"] = "no answer came within the timeout: latency was not measured"
+    elif timeouts:
+        record["latency_note"] = (
+            f"{timeouts} timed-out requests are not in the latency figures: the percentiles are lower bounds"
+        )
+
+
 def _finish(record: dict) -> dict:
-    record["errors_total"] = sum(record["errors"].values())
+    _latency_caveat(record)
+    record["errors_total"] = sum(count for count in record["errors"].values() if count)
     requests = record["requests"] or 0
     attempts = max(requests, 1)
     record["error_rate"] = (
@@ -145,13 +170,20 @@ def parse_ab(text: str) -> dict:
         detail.update(zip(("connect", "receive", "length", "exceptions"), map(int, breakdown.groups()), strict=False))
     detail["write"] = _ab_field(text, "Write errors", int) or 0
     detail["non_2xx"] = _ab_field(text, "Non-2xx responses", int) or 0
+    detail["notes"] = [
+        "ab counts 3xx answers as non-2xx too",
+        "ab aborts at its first timeout, so it cannot count timeouts (timeout: null)",
+        "ab counts a non-2xx answer whose length differs from the first answer's as a length failure too:"
+        " length failures up to the number of non-2xx answers are taken to be those",
+    ]
     record["errors_detail"] = detail
     record["errors"].update(
         connect=detail.get("connect", 0),
         read=detail.get("receive", 0),
         write=detail["write"],
+        timeout=None,
         non_2xx=detail["non_2xx"],
-        other=detail.get("length", 0) + detail.get("exceptions", 0),
+        other=max(0, detail.get("length", 0) - detail["non_2xx"]) + detail.get("exceptions", 0),
     )
     return _finish(record)
 
@@ -174,17 +206,18 @@ def parse_h2load_fairness(text: str) -> dict:
     }
 
 
+# oha's error messages, first match wins: "connection" must not read as "connect".
+OHA_ERROR_CLASSES = (
+    ("timeout", re.compile(r"timed out|timeout")),
+    ("write", re.compile(r"broken pipe|\bwrit(e|ing)\b")),
+    ("connect", re.compile(r"refused|\bconnect\b|\bconnecting\b|dns|resolve")),
+    ("read", re.compile(r"reset|closed|incomplete|eof|connection error|read")),
+)
+
+
 def _oha_error_class(message: str) -> str:
     text = message.lower()
-    if "timed out" in text or "timeout" in text:
-        return "timeout"
-    if "refused" in text or "connect" in text and "closed" not in text:
-        return "connect"
-    if "broken pipe" in text or "write" in text:
-        return "write"
-    if "closed" in text or "reset" in text or "incomplete" in text or "eof" in text:
-        return "read"
-    return "other"
+    return next((name for name, pattern in OHA_ERROR_CLASSES if pattern.search(text)), "other")
 
 
 def parse_oha(text: str) -> dict:
@@ -224,7 +257,7 @@ def parse_oha(text: str) -> dict:
     record["errors_detail"] = {"status_codes": statuses, "errors": failures, "cut_off_at_deadline": cut_off}
     for message, count in failures.items():
         record["errors"][_oha_error_class(message)] += count
-    record["errors"]["non_2xx"] = sum(count for code, count in statuses.items() if not 200 <= code < 300)
+    record["errors"]["non_2xx"] = sum(count for code, count in statuses.items() if not 200 <= code < 400)
     return _finish(record)
 
 
