@@ -63,7 +63,7 @@ BAD = {
     "workload path not absolute": (
         lambda c: c["app_workloads"]["json"].update(path="json"),
         "app_workloads.json.path",
-        "",
+        "'json' does not match '^/'",
     ),
     "server without a command": (
         lambda c: _del(c["catalogue"]["gunicorn"], "command"),
@@ -113,9 +113,13 @@ BAD = {
     "unparsable memory limit": (
         lambda c: c["profiles"]["default"].update(memory_limit="lots"),
         "profiles.default.memory_limit",
-        "",
+        "'lots' does not match",
     ),
-    "empty server list": (lambda c: c["profiles"]["default"].update(servers=[]), "profiles.default.servers", ""),
+    "empty server list": (
+        lambda c: c["profiles"]["default"].update(servers=[]),
+        "profiles.default.servers",
+        "should be non-empty",
+    ),
     "unknown parser": (lambda c: c["load_tools"]["wrk"].update(parser="siege"), "load_tools.wrk.parser", "siege"),
     "template file missing": (
         lambda c: c["catalogue"]["nginx-baseline"]["files"].update({"nginx.conf": "workflow/templates/nope.conf"}),
@@ -127,7 +131,11 @@ BAD = {
         "programs.unitd",
         "not an executable",
     ),
-    "relative program path": (lambda c: c.update(programs={"unitd": "unitd"}), "programs.unitd", ""),
+    "relative program path": (
+        lambda c: c.update(programs={"unitd": "unitd"}),
+        "programs.unitd",
+        "'unitd' does not match '^/'",
+    ),
     "concurrency beyond the open-file limit": (
         lambda c: c.update(concurrency=[10**6]),
         "concurrency[0]",

@@ -10,7 +10,7 @@ import sys
 import pandas as pd
 import pytest
 from conftest import TINY_MATRIX, require, run_snakemake, server_processes
-from serverbench import REPO_ROOT
+from serverbench import REPO_ROOT, parsers
 
 pytestmark = pytest.mark.e2e
 
@@ -34,8 +34,12 @@ def test_every_output_exists(tiny_run):
     for path in cells:
         record = json.loads(path.read_text())
         assert record["status"] == "ok", record["reason"]
-        assert (path.parent / f"{path.stem}.load.txt").read_text().strip()
-        assert (path.parent / f"{path.stem}.server.log").exists()
+        # Every figure traces to the raw output beside it.
+        raw = (path.parent / f"{path.stem}.load.txt").read_text()
+        assert parsers.parse("wrk", raw)["requests"] == record["load"]["requests"] > 0
+        assert record["raw"] == {"load": f"{path.stem}.load.txt", "server_log": f"{path.stem}.server.log"}
+        log = (path.parent / f"{path.stem}.server.log").read_text()
+        assert str(record["server"]["port"]) in log, log[-500:]
 
 
 def test_tables(tiny_run):
@@ -45,9 +49,13 @@ def test_tables(tiny_run):
     assert len(runs) == 4 and set(runs["status"]) == {"ok"}
     assert sorted(summary["server"]) == ["gunicorn", "starman"]
     assert set(summary["language"]) == {"python", "perl"}
-    for _, row in summary.iterrows():
-        assert row["repeats_ok"] == 2
-        assert row["rps_min"] <= row["rps_trimmed_mean"] <= row["rps_max"]
+    # Two repeats: nothing trimmed, the estimate is their mean and the band their extremes.
+    per_cell = runs.groupby("server")["rps"]
+    summary = summary.set_index("server")
+    assert (summary["repeats_ok"] == 2).all()
+    assert summary["rps_trimmed_mean"].to_dict() == pytest.approx(per_cell.mean().to_dict())
+    assert summary["rps_min"].to_dict() == per_cell.min().to_dict()
+    assert summary["rps_max"].to_dict() == per_cell.max().to_dict()
 
 
 def test_chart_is_self_contained_and_index_links_it(tiny_run):

@@ -18,6 +18,29 @@ from serverbench import REPO_ROOT, servers
 SINGLE = ["python", "{root}/tests/apps/single.py", "{port}"]
 
 
+def test_server_that_stops_answering_is_failed_not_clean(base_config, tmp_path, no_leftovers):
+    """wrk's "0 requests in 1.00s" is no measurement: no latency, no clean error rate."""
+    require("wrk")
+    add_server(base_config, "staller", [*SINGLE, "faults:stall_after_verify"])
+    base_config["profiles"]["default"]["warmup"] = 0
+    record = measure_cell(base_config, tmp_path, "staller")
+    assert record["status"] == "failed"
+    assert "no request completed" in record["reason"] and "stalled" in record["reason"]
+    assert record["load"]["requests"] == 0
+    assert set(record["load"]["latency_ms"].values()) == {None}
+    assert "not measured" in record["load"]["latency_note"]
+
+
+def test_one_answer_in_a_whole_run_is_flagged_stalled(base_config, tmp_path, no_leftovers):
+    require("wrk")
+    add_server(base_config, "staller", [*SINGLE, "faults:stall_after_one_more"])
+    base_config["profiles"]["default"]["warmup"] = 0
+    record = measure_cell(base_config, tmp_path, "staller")
+    assert record["status"] == "ok", record["reason"]
+    assert record["load"]["requests"] == 1
+    assert "stalled" in record["flags"]
+
+
 def test_server_answering_500_is_failed(base_config, tmp_path, no_leftovers):
     add_server(base_config, "errors500", [*SINGLE, "faults:server_error"])
     record = measure_cell(base_config, tmp_path, "errors500")
@@ -97,7 +120,7 @@ def test_failed_cells_are_data_and_the_matrix_completes(tmp_path, broken_server_
     assert "exited with code 4" in summary.loc["broken", "reason"]
     index = (results / "index.html").read_text()
     assert "Failed and skipped cells (1)" in index and "exited with code 4" in index
-    assert (results / "charts" / "rps.png").exists()
+    assert (results / "charts" / "rps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.e2e

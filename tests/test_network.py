@@ -5,10 +5,8 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import require
+from conftest import measure_cell, require
 from serverbench import network
-from serverbench.cell import run_cell
-from serverbench.model import Cell
 
 
 def netns_problem() -> str | None:
@@ -22,15 +20,19 @@ def netns_problem() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(netns_problem() is not None, reason=str(netns_problem()))
+@pytest.fixture
+def netns():
+    """Skips, at run time and for the namespace tests alone, where namespaces cannot be made."""
+    problem = netns_problem()
+    if problem:
+        pytest.skip(problem)
 
 
 @pytest.mark.parametrize("server", ["gunicorn", "starman", "flup-nginx"])
-def test_a_cell_runs_with_the_server_in_its_own_namespace(server, base_config, tmp_path, no_leftovers):
+def test_a_cell_runs_with_the_server_in_its_own_namespace(server, base_config, tmp_path, no_leftovers, netns):
     require("wrk", "ip")
     base_config["profiles"]["default"]["network"] = "netns"
-    base = tmp_path / server
-    record = run_cell(base_config, Cell("default", "wrk", server, 10, 1), f"{base}.json", f"{base}.txt", f"{base}.log")
+    record = measure_cell(base_config, tmp_path, server)
     assert record["status"] == "ok", record["reason"]
     net = record["network"]
     assert net["mode"] == "netns" and net["link"] == "veth pair"
@@ -46,10 +48,7 @@ def test_a_cell_runs_with_the_server_in_its_own_namespace(server, base_config, t
 
 def test_loopback_stays_the_default(base_config, tmp_path, no_leftovers):
     require("wrk")
-    base = tmp_path / "gunicorn"
-    record = run_cell(
-        base_config, Cell("default", "wrk", "gunicorn", 10, 1), f"{base}.json", f"{base}.txt", f"{base}.log"
-    )
+    record = measure_cell(base_config, tmp_path, "gunicorn")
     assert record["status"] == "ok", record["reason"]
     assert record["network"] == {
         "mode": "loopback",

@@ -13,7 +13,8 @@ from serverbench.model import Cell
 def test_sweep_to_ten_thousand_connections(base_config, tmp_path, no_leftovers, server, concurrency):
     require(server, "wrk", "ss")
     profile = base_config["profiles"]["default"]
-    profile.update(duration=2, warmup=0.5, timeout=2)
+    # Long enough for the socket reader to take two snapshots of 10,000 connections.
+    profile.update(duration=2 if concurrency <= 1000 else 4, warmup=0.5, timeout=2)
     base = tmp_path / f"{server}-{concurrency}"
     record = run_cell(
         base_config, Cell("default", "wrk", server, concurrency, 1), f"{base}.json", f"{base}.txt", f"{base}.log"
@@ -23,8 +24,11 @@ def test_sweep_to_ten_thousand_connections(base_config, tmp_path, no_leftovers, 
     assert load["requests"] > 0
     assert record["client"]["argv"][record["client"]["argv"].index("-c") + 1] == str(concurrency)
     assert record["limits"]["nofile"] > concurrency
-    if concurrency > record["limits"]["effective_backlog"]:
-        assert "backlog_small" in record["flags"]
+    backlog = record["limits"]["listen_backlog"]
+    assert backlog is not None
+    assert ("backlog_small" in record["flags"]) == (concurrency > backlog)
     assert record["server"]["stop"]["survivors"] == []
-    # Reading 10,000 sockets' counters must not break the run either.
-    assert record["fairness"]["status"] in ("ok", "not applicable", "too short"), record["fairness"]
+    # Reading 10,000 sockets' counters must not break the run either: gunicorn's
+    # sync workers close every connection, Starman keeps them.
+    expected = {"gunicorn": "not applicable", "starman": "ok"}[server]
+    assert record["fairness"]["status"] == expected, record["fairness"]

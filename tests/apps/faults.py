@@ -43,3 +43,23 @@ def crash_after(environ, start_response, _served=[0]):  # noqa: B006 (a per-proc
     body = b"Hello World!"
     start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
     return [body]
+
+
+def _stalling(answers: int):
+    """An app that answers ``answers`` requests, then never again (each later request waits an hour)."""
+    served = [0]
+
+    def app(environ, start_response):
+        served[0] += 1
+        if served[0] > answers:
+            time.sleep(3600)
+        body = b"Hello World!"
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+        return [body]
+
+    return app
+
+
+# The verification's request is answered (this HTTP/1.0 server closes after it), then:
+stall_after_verify = _stalling(1)  # nothing more
+stall_after_one_more = _stalling(2)  # one answer in the whole load
