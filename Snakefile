@@ -20,5 +20,10 @@ rule all:
         f"{RESULTS}/runs.csv",
         f"{RESULTS}/summary.csv",
         f"{RESULTS}/environment.json",
+        f"{RESULTS}/verdicts.csv",
         f"{RESULTS}/index.html",
         *CHART_FILES,
+
+
+onsuccess:
+    print_answers(f"{RESULTS}/verdicts.csv")

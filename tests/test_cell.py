@@ -25,6 +25,7 @@ def test_gunicorn_cell_is_measured(base_config, tmp_path, no_leftovers, tool):
     assert usage["processes_max"] == 3
     assert usage["cpu_s"] > 0 and usage["rss_peak_bytes"] > 10 * 1024**2
     assert record["client"]["cpu_s"] > 0
+    assert record["warmup"]["exit_code"] == 0 and record["warmup"]["timed_out"] is False
     assert record["server"]["stop"]["survivors"] == []
     assert record["client"]["argv"][0] == tool
     assert (tmp_path / "gunicorn.load.txt").read_text().strip()

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import require
+from conftest import RECORDS_V1, require
 from PIL import Image
-from serverbench import charts
+from serverbench import REPO_ROOT, charts, verdicts
+from serverbench import config as cfg
 
 LANGUAGE = {"gunicorn": "python", "starman": "perl", "uwsgi": "python", "uwsgi-psgi": "perl",
             "nginx-baseline": "none", "bjoern": "python", "feersum": "perl"}  # fmt: skip
@@ -172,7 +173,13 @@ def test_index_and_chart_draw_in_a_real_browser(tmp_path):
         paths = {ext: tmp_path / "charts" / f"{name}.{ext}" for ext in ("html", "png", "svg")}
         charts.save_chart(charts.build(name, summary), paths["html"], paths["png"], paths["svg"])
         files[charts.CHARTS[name]] = paths
-    charts.write_index(csv, tmp_path / "environment.json", files, tmp_path / "index.html")
+    verdicts_csv = tmp_path / "verdicts.csv"
+    stored = [pd.read_csv(RECORDS_V1 / f"{name}.csv") for name in ("runs", "summary")]
+    verdicts.decide(*stored, cfg.load(REPO_ROOT / "config.yaml")).to_csv(verdicts_csv, index=False)
+    charts.write_index(csv, verdicts_csv, tmp_path / "environment.json", files, tmp_path / "index.html")
+    html = (tmp_path / "index.html").read_text()
+    assert html.index("<h2>Answers</h2>") < html.index("<iframe")
+    assert "not comparable, starman: starved" in html
     for page in (tmp_path / "charts" / "rps.html", tmp_path / "index.html"):
         shot = screenshot(page.as_uri(), tmp_path / f"{page.stem}-shot.png")
         pixels = _png_pixels(shot)

@@ -30,6 +30,7 @@ rule chart:
 rule index:
     input:
         summary=f"{RESULTS}/summary.csv",
+        verdicts=f"{RESULTS}/verdicts.csv",
         environment=f"{RESULTS}/environment.json",
         charts=CHART_FILES,
     output:

@@ -28,3 +28,17 @@ rule collect:
         "../../envs/workflow.yaml"
     script:
         "../scripts/collect.py"
+
+
+rule decide:
+    input:
+        runs=f"{RESULTS}/runs.csv",
+        summary=f"{RESULTS}/summary.csv",
+    output:
+        report(f"{RESULTS}/verdicts.csv", category="Tables"),
+    log:
+        f"{RESULTS}/logs/decide.log",
+    conda:
+        "../../envs/workflow.yaml"
+    script:
+        "../scripts/decide.py"

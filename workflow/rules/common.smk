@@ -6,6 +6,7 @@ from serverbench import config as sbconfig
 from serverbench.matrix import Matrix
 from serverbench.model import CELL_PATH
 from serverbench.results import config_hash
+from serverbench.verdicts import print_answers
 
 try:
     sbconfig.validate(config)

@@ -6,6 +6,6 @@ write_tables(
     snakemake.input.cells,  # noqa: F821 (injected by Snakemake)
     snakemake.output.runs,  # noqa: F821
     snakemake.output.summary,  # noqa: F821
-    snakemake.config["flags"],  # noqa: F821
+    snakemake.config,  # noqa: F821
     workers_csv=snakemake.output.workers,  # noqa: F821
 )

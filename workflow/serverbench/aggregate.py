@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from serverbench import results
+from serverbench import results, stats
 from serverbench.model import (
     AVERAGED_COLUMNS,
     CELL_KEYS,
@@ -112,7 +112,7 @@ def kept_cv(values) -> float | None:
     return statistics.stdev(kept) / statistics.fmean(kept)
 
 
-def _cell_row(key, group: pd.DataFrame, thresholds: dict) -> dict:
+def _cell_row(key, group: pd.DataFrame, thresholds: dict, confidence: float, seed: int) -> dict:
     """One row of summary.csv (columns: model.SUMMARY_COLUMNS) from a cell's repeats."""
     ok = group[group["status"] == "ok"]
     rps = ok["rps"].tolist()
@@ -128,6 +128,10 @@ def _cell_row(key, group: pd.DataFrame, thresholds: dict) -> dict:
     row["rps_min"] = min(rps) if rps else None
     row["rps_max"] = max(rps) if rps else None
     row["rps_cv"] = kept_cv(rps)
+    row["rps_ci_low"], row["rps_ci_high"] = stats.median_ci(rps, confidence, seed)
+    p99 = ok["latency_p99_ms"].dropna().tolist()
+    row["latency_p99_median"] = statistics.median(p99) if p99 else None
+    row["latency_p99_ci_low"], row["latency_p99_ci_high"] = stats.median_ci(p99, confidence, seed)
     for column in AVERAGED_COLUMNS:
         values = [v for v in ok[column].tolist() if v is not None and not pd.isna(v)]
         row[column] = trimmed_mean(values)
@@ -148,8 +152,10 @@ def _cell_row(key, group: pd.DataFrame, thresholds: dict) -> dict:
     return row
 
 
-def summarise(runs: pd.DataFrame, thresholds: dict) -> pd.DataFrame:
-    rows = [_cell_row(key, group, thresholds) for key, group in runs.groupby(CELL_KEYS, sort=True, dropna=False)]
+def summarise(runs: pd.DataFrame, thresholds: dict, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """A row per cell: estimates over its repeats, with confidence intervals at ``confidence``."""
+    groups = runs.groupby(CELL_KEYS, sort=True, dropna=False)
+    rows = [_cell_row(key, group, thresholds, confidence, seed) for key, group in groups]
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
@@ -187,9 +193,9 @@ def worker_samples(paths) -> pd.DataFrame:
     return out
 
 
-def write_tables(paths, runs_csv, summary_csv, thresholds: dict, workers_csv=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def write_tables(paths, runs_csv, summary_csv, config: dict, workers_csv=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     runs = load_runs(paths)
-    summary = summarise(runs, thresholds)
+    summary = summarise(runs, config["flags"], config["comparisons"]["confidence"], config["seed"])
     results.write_atomic(runs_csv, runs.to_csv(index=False))
     results.write_atomic(summary_csv, summary.to_csv(index=False))
     if workers_csv is not None:

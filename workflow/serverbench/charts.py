@@ -21,6 +21,7 @@ from markupsafe import Markup
 from serverbench import results
 from serverbench.flags import FLAG_HELP
 from serverbench.model import DEFAULT_WORKLOAD, WORKER_COLUMNS
+from serverbench.verdicts import answers
 
 # name: (title, y title, [(column, label)], log scale for y)
 METRICS = {
@@ -319,10 +320,11 @@ def index_context(summary: pd.DataFrame, environment: dict, charts: dict, index_
     }
 
 
-def write_index(summary_csv, environment_json, charts: dict, index_path) -> None:
-    """One page: charts, the sortable summary, failed and flagged cells, the environment."""
+def write_index(summary_csv, verdicts_csv, environment_json, charts: dict, index_path) -> None:
+    """One page: the answers, then charts, the sortable summary, failed and flagged cells, the environment."""
     index_path = Path(index_path)
     summary = pd.read_csv(summary_csv)
     environment = json.loads(Path(environment_json).read_text()) if environment_json else {}
     context = index_context(summary, environment, charts, index_path.parent)
+    context["answers"] = answers(pd.read_csv(verdicts_csv))
     results.write_atomic(index_path, TEMPLATES.get_template("index.html.j2").render(**context))

@@ -410,7 +410,9 @@ AVERAGED_COLUMNS = [
 ]  # fmt: skip
 # Columns of runs.csv that describe the cell rather than a repeat: summary.csv keeps the first.
 CONTEXT_COLUMNS = ["family", "keepalive", "http_version", "server_version", "interpreter", "server_cpus", "scaled"]
-RPS_COLUMNS = ["rps_trimmed_mean", "rps_median", "rps_min", "rps_max", "rps_cv"]
+RPS_COLUMNS = ["rps_trimmed_mean", "rps_median", "rps_ci_low", "rps_ci_high", "rps_min", "rps_max", "rps_cv"]
+# The median p99 latency of the repeats with its bootstrap interval.
+P99_COLUMNS = ["latency_p99_median", "latency_p99_ci_low", "latency_p99_ci_high"]
 SUMMARY_COLUMNS = [
     *CELL_KEYS,
     "repeats",
@@ -418,6 +420,7 @@ SUMMARY_COLUMNS = [
     "status",
     "reason",
     *RPS_COLUMNS,
+    *P99_COLUMNS,
     *(name for column in AVERAGED_COLUMNS for name in (column, f"{column}_min", f"{column}_max")),
     "flags",
     *CONTEXT_COLUMNS,
