@@ -55,7 +55,7 @@ def test_server_crashing_mid_load_is_failed_with_its_exit_code(base_config, tmp_
     record = measure_cell(base_config, tmp_path, "crasher")
     assert record["status"] == "failed"
     assert "exited with code 17 during load" in record["reason"]
-    assert (tmp_path / "crasher.txt").read_text(), "the load tool's raw output is kept"
+    assert (tmp_path / "crasher.load.txt").read_text(), "the load tool's raw output is kept"
 
 
 def test_port_taken_by_someone_else(base_config, tmp_path, no_leftovers, monkeypatch):

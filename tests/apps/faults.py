@@ -63,3 +63,35 @@ def _stalling(answers: int):
 # The verification's request is answered (this HTTP/1.0 server closes after it), then:
 stall_after_verify = _stalling(1)  # nothing more
 stall_after_one_more = _stalling(2)  # one answer in the whole load
+
+
+def _answer_after(seconds: float):
+    def app(environ, start_response):
+        time.sleep(seconds)
+        body = b"Hello World!"
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+        return [body]
+
+    return app
+
+
+# Throughput set by sleeping, not by the machine's speed: the same in every repeat.
+steady_10ms = _answer_after(0.010)
+
+
+def _starts() -> int:
+    """How many times this app has started, counted in the file $SERVERBENCH_TEST_COUNTER."""
+    import os
+    from pathlib import Path
+
+    counter = Path(os.environ["SERVERBENCH_TEST_COUNTER"])
+    starts = int(counter.read_text()) + 1 if counter.exists() else 1
+    counter.write_text(str(starts))
+    return starts
+
+
+def alternating(environ, start_response, _app=[]):  # noqa: B006 (chosen once per process)
+    """5 ms per answer in odd-numbered starts, 100 ms in even ones: repeats that never agree."""
+    if not _app:
+        _app.append(_answer_after(0.005 if _starts() % 2 else 0.100))
+    return _app[0](environ, start_response)

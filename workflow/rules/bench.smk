@@ -29,3 +29,18 @@ rule bench:
         "(profile {wildcards.profile}, workload {wildcards.workload}, repeat {wildcards.repeat})"
     script:
         "../scripts/bench_cell.py"
+
+
+# Profiles with `precision`: after min_repeats, one repeat more at a time until
+# the median's interval is narrow enough or max_repeats is reached.
+checkpoint precision:
+    input:
+        repeats_so_far,
+    output:
+        f"{RESULTS}/precision/{CELL_GROUP}/n{{n}}.json",
+    log:
+        f"{RESULTS}/logs/precision/{CELL_GROUP}/n{{n}}.log",
+    conda:
+        "../../envs/workflow.yaml"
+    script:
+        "../scripts/precision.py"

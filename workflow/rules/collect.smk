@@ -17,7 +17,7 @@ rule environment:
 
 rule collect:
     input:
-        cells=cell_results(),
+        cells=cell_results,
     output:
         runs=f"{RESULTS}/runs.csv",
         summary=report(f"{RESULTS}/summary.csv", category="Tables"),

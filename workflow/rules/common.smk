@@ -1,5 +1,7 @@
 # Validates the config before any job exists and derives the cell matrix once.
+import json
 import sys
+from pathlib import Path
 
 from serverbench import charts as sbcharts
 from serverbench import config as sbconfig
@@ -16,6 +18,8 @@ except sbconfig.ConfigError as error:
 RESULTS = config["results"].rstrip("/")
 MATRIX = Matrix(config)
 CELL_PATTERN = f"{RESULTS}/cells/{CELL_PATH}"
+# A cell's repeats share this path (CELL_PATH less its /r{repeat}).
+CELL_GROUP = CELL_PATH.rsplit("/", 1)[0]
 # name -> title of every chart (serverbench.charts)
 CHARTS = sbcharts.CHARTS
 CHART_FILES = [
@@ -32,6 +36,7 @@ wildcard_constraints:
     server=r"[A-Za-z0-9_.-]+",
     concurrency=r"\d+",
     repeat=r"\d+",
+    n=r"\d+",
 
 
 def cell_priority(wildcards):
@@ -44,8 +49,41 @@ def cell_position(wildcards):
     return MATRIX.position(CELL_PATH.format(**wildcards)) or 0
 
 
-def cell_results():
-    return [f"{RESULTS}/cells/{cell.relpath}.json" for cell in MATRIX.cells]
+def repeats_so_far(wildcards):
+    """The first n repeats of a cell, which its precision checkpoint judges."""
+    group = CELL_GROUP.format(**wildcards)
+    return [
+        f"{RESULTS}/cells/{group}/r{i}.json" for i in range(1, int(wildcards.n) + 1)
+    ]
+
+
+def cell_results(wildcards=None):
+    """Every repeat's result; a precision-driven cell's further repeats appear as
+    its checkpoint asks for them."""
+    files = [f"{RESULTS}/cells/{cell.relpath}.json" for cell in MATRIX.cells]
+    for first in MATRIX.groups():
+        profile = MATRIX.profiles[first.profile]
+        if not profile.precision:
+            continue
+        group = first.relpath.rsplit("/", 1)[0]
+        n = profile.planned_repeats
+        while True:
+            decision = checkpoints.precision.get(**cell_wildcards(first), n=n).output[0]
+            if not json.loads(Path(decision).read_text())["more"]:
+                break
+            n += 1
+            files.append(f"{RESULTS}/cells/{group}/r{n}.json")
+    return files
+
+
+def cell_wildcards(cell):
+    return {
+        "profile": cell.profile,
+        "workload": cell.workload,
+        "tool": cell.tool,
+        "server": cell.server,
+        "concurrency": str(cell.concurrency),
+    }
 
 
 def cell_threads(wildcards):

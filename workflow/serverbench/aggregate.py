@@ -112,7 +112,7 @@ def kept_cv(values) -> float | None:
     return statistics.stdev(kept) / statistics.fmean(kept)
 
 
-def _cell_row(key, group: pd.DataFrame, thresholds: dict, confidence: float, seed: int) -> dict:
+def _cell_row(key, group: pd.DataFrame, thresholds: dict, confidence: float, seed: int, targets: dict) -> dict:
     """One row of summary.csv (columns: model.SUMMARY_COLUMNS) from a cell's repeats."""
     ok = group[group["status"] == "ok"]
     rps = ok["rps"].tolist()
@@ -129,6 +129,12 @@ def _cell_row(key, group: pd.DataFrame, thresholds: dict, confidence: float, see
     row["rps_max"] = max(rps) if rps else None
     row["rps_cv"] = kept_cv(rps)
     row["rps_ci_low"], row["rps_ci_high"] = stats.median_ci(rps, confidence, seed)
+    row["precision_reached"] = stats.relative_half_width(rps, confidence, seed)
+    row["precision_target"] = targets.get(row["profile"])
+    if row["precision_target"] is not None:
+        row["precision_met"] = (
+            row["precision_reached"] is not None and row["precision_reached"] <= row["precision_target"]
+        )
     p99 = ok["latency_p99_ms"].dropna().tolist()
     row["latency_p99_median"] = statistics.median(p99) if p99 else None
     row["latency_p99_ci_low"], row["latency_p99_ci_high"] = stats.median_ci(p99, confidence, seed)
@@ -152,10 +158,13 @@ def _cell_row(key, group: pd.DataFrame, thresholds: dict, confidence: float, see
     return row
 
 
-def summarise(runs: pd.DataFrame, thresholds: dict, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
-    """A row per cell: estimates over its repeats, with confidence intervals at ``confidence``."""
+def summarise(
+    runs: pd.DataFrame, thresholds: dict, confidence: float = 0.95, seed: int = 0, targets: dict | None = None
+) -> pd.DataFrame:
+    """A row per cell: estimates over its repeats, with confidence intervals at ``confidence``;
+    ``targets`` maps a profile to its precision, where it asks for one."""
     groups = runs.groupby(CELL_KEYS, sort=True, dropna=False)
-    rows = [_cell_row(key, group, thresholds, confidence, seed) for key, group in groups]
+    rows = [_cell_row(key, group, thresholds, confidence, seed, targets or {}) for key, group in groups]
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
@@ -195,7 +204,8 @@ def worker_samples(paths) -> pd.DataFrame:
 
 def write_tables(paths, runs_csv, summary_csv, config: dict, workers_csv=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     runs = load_runs(paths)
-    summary = summarise(runs, config["flags"], config["comparisons"]["confidence"], config["seed"])
+    targets = {name: profile.get("precision") for name, profile in config["profiles"].items()}
+    summary = summarise(runs, config["flags"], config["comparisons"]["confidence"], config["seed"], targets)
     results.write_atomic(runs_csv, runs.to_csv(index=False))
     results.write_atomic(summary_csv, summary.to_csv(index=False))
     if workers_csv is not None:

@@ -137,8 +137,14 @@ def metric_chart(summary: pd.DataFrame, metric: str) -> alt.FacetChart:
     )
 
 
-def languages_chart(summary: pd.DataFrame) -> alt.VConcatChart:
-    """Python against Perl: families present in both languages, and the best of each language."""
+def comparable(data: pd.DataFrame, not_comparable: set[str]) -> pd.Series:
+    """Rows whose figure may decide: measured, and without a flag that disqualifies it."""
+    flags = data["flags"].fillna("").astype(str).str.split(";")
+    return (data["status"] == "ok") & ~flags.map(lambda f: bool(set(f) & not_comparable))
+
+
+def languages_chart(summary: pd.DataFrame, not_comparable: set[str] = frozenset()) -> alt.VConcatChart:
+    """Python against Perl: families present in both languages, and the best comparable server of each."""
     data = measured(summary)
     selection = alt.selection_point(fields=["server"], bind="legend")
     both = data.groupby("family")["language"].transform(lambda s: {"python", "perl"} <= set(s))
@@ -158,7 +164,7 @@ def languages_chart(summary: pd.DataFrame) -> alt.VConcatChart:
         .facet(row=alt.Row("panel:N", title=None), column=alt.Column("family:N", title="family"))
         .properties(title="Same design, two languages (family in config)")
     )
-    languages = data[data["language"].isin(["python", "perl"])]
+    languages = data[data["language"].isin(["python", "perl"]) & comparable(data, set(not_comparable))]
     keys = ["panel", "language", "concurrency"]
     best = languages.loc[languages.groupby(keys)["rps_trimmed_mean"].idxmax().dropna()]
     best_chart = (
@@ -172,7 +178,7 @@ def languages_chart(summary: pd.DataFrame) -> alt.VConcatChart:
         )
         .properties(width=360, height=220)
         .facet(row=alt.Row("panel:N", title=None))
-        .properties(title="The best server of each language at each concurrency")
+        .properties(title="The best comparable server of each language at each concurrency (flagged cells left out)")
     )
     return alt.vconcat(family_chart, best_chart).resolve_scale(color="independent")
 
@@ -249,12 +255,14 @@ def workers_chart(workers: pd.DataFrame) -> alt.FacetChart:
     )
 
 
-def build(name: str, summary: pd.DataFrame, workers: pd.DataFrame | None = None):
+def build(name: str, summary: pd.DataFrame, workers: pd.DataFrame | None = None, not_comparable=frozenset()):
     if name in METRICS:
         return metric_chart(summary, name)
     if name == "workers":
         return workers_chart(workers if workers is not None else pd.DataFrame())
-    return {"languages": languages_chart, "ceiling": ceiling_chart}[name](summary)
+    if name == "languages":
+        return languages_chart(summary, set(not_comparable))
+    return ceiling_chart(summary)
 
 
 def save_chart(chart, html_path, png_path, svg_path=None) -> None:

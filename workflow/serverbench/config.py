@@ -246,6 +246,12 @@ def _check_profile(config: dict, name: str) -> None:
         raise ConfigError(
             f"{where}.network", "netns is not available with isolation: docker (containers use the host network)"
         )
+    if profile.precision:
+        low, high = profile.min_repeats or profile.repeats, profile.max_repeats or profile.repeats
+        if low < 2:
+            raise ConfigError(f"{where}.min_repeats", "precision needs at least 2 repeats before it is judged")
+        if high < low:
+            raise ConfigError(f"{where}.max_repeats", f"{high} is fewer than min_repeats ({low})")
     for tool in profile.tools:
         if "{rate}" in " ".join(map(str, config["load_tools"][tool]["command"])) and not profile.rate:
             raise ConfigError(f"{where}.rate", f"tool {tool!r} offers a constant rate: the profile needs `rate`")

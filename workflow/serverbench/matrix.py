@@ -20,8 +20,14 @@ from serverbench.config import effective_profile, requested_profile, selected_pr
 from serverbench.model import Cell, Profile
 
 
+def planned_repeats(profile: dict) -> int:
+    """Repeats every cell of a (requested) profile gets before any precision is judged."""
+    return (profile["min_repeats"] or profile["repeats"]) if profile["precision"] else profile["repeats"]
+
+
 def cells(config: dict) -> list[Cell]:
-    """Every cell of the selected profiles, in a stable order."""
+    """Every planned cell of the selected profiles, in a stable order (repeats a
+    precision-driven profile adds later are not planned: see Matrix.adaptive)."""
     out = []
     for profile_name in selected_profiles(config):
         profile = requested_profile(config, profile_name)
@@ -29,7 +35,7 @@ def cells(config: dict) -> list[Cell]:
             for tool in profile["tools"]:
                 for server in profile["servers"]:
                     for concurrency in profile["concurrency"]:
-                        for repeat in range(1, profile["repeats"] + 1):
+                        for repeat in range(1, planned_repeats(profile) + 1):
                             out.append(Cell(profile_name, tool, server, concurrency, repeat, workload))
     return out
 
@@ -69,6 +75,10 @@ class Matrix:
         self.order = shuffled(self.cells, config["seed"])
         self._positions = {cell.relpath: index for index, cell in enumerate(self.order, start=1)}
         self._conditions: dict[tuple, str] = {}
+
+    def groups(self) -> list[Cell]:
+        """One cell per measured condition (its first repeat), in the stable order."""
+        return [cell for cell in self.cells if cell.repeat == 1]
 
     def position(self, relpath: str) -> int | None:
         """1 for the cell that runs first in the seeded order."""

@@ -73,6 +73,9 @@ class Profile:
     workloads: list[str]
     concurrency: list[int]
     repeats: int
+    precision: float | None
+    min_repeats: int | None
+    max_repeats: int | None
     duration: float
     requests: int
     rate: float | None
@@ -103,6 +106,11 @@ class Profile:
     def from_dict(cls, name: str, data: dict) -> Profile:
         return cls(name=name, **data)
 
+    @property
+    def planned_repeats(self) -> int:
+        """Repeats every cell gets: all of them, or the first before precision is judged."""
+        return (self.min_repeats or self.repeats) if self.precision else self.repeats
+
     def runtime_minutes(self) -> int:
         """An upper bound of one cell's wall time, for executors that need one."""
         seconds = (
@@ -125,7 +133,8 @@ class Profile:
     def measuring_conditions(self) -> dict:
         """What shapes a cell's measurement (the matrix's own lists left out)."""
         out = dataclasses.asdict(self)
-        for key in ("name", "servers", "tools", "workloads", "concurrency", "repeats", "description"):
+        matrix_keys = ("servers", "tools", "workloads", "concurrency", "repeats", "min_repeats", "max_repeats")
+        for key in ("name", "description", "precision", *matrix_keys):
             out.pop(key)
         return out
 
@@ -411,6 +420,8 @@ AVERAGED_COLUMNS = [
 # Columns of runs.csv that describe the cell rather than a repeat: summary.csv keeps the first.
 CONTEXT_COLUMNS = ["family", "keepalive", "http_version", "server_version", "interpreter", "server_cpus", "scaled"]
 RPS_COLUMNS = ["rps_trimmed_mean", "rps_median", "rps_ci_low", "rps_ci_high", "rps_min", "rps_max", "rps_cv"]
+# The CI half-width of the median as a share of it; the profile's target (precision); whether it was met.
+PRECISION_COLUMNS = ["precision_reached", "precision_target", "precision_met"]
 # The median p99 latency of the repeats with its bootstrap interval.
 P99_COLUMNS = ["latency_p99_median", "latency_p99_ci_low", "latency_p99_ci_high"]
 SUMMARY_COLUMNS = [
@@ -420,6 +431,7 @@ SUMMARY_COLUMNS = [
     "status",
     "reason",
     *RPS_COLUMNS,
+    *PRECISION_COLUMNS,
     *P99_COLUMNS,
     *(name for column in AVERAGED_COLUMNS for name in (column, f"{column}_min", f"{column}_max")),
     "flags",

@@ -100,3 +100,12 @@ def verdict(ratio: float, ci_low: float | None, ci_high: float | None, p_adjuste
     if significant and excludes_one:
         return "faster" if ratio > 1 else "slower"
     return "no detectable difference"
+
+
+def relative_half_width(values, confidence: float, seed: int) -> float | None:
+    """Half the width of the median's interval, as a share of the median: the precision reached."""
+    low, high = median_ci(values, confidence, seed)
+    data = _clean(values)
+    if low is None or not len(data) or not np.median(data):
+        return None
+    return float((high - low) / 2 / np.median(data))
