@@ -23,6 +23,7 @@ rule all:
         f"{RESULTS}/verdicts.csv",
         f"{RESULTS}/index.html",
         *CHART_FILES,
+        *SCREENSHOTS,
 
 
 onsuccess:

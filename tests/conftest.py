@@ -47,7 +47,7 @@ def base_config() -> dict:
     profile = config["profiles"]["default"]
     # TIME_WAIT draining is tested on its own; here it would only make tests wait.
     profile.update(
-        duration=1, warmup=0.5, repeats=1, concurrency=[10], ready_timeout=15, stop_grace=3, time_wait_max=10**6
+        duration=1, warmup=1, repeats=1, concurrency=[10], ready_timeout=15, stop_grace=3, time_wait_max=10**6
     )
     return config
 

@@ -2,9 +2,6 @@
 
 import json
 import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +9,7 @@ import pandas as pd
 import pytest
 from conftest import RECORDS_V1, require
 from PIL import Image
-from serverbench import REPO_ROOT, charts, verdicts
+from serverbench import REPO_ROOT, charts, screenshots, verdicts
 from serverbench import config as cfg
 
 LANGUAGE = {"gunicorn": "python", "starman": "perl", "uwsgi": "python", "uwsgi-psgi": "perl",
@@ -147,20 +144,6 @@ def _png_pixels(path: Path) -> np.ndarray:
         return np.asarray(image.convert("RGB"))
 
 
-def screenshot(url: str, target: Path, size=(1000, 700)) -> Path:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    with tempfile.TemporaryDirectory() as profile:
-        subprocess.run(
-            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-             f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}", "--virtual-time-budget=5000",
-             f"--screenshot={target}", url],
-            capture_output=True, timeout=120, check=False,
-        )  # fmt: skip
-    assert target.exists(), "chromium wrote no screenshot"
-    return target
-
-
 @pytest.mark.e2e
 def test_index_and_chart_draw_in_a_real_browser(tmp_path):
     require("chromium")
@@ -180,11 +163,20 @@ def test_index_and_chart_draw_in_a_real_browser(tmp_path):
     html = (tmp_path / "index.html").read_text()
     assert html.index("<h2>Answers</h2>") < html.index("<iframe")
     assert "not comparable, starman: starved" in html
-    for page in (tmp_path / "charts" / "rps.html", tmp_path / "index.html"):
-        shot = screenshot(page.as_uri(), tmp_path / f"{page.stem}-shot.png")
+    errors = screenshots.take_all(tmp_path / "index.html", tmp_path / "screenshots")
+    assert errors == {"desktop": [], "phone": []}
+    chart_errors = screenshots.screenshot(
+        (tmp_path / "charts" / "rps.html").as_uri(), tmp_path / "rps.png", (1000, 700)
+    )
+    assert chart_errors == []
+    shots = [tmp_path / "screenshots" / f"index-{width}.png" for width in ("desktop", "phone")] + [tmp_path / "rps.png"]
+    for shot in shots:
         pixels = _png_pixels(shot)
         colours = {tuple(p) for p in pixels.reshape(-1, 3)[:: max(1, pixels.shape[0] * pixels.shape[1] // 40000)]}
         non_white = (pixels.sum(axis=2) < 700).mean()
-        assert len(colours) > 20, f"{page.name}: an almost uniform screenshot ({len(colours)} colours)"
-        assert non_white > 0.01, f"{page.name}: the page is blank"
+        assert len(colours) > 20, f"{shot.name}: an almost uniform screenshot ({len(colours)} colours)"
+        assert non_white > 0.01, f"{shot.name}: the page is blank"
+    # The chart inside the index is drawn too: its iframe's area is not white.
+    desktop = _png_pixels(shots[0])
+    assert (desktop[: desktop.shape[0] // 2].sum(axis=2) < 700).mean() > 0.01
     assert os.path.getsize(tmp_path / "charts" / "rps.svg") > 1000

@@ -109,6 +109,11 @@ BAD = {
         "profiles.default.concurrency[0]",
         "minimum",
     ),
+    "wrk given a fraction of a second": (
+        lambda c: c["profiles"]["default"].update(warmup=0.5),
+        "profiles.default.warmup",
+        "wrk takes whole seconds: 0.5 cannot be its -d",
+    ),
     "repeats 0": (lambda c: c["profiles"]["default"].update(repeats=0), "profiles.default.repeats", "minimum"),
     "unparsable memory limit": (
         lambda c: c["profiles"]["default"].update(memory_limit="lots"),
@@ -251,9 +256,9 @@ def test_scale_down_keeps_the_split_and_records_it():
 
 def test_command_line_numbers_become_numbers():
     config = copy.deepcopy(SHIPPED)
-    config.update(concurrency=["10", "100"], repeats="2", duration="1.5")
+    config.update(concurrency=["10", "100"], repeats="2", duration="2.0")
     cfg.validate(config)
-    assert config["concurrency"] == [10, 100] and config["repeats"] == 2 and config["duration"] == 1.5
+    assert config["concurrency"] == [10, 100] and config["repeats"] == 2 and config["duration"] == 2.0
 
 
 def test_parse_size():

@@ -14,7 +14,7 @@ def test_sweep_to_ten_thousand_connections(base_config, tmp_path, no_leftovers, 
     require(server, "wrk", "ss")
     profile = base_config["profiles"]["default"]
     # Long enough for the socket reader to take two snapshots of 10,000 connections.
-    profile.update(duration=2 if concurrency <= 1000 else 4, warmup=0.5, timeout=2)
+    profile.update(duration=2 if concurrency <= 1000 else 4, warmup=1, timeout=2)
     base = tmp_path / f"{server}-{concurrency}"
     record = run_cell(
         base_config, Cell("default", "wrk", server, concurrency, 1), f"{base}.json", f"{base}.txt", f"{base}.log"

@@ -43,3 +43,19 @@ rule index:
         charts=CHARTS,
     script:
         "../scripts/index.py"
+
+
+# What a reader sees, where a browser is installed (Debian's chromium).
+rule screenshots:
+    input:
+        f"{RESULTS}/index.html",
+    output:
+        desktop=report(f"{RESULTS}/screenshots/index-desktop.png", category="Overview"),
+        phone=report(f"{RESULTS}/screenshots/index-phone.png", category="Overview"),
+        console=f"{RESULTS}/screenshots/console-errors.json",
+    log:
+        f"{RESULTS}/logs/screenshots.log",
+    conda:
+        "../../envs/workflow.yaml"
+    script:
+        "../scripts/screenshots.py"

@@ -8,6 +8,7 @@ from serverbench import config as sbconfig
 from serverbench.matrix import Matrix
 from serverbench.model import CELL_PATH
 from serverbench.results import config_hash
+from serverbench.screenshots import browser
 from serverbench.verdicts import print_answers
 
 try:
@@ -22,6 +23,12 @@ CELL_PATTERN = f"{RESULTS}/cells/{CELL_PATH}"
 CELL_GROUP = CELL_PATH.rsplit("/", 1)[0]
 # name -> title of every chart (serverbench.charts)
 CHARTS = sbcharts.CHARTS
+# index.html as a reader sees it, where a browser is installed.
+SCREENSHOTS = (
+    [f"{RESULTS}/screenshots/index-{width}.png" for width in ("desktop", "phone")]
+    if browser()
+    else []
+)
 CHART_FILES = [
     f"{RESULTS}/charts/{name}.{ext}"
     for name in CHARTS

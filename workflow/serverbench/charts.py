@@ -94,14 +94,23 @@ def _columns(data: pd.DataFrame, extra: list[str]) -> pd.DataFrame:
     return data[[c for c in wanted if c in data.columns]]
 
 
-def _x():
-    return alt.X("concurrency:Q", scale=alt.Scale(type="log"), title="concurrent connections")
+def _x(levels=None):
+    """Concurrency on a log axis, ticked exactly at the levels measured."""
+    axis = alt.Axis(values=sorted({int(v) for v in levels}), format="d") if levels is not None else alt.Axis(format="d")
+    return alt.X("concurrency:Q", scale=alt.Scale(type="log"), axis=axis, title="concurrent connections")
+
+
+def _profiles(data: pd.DataFrame) -> str:
+    names = sorted(data["profile"].dropna().astype(str).unique())
+    return f"profile {', '.join(names)}" if names else "no profile"
 
 
 def _lines_and_points(base: alt.Chart, selection) -> alt.LayerChart:
+    """Lines dashed by language; points hollow and crossed where flagged (told apart by shape, not colour)."""
     lines = base.mark_line().encode(strokeDash=alt.StrokeDash("language:N", title="language"))
-    points = base.mark_point(size=50, filled=False, strokeWidth=2).encode(
+    points = base.mark_point(size=60, filled=False, strokeWidth=2).encode(
         fill=alt.condition("datum.flagged", alt.value("white"), alt.Color("server:N", legend=None)),
+        shape=alt.Shape("flagged:N", title="flagged", scale=alt.Scale(domain=[False, True], range=["circle", "cross"])),
     )
     return alt.layer(lines, points).add_params(selection)
 
@@ -124,16 +133,20 @@ def metric_chart(summary: pd.DataFrame, metric: str) -> alt.FacetChart:
     selection = alt.selection_point(fields=["server"], bind="legend")
     scale = alt.Scale(type="log") if log else alt.Scale(zero=True)
     base = alt.Chart().encode(
-        x=_x(),
+        x=_x(data["concurrency"]),
         color=alt.Color("server:N", title="server"),
         opacity=alt.condition(selection, alt.value(1.0), alt.value(0.12)),
         tooltip=[*TOOLTIP, alt.Tooltip("measure:N"), alt.Tooltip("value:Q", format=",.3g")],
     )
-    band = base.mark_area(opacity=0.15).encode(y=alt.Y("low:Q", scale=scale), y2="high:Q")
+    # Translucent whatever the selection, and drawn first: the lines stay visible above it.
+    band = base.mark_area().encode(
+        y=alt.Y("low:Q", scale=scale), y2="high:Q", opacity=alt.condition(selection, alt.value(0.15), alt.value(0.03))
+    )
     lines = _lines_and_points(base.encode(y=alt.Y("value:Q", title=y_title, scale=scale)), selection)
     layered = alt.layer(band, lines, data=long).properties(width=360, height=240)
-    return layered.facet(row=alt.Row("panel:N", title=None), column=alt.Column("measure:N", title=None)).properties(
-        title=f"{title} against concurrency (band: min–max of repeats; hollow: flagged)"
+    facets = layered.facet(row=alt.Row("panel:N", title=None), column=alt.Column("measure:N", title=None))
+    return facets.resolve_scale(y="independent").properties(
+        title=f"{title} against concurrency, {_profiles(data)} (band: min–max of repeats; hollow crosses: flagged)"
     )
 
 
@@ -152,7 +165,7 @@ def languages_chart(summary: pd.DataFrame, not_comparable: set[str] = frozenset(
     family_chart = (
         _lines_and_points(
             alt.Chart(family).encode(
-                x=_x(),
+                x=_x(data["concurrency"]),
                 y=alt.Y("rps_trimmed_mean:Q", title="requests/s"),
                 color=alt.Color("server:N"),
                 opacity=alt.condition(selection, alt.value(1.0), alt.value(0.12)),
@@ -167,15 +180,15 @@ def languages_chart(summary: pd.DataFrame, not_comparable: set[str] = frozenset(
     languages = data[data["language"].isin(["python", "perl"]) & comparable(data, set(not_comparable))]
     keys = ["panel", "language", "concurrency"]
     best = languages.loc[languages.groupby(keys)["rps_trimmed_mean"].idxmax().dropna()]
+    best_base = alt.Chart(_columns(best, [])).encode(
+        x=_x(data["concurrency"]),
+        y=alt.Y("rps_trimmed_mean:Q", title="requests/s of the best server"),
+        color=alt.Color("language:N", title="language"),
+        tooltip=TOOLTIP,
+    )
+    labels = best_base.mark_text(align="left", dx=7, dy=-7, fontSize=11).encode(text="server:N")
     best_chart = (
-        alt.Chart(_columns(best, []))
-        .mark_line(point=True)
-        .encode(
-            x=_x(),
-            y=alt.Y("rps_trimmed_mean:Q", title="requests/s of the best server"),
-            color=alt.Color("language:N", title="language"),
-            tooltip=TOOLTIP,
-        )
+        alt.layer(best_base.mark_line(point=True), labels)
         .properties(width=360, height=220)
         .facet(row=alt.Row("panel:N", title=None))
         .properties(title="The best comparable server of each language at each concurrency (flagged cells left out)")
@@ -195,7 +208,7 @@ def ceiling_chart(summary: pd.DataFrame, baseline: str = "nginx-baseline") -> al
     data = data.dropna(subset=["share"])
     selection = alt.selection_point(fields=["server"], bind="legend")
     base = alt.Chart(_columns(data, ["share", "ceiling_rps"])).encode(
-        x=_x(),
+        x=_x(data["concurrency"]),
         y=alt.Y("share:Q", title=f"share of {baseline} req/s", axis=alt.Axis(format="%")),
         color=alt.Color("server:N"),
         opacity=alt.condition(selection, alt.value(1.0), alt.value(0.12)),

@@ -253,6 +253,13 @@ def _check_profile(config: dict, name: str) -> None:
         if high < low:
             raise ConfigError(f"{where}.max_repeats", f"{high} is fewer than min_repeats ({low})")
     for tool in profile.tools:
+        spec = config["load_tools"][tool]
+        if spec["parser"] == "wrk" and "{duration}" in " ".join(map(str, spec["command"])):
+            for key in ("duration", "warmup"):
+                if not float(getattr(profile, key)).is_integer():
+                    raise ConfigError(
+                        f"{origin(key)}", f"{tool} takes whole seconds: {getattr(profile, key)} cannot be its -d"
+                    )
         if "{rate}" in " ".join(map(str, config["load_tools"][tool]["command"])) and not profile.rate:
             raise ConfigError(f"{where}.rate", f"tool {tool!r} offers a constant rate: the profile needs `rate`")
     # Each connection is a file descriptor on both sides; keep room for the rest.

@@ -48,6 +48,9 @@ class Measure:
         self.launch.check_alive("warm-up")
         if run.timed_out:
             raise CellFailed(f"the warm-up was killed at its {self.deadline:g} s deadline: the server stalled")
+        if run.exit_code != 0:
+            first = next((line.strip() for line in run.output.splitlines() if line.strip()), "no output")
+            raise CellFailed(f"the warm-up's {self.cell.tool} exited with code {run.exit_code}: {first}", run.output)
 
     def load(self, keepalive: str, mark_phase) -> None:
         """The measured run: the tool pinned to the client CPUs, the monitor on the server."""

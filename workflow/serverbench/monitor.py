@@ -1,8 +1,11 @@
 """Samples a server's CPU, memory and worker count while it is under load.
 
 RSS summed over preforked workers counts shared pages once per worker, so PSS
-and USS (from smaps, costlier to read) are sampled too, at a lower rate. The
-sampler measures its own CPU time so its cost can be reported.
+and USS are read too, from smaps_rollup and at most once a PSS_PERIOD_S. The
+sampler is cheap by design (serverbench.procfs: one /proc read per process,
+files kept open; the process set from the server's cgroup, its tree walked
+only now and then), samples less often while nothing changes, and measures
+its own CPU time so its cost is in every result.
 """
 
 from __future__ import annotations
@@ -11,9 +14,11 @@ import statistics
 import threading
 import time
 
-import psutil
+from serverbench.procfs import ProcFiles, pss_uss
 
-PSS_EVERY = 10  # read smaps on every Nth sample only: it costs ~1 ms per process
+PSS_PERIOD_S = 1.0  # smaps_rollup walks every mapping: read it about once a second
+TREE_EVERY = 10  # without a cgroup, walk the process tree on every Nth sample only
+MAX_INTERVAL_S = 1.0  # while nothing changes the interval doubles up to this
 
 
 class Monitor:
@@ -29,9 +34,14 @@ class Monitor:
         self._cpu_by_pid: dict[int, float] = {}
         self._phase = "load"
         self.marks: dict[str, float] = {"load": 0.0}
+        self._proc = ProcFiles()
+        self._pids: list[int] = []
+        self._count = 0
+        self._last_pss = float("-inf")
 
     def __enter__(self) -> Monitor:
         self._t0 = time.monotonic()
+        self._refresh_pids(force=True)
         self._cpu0 = self._tree_cpu()
         self._cgroup_cpu0 = self.server.isolation.cpu_seconds()
         self._thread.start()
@@ -42,10 +52,12 @@ class Monitor:
         self._thread.join()
         if "idle" not in self.marks:
             self._end_of_load()
+        self._proc.close()
 
     def _end_of_load(self) -> None:
         """CPU figures of the summary cover the load only, not the idle tail."""
         self._t1 = time.monotonic()
+        self._refresh_pids(force=True)
         self._cpu1 = self._tree_cpu()
         self._cgroup_cpu1 = self.server.isolation.cpu_seconds()
 
@@ -56,51 +68,63 @@ class Monitor:
         self._phase = phase
         self.marks[phase] = round(time.monotonic() - self._t0, 4)
 
+    def _refresh_pids(self, force: bool = False) -> None:
+        """The server's processes: its cgroup's list (one read), else its tree now and then."""
+        in_cgroup = self.server.isolation.pids()
+        if in_cgroup:
+            self._pids = sorted(in_cgroup)
+        elif force or self._count % TREE_EVERY == 0:
+            self._pids = [process.pid for process in self.server.tree()]
+
     def _tree_cpu(self) -> float:
         """CPU seconds of the tree, keeping the last figure of processes that exited."""
-        for process in self.server.tree():
-            try:
-                times = process.cpu_times()
-                self._cpu_by_pid[process.pid] = times.user + times.system
-            except psutil.NoSuchProcess:
-                continue
+        for pid in self._pids:
+            stat = self._proc.stat(pid)
+            if stat is not None:
+                self._cpu_by_pid[pid] = stat[0]
         return sum(self._cpu_by_pid.values())
 
     def _run(self) -> None:
-        count = 0
+        interval = self.interval
         while not self._stop.is_set():
             started = time.thread_time()
-            self.samples.append(self._sample(with_pss=count % PSS_EVERY == 0))
+            self._refresh_pids()
+            sample = self._sample()
             self._own_cpu += time.thread_time() - started
-            count += 1
-            self._stop.wait(self.interval)
+            # Back off while the process set and memory stay as they were; catch up on any change.
+            same = self.samples and all(sample[k] == self.samples[-1][k] for k in ("processes", "threads", "rss"))
+            interval = min(MAX_INTERVAL_S, interval * 2) if same else self.interval
+            self.samples.append(sample)
+            self._count += 1
+            self._stop.wait(interval)
 
-    def _sample(self, with_pss: bool) -> dict:
-        rss = pss = uss = threads = 0
-        processes = self.server.tree()
+    def _sample(self) -> dict:
+        now = time.monotonic()
+        with_pss = now - self._last_pss >= PSS_PERIOD_S
+        rss = pss = uss = threads = processes = 0
         pss_ok = with_pss
-        for process in processes:
-            try:
-                if with_pss:
-                    full = process.memory_full_info()
-                    rss += full.rss
-                    pss += getattr(full, "pss", 0)
-                    uss += full.uss
-                else:
-                    rss += process.memory_info().rss
-                threads += process.num_threads()
-            except psutil.AccessDenied:
-                pss_ok = False
-            except psutil.NoSuchProcess:
+        for pid in self._pids:
+            stat = self._proc.stat(pid)
+            if stat is None:
                 continue
+            cpu, process_threads, process_rss = stat
+            self._cpu_by_pid[pid] = cpu
+            processes, threads, rss = processes + 1, threads + process_threads, rss + process_rss
+            if with_pss:
+                memory = pss_uss(pid)
+                pss_ok = pss_ok and memory is not None
+                if memory:
+                    pss, uss = pss + memory[0], uss + memory[1]
+        if with_pss:
+            self._last_pss = now
         return {
-            "t": round(time.monotonic() - self._t0, 4),
+            "t": round(now - self._t0, 4),
             "phase": self._phase,
-            "cpu_s": round(self._tree_cpu(), 4),
+            "cpu_s": round(sum(self._cpu_by_pid.values()), 4),
             "rss": rss,
             "pss": pss if pss_ok else None,
             "uss": uss if pss_ok else None,
-            "processes": len(processes),
+            "processes": processes,
             "threads": threads,
             "cgroup_memory": self.server.isolation.memory_bytes(),
         }
