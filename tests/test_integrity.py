@@ -40,6 +40,9 @@ def test_one_worker_keepalive_server_at_100_connections_is_flagged_starved(
     assert fairness["method"] == method
     assert fairness["client_rps_min"] == 0 and fairness["client_rps_max"] > 100
     assert "starved" in record["flags"]
+    # Little's law: 100 connections, but req/s × mean latency accounts for about one.
+    assert record["checks"]["littles_law"]["ratio"] < 0.25
+    assert "littles_law" in record["flags"]
     if method == "connections":
         assert fairness["connections"] == 100
         assert fairness["starved_connections"] >= 90
@@ -60,6 +63,54 @@ def test_enough_workers_are_not_flagged_starved(base_config, tmp_path, no_leftov
     assert record["fairness"]["status"] == "ok", record["fairness"]
     assert record["fairness"]["min_over_mean"] > 0.5
     assert "starved" not in record["flags"]
+    assert abs(1 - record["checks"]["littles_law"]["ratio"]) < 0.25 and "littles_law" not in record["flags"]
+    if method == "connections":
+        assert record["checks"]["connections"] == {"asked": 4, "established_max": 4}
+        assert "connections_missing" not in record["flags"]
+
+
+def test_connections_the_kernel_refuses_are_missing(base_config, tmp_path, no_leftovers):
+    """One worker holding its one kept-alive connection and a listen queue of 2:
+    the kernel drops further SYNs, so most of wrk's 20 connections never open."""
+    require("uwsgi", "wrk", "ss")
+    add_server(
+        base_config,
+        "uwsgi-queue2",
+        ["uwsgi", "--http11-socket", "{host}:{port}", "--processes", "1", "--listen", "2", *UWSGI_APP],
+    )
+    base_config["profiles"]["default"].update(duration=2)
+    record = measure_cell(base_config, tmp_path, "uwsgi-queue2", concurrency=20)
+    assert record["status"] == "ok", record["reason"]
+    connections = record["checks"]["connections"]
+    assert connections["asked"] == 20 and connections["established_max"] < 20
+    assert "connections_missing" in record["flags"]
+
+
+def gthread(app: str) -> list[str]:
+    return ["gunicorn", "--bind", "{host}:{port}", "--worker-class", "gthread", "--threads", "4",
+            "--keep-alive", "5", "--chdir", "{root}/tests/apps", app]  # fmt: skip
+
+
+def test_a_run_that_never_settles_is_flagged(base_config, tmp_path, no_leftovers):
+    """Answers slow down twentyfold 3 s after the app starts: in the middle of a 4 s run."""
+    require("gunicorn", "wrk", "ss")
+    add_server(base_config, "slowing", gthread("faults:slows_down_after_3s"))
+    base_config["profiles"]["default"].update(duration=4)
+    record = measure_cell(base_config, tmp_path, "slowing", concurrency=4)
+    assert record["status"] == "ok", record["reason"]
+    steady = record["steady"]
+    assert steady["status"] == "ok" and steady["cv"] > 0.5, steady
+    assert "no_steady_state" in record["flags"]
+
+
+def test_a_steady_run_is_not_flagged(base_config, tmp_path, no_leftovers):
+    require("gunicorn", "wrk", "ss")
+    add_server(base_config, "steady", gthread("faults:steady_10ms"))
+    base_config["profiles"]["default"].update(duration=3)
+    record = measure_cell(base_config, tmp_path, "steady", concurrency=4)
+    assert record["status"] == "ok", record["reason"]
+    assert record["steady"]["status"] == "ok" and record["steady"]["cv"] < 0.15, record["steady"]
+    assert "no_steady_state" not in record["flags"]
 
 
 def test_fairness_is_not_read_from_connections_a_server_closes(base_config, tmp_path, no_leftovers):

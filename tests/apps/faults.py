@@ -95,3 +95,14 @@ def alternating(environ, start_response, _app=[]):  # noqa: B006 (chosen once pe
     if not _app:
         _app.append(_answer_after(0.005 if _starts() % 2 else 0.100))
     return _app[0](environ, start_response)
+
+
+_STARTED = time.monotonic()
+
+
+def slows_down_after_3s(environ, start_response):
+    """1 ms per answer for the first 3 s after the app was imported, then 20 ms."""
+    time.sleep(0.001 if time.monotonic() - _STARTED < 3 else 0.020)
+    body = b"Hello World!"
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]

@@ -5,6 +5,7 @@ rule chart:
     input:
         summary=f"{RESULTS}/summary.csv",
         workers=f"{RESULTS}/workers.csv",
+        steady=f"{RESULTS}/steady.csv",
     output:
         html=report(
             f"{RESULTS}/charts/{{chart}}.html",

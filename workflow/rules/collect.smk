@@ -1,5 +1,6 @@
 # Merges every cell result into runs.csv (a row per repeat), summary.csv
-# (a row per cell) and workers.csv (workers over time), and records the machine and software of the run.
+# (a row per cell), workers.csv (workers over time) and steady.csv (req/s per
+# second of each run), and records the machine and software of the run.
 
 
 rule environment:
@@ -22,6 +23,7 @@ rule collect:
         runs=f"{RESULTS}/runs.csv",
         summary=report(f"{RESULTS}/summary.csv", category="Tables"),
         workers=report(f"{RESULTS}/workers.csv", category="Tables"),
+        steady=report(f"{RESULTS}/steady.csv", category="Tables"),
     log:
         f"{RESULTS}/logs/collect.log",
     conda:

@@ -1,4 +1,4 @@
-"""Merges cell results into runs.csv, summary.csv and workers.csv (serverbench.aggregate)."""
+"""Merges cell results into runs.csv, summary.csv, workers.csv and steady.csv (serverbench.aggregate)."""
 
 from serverbench.aggregate import write_tables
 
@@ -8,4 +8,5 @@ write_tables(
     snakemake.output.summary,  # noqa: F821
     snakemake.config,  # noqa: F821
     workers_csv=snakemake.output.workers,  # noqa: F821
+    steady_csv=snakemake.output.steady,  # noqa: F821
 )

@@ -22,6 +22,7 @@ from serverbench.model import (
     CONTEXT_COLUMNS,
     ERROR_CLASSES,
     RUN_COLUMNS,
+    STEADY_COLUMNS,
     SUMMARY_COLUMNS,
     WORKER_COLUMNS,
     CellRecord,
@@ -159,13 +160,33 @@ def _cell_row(key, group: pd.DataFrame, thresholds: dict, confidence: float, see
 
 
 def summarise(
-    runs: pd.DataFrame, thresholds: dict, confidence: float = 0.95, seed: int = 0, targets: dict | None = None
+    runs: pd.DataFrame,
+    thresholds: dict,
+    confidence: float = 0.95,
+    seed: int = 0,
+    targets: dict | None = None,
+    closed_loop_tools: set[str] | None = None,
 ) -> pd.DataFrame:
     """A row per cell: estimates over its repeats, with confidence intervals at ``confidence``;
     ``targets`` maps a profile to its precision, where it asks for one."""
     groups = runs.groupby(CELL_KEYS, sort=True, dropna=False)
     rows = [_cell_row(key, group, thresholds, confidence, seed, targets or {}) for key, group in groups]
-    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    if closed_loop_tools:
+        _flag_tools_disagreeing(summary, closed_loop_tools, thresholds["tools_disagree_share"])
+    return summary
+
+
+def _flag_tools_disagreeing(summary: pd.DataFrame, tools: set[str], share: float) -> None:
+    """Where two closed-loop tools measured one server under the same conditions, their
+    median req/s must agree within ``share``; both rows are flagged where they do not."""
+    measured = summary[summary["tool"].isin(tools) & summary["rps_median"].notna()]
+    same = [c for c in CELL_KEYS if c != "tool"]
+    for _, group in measured.groupby(same, dropna=False):
+        if len(group) > 1 and group["rps_median"].max() > (1 + share) * group["rps_median"].min():
+            for index in group.index:
+                flags = {f for f in str(summary.at[index, "flags"] or "").split(";") if f}
+                summary.at[index, "flags"] = ";".join(sorted(flags | {"tools_disagree"}))
 
 
 SAMPLE_BIN_S = 0.5
@@ -202,12 +223,33 @@ def worker_samples(paths) -> pd.DataFrame:
     return out
 
 
-def write_tables(paths, runs_csv, summary_csv, config: dict, workers_csv=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def steady_series(paths) -> pd.DataFrame:
+    """Requests/s in each second of every measured run, where the client sockets were read."""
+    rows = []
+    for path in sorted(map(str, paths)):
+        record = load_record(path)
+        steady = record.steady or {}
+        if record.status != "ok" or steady.get("status") != "ok":
+            continue
+        cell = record.cell.to_dict()
+        for second, rps in enumerate(steady["series_rps"], start=1):
+            rows.append({**{key: cell[key] for key in [*CELL_KEYS, "family", "repeat"]}, "second": second, "rps": rps})
+    return pd.DataFrame(rows, columns=STEADY_COLUMNS)
+
+
+def write_tables(
+    paths, runs_csv, summary_csv, config: dict, workers_csv=None, steady_csv=None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     runs = load_runs(paths)
     targets = {name: profile.get("precision") for name, profile in config["profiles"].items()}
-    summary = summarise(runs, config["flags"], config["comparisons"]["confidence"], config["seed"], targets)
+    closed = {
+        name for name, tool in config["load_tools"].items() if "{rate}" not in " ".join(map(str, tool["command"]))
+    }
+    summary = summarise(runs, config["flags"], config["comparisons"]["confidence"], config["seed"], targets, closed)
     results.write_atomic(runs_csv, runs.to_csv(index=False))
     results.write_atomic(summary_csv, summary.to_csv(index=False))
     if workers_csv is not None:
         results.write_atomic(workers_csv, worker_samples(paths).to_csv(index=False))
+    if steady_csv is not None:
+        results.write_atomic(steady_csv, steady_series(paths).to_csv(index=False))
     return runs, summary

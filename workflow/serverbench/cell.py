@@ -21,6 +21,7 @@ from serverbench import __version__, results, verify
 from serverbench import flags as flagging
 from serverbench.config import effective_profile
 from serverbench.errors import CellFailed, CellSkipped, Interrupted, raise_interrupted
+from serverbench.isolation import HarnessPlacement
 from serverbench.launch import Launch
 from serverbench.measure import Measure
 from serverbench.model import Cell, CellRecord
@@ -47,7 +48,15 @@ class CellRun:
     def run(self) -> CellRecord:
         record = self.record
         record.timing["job_start"] = round(time.time(), 4)
-        record.harness = {"version": __version__, "python": sys.version.split()[0]}
+        record.harness = {"version": __version__, "python": sys.version.split()[0], "cpus": self.profile.harness_cpus}
+        with HarnessPlacement(self.profile.harness_cpus) as placement:
+            self._run()
+        record.harness.update(placement.describe())
+        self._write()
+        return record
+
+    def _run(self) -> None:
+        record = self.record
         record.config_sha256 = results.config_hash(self.config)
         record.thresholds = dict(self.config["flags"])
         record.environment = os.path.relpath(Path(self.config["results"]) / "environment.json", self.json_path.parent)
@@ -75,8 +84,6 @@ class CellRun:
             self._teardown()
             shutil.rmtree(rundir, ignore_errors=True)
         record.flags = flagging.cell_flags(record, self.config["flags"])
-        self._write()
-        return record
 
     def _measure(self, rundir: Path) -> None:
         record, profile = self.record, self.profile

@@ -20,7 +20,7 @@ from markupsafe import Markup
 
 from serverbench import results
 from serverbench.flags import FLAG_HELP
-from serverbench.model import DEFAULT_WORKLOAD, WORKER_COLUMNS
+from serverbench.model import DEFAULT_WORKLOAD, STEADY_COLUMNS, WORKER_COLUMNS
 from serverbench.verdicts import answers
 
 # name: (title, y title, [(column, label)], log scale for y)
@@ -35,6 +35,7 @@ EXTRA_CHARTS = {
     "languages": "Python against Perl",
     "ceiling": "Share of the nginx ceiling",
     "workers": "Workers over time (autoscaling)",
+    "steady": "Requests/s second by second (steady state)",
 }
 CHARTS = {name: spec[0] for name, spec in METRICS.items()} | EXTRA_CHARTS
 BAND = {"rps_trimmed_mean": ("rps_min", "rps_max")}
@@ -268,7 +269,37 @@ def workers_chart(workers: pd.DataFrame) -> alt.FacetChart:
     )
 
 
-def build(name: str, summary: pd.DataFrame, workers: pd.DataFrame | None = None, not_comparable=frozenset()):
+def steady_chart(steady: pd.DataFrame) -> alt.FacetChart:
+    """Each run's requests/s in each second: a run that settles is flat (read from the client sockets)."""
+    data = steady.copy() if steady is not None and len(steady) else pd.DataFrame(columns=STEADY_COLUMNS)
+    data["panel"] = (
+        data["profile"].astype(str) + " · " + data["tool"].astype(str) + " · c=" + data["concurrency"].astype(str)
+    )
+    data["series"] = data["server"].astype(str) + " r" + data["repeat"].astype(str)
+    selection = alt.selection_point(fields=["server"], bind="legend")
+    base = alt.Chart(data).encode(
+        x=alt.X("second:Q", title="second of the measured run", axis=alt.Axis(tickMinStep=1, format="d")),
+        y=alt.Y("rps:Q", title="requests/s in that second", scale=alt.Scale(zero=True)),
+        color=alt.Color("server:N", title="server"),
+        strokeDash=alt.StrokeDash("language:N", title="language"),
+        detail="series:N",
+        opacity=alt.condition(selection, alt.value(1.0), alt.value(0.12)),
+        tooltip=["server:N", "language:N", "repeat:Q", "second:Q", alt.Tooltip("rps:Q", format=",.0f")],
+    )
+    title = "Requests/s second by second, " + (_profiles(data) if len(data) else "no run with kept-alive connections")
+    return (
+        alt.layer(base.mark_line(point=True)).add_params(selection)
+        .properties(width=420, height=220)
+        .facet(row=alt.Row("panel:N", title=None))
+        .properties(title=title)
+    )  # fmt: skip
+
+
+def build(
+    name: str, summary: pd.DataFrame, workers: pd.DataFrame | None = None, not_comparable=frozenset(), steady=None
+):
+    if name == "steady":
+        return steady_chart(steady)
     if name in METRICS:
         return metric_chart(summary, name)
     if name == "workers":

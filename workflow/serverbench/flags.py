@@ -27,6 +27,10 @@ FLAG_HELP = {
     "starved": "some connections got (almost) no answers while others were served: the figure hides waiting clients",
     "no_traffic": "no connection received any answer while the sockets were read",
     "backlog_small": "more connections than the server's listen backlog: connects may be refused or delayed",
+    "littles_law": "req/s × mean latency is far from the connections open: requests went uncounted (or the tool erred)",
+    "connections_missing": "fewer connections were established than the tool was asked to open",
+    "no_steady_state": "the throughput of the run's seconds varied more than flags.steady_cv: it never settled",
+    "tools_disagree": "two load tools measured the same cell's req/s more than flags.tools_disagree_share apart",
 }
 
 
@@ -37,7 +41,7 @@ def cell_flags(record: CellRecord, thresholds: dict) -> list[str]:
     flags = _load_flags(record, thresholds) + _resource_flags(record, thresholds)
     if record.verify is not None and record.verify.keepalive in ("closes-announced", "closes-silently"):
         flags.append("no_keepalive")
-    flags += _fairness_flags(record, thresholds)
+    flags += _fairness_flags(record, thresholds) + _self_check_flags(record, thresholds)
     backlog = record.limits.effective_backlog if record.limits else None
     if backlog is not None and record.cell.concurrency > backlog:
         flags.append("backlog_small")
@@ -89,3 +93,17 @@ def _fairness_flags(record: CellRecord, thresholds: dict) -> list[str]:
     if low is not None and low < thresholds["starved_share"] and starved:
         return ["starved"]
     return []
+
+
+def _self_check_flags(record: CellRecord, thresholds: dict) -> list[str]:
+    checks, flags = record.checks or {}, []
+    little = checks.get("littles_law")
+    if little and abs(1 - little["ratio"]) > thresholds["little_tolerance"]:
+        flags.append("littles_law")
+    connections = checks.get("connections")
+    if connections and connections["established_max"] < connections["asked"]:
+        flags.append("connections_missing")
+    steady = record.steady or {}
+    if steady.get("cv") is not None and steady["cv"] > thresholds["steady_cv"]:
+        flags.append("no_steady_state")
+    return flags

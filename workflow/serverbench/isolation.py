@@ -290,3 +290,27 @@ class CpuQuota:
             except OSError:
                 pass
             self.group = None
+
+
+class HarnessPlacement:
+    """Runs this process's current thread, and the threads and programs it starts
+    (the sampler, the socket reader, ss), on ``cpus``: never on the server's. The
+    CPU the harness spent meanwhile is measured (all its threads, not its children)."""
+
+    def __init__(self, cpus: list[int]):
+        self.cpus = list(cpus)
+        self.cpu_s: float | None = None
+
+    def __enter__(self) -> HarnessPlacement:
+        self._before = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, self.cpus)
+        self._started = resource.getrusage(resource.RUSAGE_SELF)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        ended = resource.getrusage(resource.RUSAGE_SELF)
+        self.cpu_s = (ended.ru_utime + ended.ru_stime) - (self._started.ru_utime + self._started.ru_stime)
+        os.sched_setaffinity(0, self._before)
+
+    def describe(self) -> dict:
+        return {"cpus": self.cpus, "cpu_s": None if self.cpu_s is None else round(self.cpu_s, 4)}

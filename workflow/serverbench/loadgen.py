@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,16 +89,26 @@ def _run_pinned(argv: list[str], pin, deadline_s: float, env: dict | None) -> To
             preexec_fn=pin,
             start_new_session=True,
         )
-        timed_out = False
-        # wait4 gives this child's own rusage, untouched by other children.
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() - started > deadline_s and not timed_out:
-                timed_out = True
-                os.killpg(proc.pid, signal.SIGKILL)
-            time.sleep(0.01)
+        expired = threading.Event()
+
+        def expire():
+            expired.set()
+            os.killpg(proc.pid, signal.SIGKILL)
+
+        # The deadline is a timer, so the harness blocks in wait4 instead of polling (no CPU
+        # taken from the client's CPUs); wait4 gives this child's own rusage.
+        timer = threading.Timer(deadline_s, expire)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:
+            # Interrupted: the tool must not outlive the job.
+            os.killpg(proc.pid, signal.SIGKILL)
+            os.waitpid(proc.pid, 0)
+            raise
+        finally:
+            timer.cancel()
+        timed_out = expired.is_set()
         proc.returncode = os.waitstatus_to_exitcode(status)
         sink.seek(0)
         output = sink.read().decode(errors="replace")

@@ -16,6 +16,7 @@ from serverbench.launch import Launch
 from serverbench.model import Autoscale, Cell, CellRecord, ClientSection, Fairness, LoadResult, Profile, Usage
 from serverbench.monitor import Monitor
 from serverbench.runenv import version_of
+from serverbench.selfcheck import self_checks, steady_state
 
 
 class Measure:
@@ -81,6 +82,9 @@ class Measure:
         self.launch.check_alive("load", raw_text=run.output)
         record.load = self._parse(run, sampler)
         record.fairness = self._fairness(keepalive, sampler, record.load.requests_per_s)
+        record.checks = self_checks(record, closed_loop="{rate}" not in " ".join(map(str, self.tool_spec["command"])))
+        if isinstance(sampler, fairness.ConnectionSampler):
+            record.steady = steady_state(sampler.snapshots, record.load)
         self.launch.check_alive("fairness probe", raw_text=run.output)
         if not record.load.requests:
             raise CellFailed(

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 DEFAULT_WORKLOAD = "hello"
-# /2 added load.latency_note, warmup, thresholds, client.cpu_quota, limits.listen_backlog
-# and None for error classes a tool cannot observe; a /1 record reads with those unset.
+# /2 added load.latency_note, warmup, checks, steady, thresholds, client.cpu_quota,
+# limits.listen_backlog, harness placement and None for error classes a tool cannot
+# observe; a /1 record reads with those unset.
 RECORD_SCHEMA = "serverbench.cell/2"
 KNOWN_RECORD_SCHEMAS = frozenset({"serverbench.cell/1", RECORD_SCHEMA})
 STATUSES = ("ok", "failed", "skipped")
@@ -89,6 +90,7 @@ class Profile:
     backlog: int
     server_cpus: list[int]
     client_cpus: list[int]
+    harness_cpus: list[int]
     scale_down: bool
     network: str
     isolation: str
@@ -206,12 +208,12 @@ class LoadResult(Section):
     duration_s: float | None = None
     requests_per_s: float | None = None
     latency_ms: Latency = field(default_factory=Latency)
+    latency_note: str | None = None
     transfer_bytes: int | None = None
     errors: ErrorCounts = field(default_factory=ErrorCounts)
     errors_detail: dict = field(default_factory=dict)
     errors_total: int = 0
     error_rate: float | None = None
-    latency_note: str | None = None
 
 
 Usage = optional_section(
@@ -329,6 +331,8 @@ class CellRecord(Section):
     isolation_image: str | None = None
     fairness: Fairness | None = None
     warmup: dict | None = None
+    checks: dict | None = None
+    steady: dict | None = None
     thresholds: dict | None = None
     traceback: str | None = None
 
@@ -438,3 +442,4 @@ SUMMARY_COLUMNS = [
     *CONTEXT_COLUMNS,
 ]
 WORKER_COLUMNS = [*CELL_KEYS, "family", "repeat", "t", "phase", "processes", "threads", "rss_mb"]
+STEADY_COLUMNS = [*CELL_KEYS, "family", "repeat", "second", "rps"]

@@ -36,12 +36,12 @@ def empty_record(source: str) -> dict:
         "duration_s": None,
         "requests_per_s": None,
         "latency_ms": dict.fromkeys(LATENCY_KEYS),
+        "latency_note": None,
         "transfer_bytes": None,
         "errors": dict.fromkeys(ERROR_CLASSES, 0),
         "errors_detail": {},
         "errors_total": 0,
         "error_rate": None,
-        "latency_note": None,
     }
 
 

@@ -109,6 +109,7 @@ def resolve(profile: dict, host_cpus: list[int], memory_bytes: int) -> dict:
     notes: list[str] = []
     out = dict(profile)
     out["server_cpus"], out["client_cpus"] = _resolve_cpus(profile, sorted(host_cpus), scale, notes)
+    out["harness_cpus"] = _harness_cpus(profile.get("harness_cpus"), out["server_cpus"], out["client_cpus"], host_cpus)
     out.update(_resolve_counts(profile, len(out["server_cpus"]), len(host_cpus)))
     out["memory_limit"] = _resolve_memory(profile["memory_limit"], memory_bytes, scale, notes)
     out["scaling"] = {
@@ -149,6 +150,19 @@ def _resolve_cpus(profile: dict, host_cpus: list[int], scale: bool, notes: list[
     if set(server_list) & set(client_list):
         raise ScaleError("client_cpus", "overlaps server_cpus: server and load tool must not share CPUs")
     return server_list, client_list
+
+
+def _harness_cpus(asked, server: list[int], client: list[int], host_cpus: list[int]) -> list[int]:
+    """Where the harness runs: as asked, else the CPUs nobody measured uses, else the client's."""
+    if asked:
+        if set(asked) & set(server):
+            raise ScaleError("harness_cpus", "overlaps server_cpus: the harness must not share the server's CPUs")
+        missing = sorted(set(asked) - set(host_cpus))
+        if missing:
+            raise ScaleError("harness_cpus", f"CPU(s) {missing} not available; this host has {sorted(host_cpus)}")
+        return list(asked)
+    spare = [cpu for cpu in sorted(host_cpus) if cpu not in server and cpu not in client]
+    return spare or list(client)
 
 
 def _resolve_counts(profile: dict, server_cpus: int, host_cpus: int) -> dict:
