@@ -69,14 +69,17 @@ TOOLTIP = [
 ]
 
 
-def measured(summary: pd.DataFrame) -> pd.DataFrame:
+def measured(summary: pd.DataFrame, not_comparable: set[str] | None = None) -> pd.DataFrame:
     """Rows with numbers, plus the fields every chart uses."""
     data = summary[summary["status"].isin(["ok", "partial"])].copy()
     for column in ("family", "flags", "keepalive", "server_version", "interpreter"):
         if column not in data:
             data[column] = None
     data["flags"] = data["flags"].fillna("").astype(str)
-    data["flagged"] = data["flags"].str.len() > 0
+    # Marked where a flag disqualifies the figure (comparisons.not_comparable_flags), or any flag
+    # when no such list is given; every flag is in the tooltip either way.
+    flags = data["flags"].str.split(";").map(lambda f: {x for x in f if x})
+    data["flagged"] = flags.map(lambda f: bool(f & not_comparable) if not_comparable is not None else bool(f))
     data["family"] = data["family"].fillna("")
     if "workload" not in data:
         data["workload"] = DEFAULT_WORKLOAD
@@ -111,15 +114,20 @@ def _lines_and_points(base: alt.Chart, selection) -> alt.LayerChart:
     lines = base.mark_line().encode(strokeDash=alt.StrokeDash("language:N", title="language"))
     points = base.mark_point(size=60, filled=False, strokeWidth=2).encode(
         fill=alt.condition("datum.flagged", alt.value("white"), alt.Color("server:N", legend=None)),
-        shape=alt.Shape("flagged:N", title="flagged", scale=alt.Scale(domain=[False, True], range=["circle", "cross"])),
+        shape=alt.Shape(
+            "flagged:N",
+            title="not comparable",
+            scale=alt.Scale(domain=[False, True], range=["circle", "cross"]),
+            legend=alt.Legend(symbolStrokeColor="#444", symbolFillColor="white"),
+        ),
     )
     return alt.layer(lines, points).add_params(selection)
 
 
-def metric_chart(summary: pd.DataFrame, metric: str) -> alt.FacetChart:
+def metric_chart(summary: pd.DataFrame, metric: str, not_comparable: set[str] | None = None) -> alt.FacetChart:
     """One of the seed study's five charts, faceted by profile · tool (rows) and measure."""
     title, y_title, columns, log = METRICS[metric]
-    data = measured(summary)
+    data = measured(summary, not_comparable)
     frames = []
     for column, label in columns:
         low, high = BAND.get(column, (f"{column}_min", f"{column}_max"))
@@ -147,7 +155,7 @@ def metric_chart(summary: pd.DataFrame, metric: str) -> alt.FacetChart:
     layered = alt.layer(band, lines, data=long).properties(width=360, height=240)
     facets = layered.facet(row=alt.Row("panel:N", title=None), column=alt.Column("measure:N", title=None))
     return facets.resolve_scale(y="independent").properties(
-        title=f"{title} against concurrency, {_profiles(data)} (band: min–max of repeats; hollow crosses: flagged)"
+        title=f"{title} against concurrency, {_profiles(data)} (band: min–max of repeats; crosses: not comparable)"
     )
 
 
@@ -159,7 +167,7 @@ def comparable(data: pd.DataFrame, not_comparable: set[str]) -> pd.Series:
 
 def languages_chart(summary: pd.DataFrame, not_comparable: set[str] = frozenset()) -> alt.VConcatChart:
     """Python against Perl: families present in both languages, and the best comparable server of each."""
-    data = measured(summary)
+    data = measured(summary, not_comparable)
     selection = alt.selection_point(fields=["server"], bind="legend")
     both = data.groupby("family")["language"].transform(lambda s: {"python", "perl"} <= set(s))
     family = _columns(data[both & (data["family"] != "")], [])
@@ -197,9 +205,11 @@ def languages_chart(summary: pd.DataFrame, not_comparable: set[str] = frozenset(
     return alt.vconcat(family_chart, best_chart).resolve_scale(color="independent")
 
 
-def ceiling_chart(summary: pd.DataFrame, baseline: str = "nginx-baseline") -> alt.FacetChart:
+def ceiling_chart(
+    summary: pd.DataFrame, baseline: str = "nginx-baseline", not_comparable: set[str] | None = None
+) -> alt.FacetChart:
     """Each server's requests/s as a share of nginx answering by itself, same profile, tool, concurrency."""
-    data = measured(summary)
+    data = measured(summary, not_comparable)
     keys = ["profile", "workload", "tool", "concurrency"]
     ceiling = data[data["server"] == baseline].set_index(keys)["rps_trimmed_mean"]
     data = data[data["server"] != baseline].copy()
@@ -301,12 +311,12 @@ def build(
     if name == "steady":
         return steady_chart(steady)
     if name in METRICS:
-        return metric_chart(summary, name)
+        return metric_chart(summary, name, set(not_comparable) or None)
     if name == "workers":
         return workers_chart(workers if workers is not None else pd.DataFrame())
     if name == "languages":
         return languages_chart(summary, set(not_comparable))
-    return ceiling_chart(summary)
+    return ceiling_chart(summary, not_comparable=set(not_comparable) or None)
 
 
 def save_chart(chart, html_path, png_path, svg_path=None) -> None:

@@ -10,6 +10,7 @@ good repeats, or carries a flag from ``comparisons.not_comparable_flags`` is
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from itertools import product
 
@@ -184,15 +185,23 @@ def sentence(row: dict, confidence: float) -> str:
     return f"{where}, {_claim(row, interval)}: {row['verdict']}{why}"
 
 
+SKIPPED = re.compile(r"(\S+): skipped: ([^;]+)")
+
+
 def answers(verdicts: pd.DataFrame) -> dict[str, list[str]]:
-    """The sentences, decided ones first: what the run can say, then what it cannot and why."""
+    """The sentences, decided ones first: what the run can say, then what it cannot and
+    why; servers that were not measured at all are named once, not in every comparison."""
     decided = verdicts[verdicts["verdict"].isin(["faster", "slower"])]
     undecided = verdicts[verdicts["verdict"] == "no detectable difference"]
     excluded = verdicts[verdicts["verdict"] == "not comparable"]
+    why = excluded["why"].fillna("")
+    only_skipped = why.map(lambda text: bool(SKIPPED.search(text)) and not SKIPPED.sub("", text).strip("; "))
+    not_measured = sorted({f"{server} ({reason})" for text in why for server, reason in SKIPPED.findall(text)})
     return {
         "decided": decided["sentence"].tolist(),
         "no detectable difference": undecided["sentence"].tolist(),
-        "not comparable": excluded["sentence"].tolist(),
+        "not comparable": excluded[~only_skipped]["sentence"].tolist(),
+        "not measured": not_measured,
     }
 
 
@@ -204,6 +213,7 @@ def print_answers(path) -> None:
         return
     print(f"\nserverbench: {len(verdicts)} comparisons ({path})")
     for title, sentences in answers(verdicts).items():
+        title = {"not measured": "not measured here (every comparison with them left out)"}.get(title, title)
         if sentences:
             print(f"\n{title} ({len(sentences)}):")
             for text in sentences:
