@@ -59,9 +59,9 @@ def test_a_run_too_short_for_two_snapshots_says_so():
     assert fairness.summarise([], None, STARVED)["status"] == "too short"
 
 
-def test_sampling_interval_gives_about_ten_snapshots_within_bounds():
-    assert fairness.sampling_interval(3) == 0.3
-    assert fairness.sampling_interval(0.5) == 0.2
+def test_sampling_interval_gives_about_six_snapshots_within_bounds():
+    assert fairness.sampling_interval(3) == 0.5
+    assert fairness.sampling_interval(0.5) == 0.4
     assert fairness.sampling_interval(120) == 1.0
     assert fairness.sampling_interval(None) == 0.05  # ab -n: the run's length is unknown
 

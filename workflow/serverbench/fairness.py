@@ -160,11 +160,12 @@ def summarise(
 
 
 def sampling_interval(expected_s: float | None) -> float:
-    """About ten snapshots per run, between 0.2 s and 1 s apart; a run of a
-    number of requests (ab -n) may last a fraction of a second: 0.05 s."""
+    """About six snapshots per run, between 0.4 s and 1 s apart (each ss costs
+    a few ms of CPU on the client's side); a run of a number of requests
+    (ab -n) may last a fraction of a second: 0.05 s."""
     if expected_s is None:
         return 0.05
-    return min(1.0, max(0.2, expected_s / 10))
+    return min(1.0, max(0.4, expected_s / 6))
 
 
 def h2load_probe(url: str, concurrency: int, seconds: float, profile: Profile, env: dict) -> dict:
