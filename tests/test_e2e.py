@@ -6,6 +6,7 @@ import itertools
 import json
 import subprocess
 import sys
+import zipfile
 
 import pandas as pd
 import pytest
@@ -88,6 +89,31 @@ def test_cells_ran_in_the_seeded_order(tiny_run):
         for r in runs.itertuples()
     ]
     assert [r["order"]["position"] for r in records] == [1, 2, 3, 4]
+
+
+def test_verdicts_and_answers(tiny_run):
+    """gunicorn (Python) and Starman (Perl) are one family; Starman's 2 workers starve 8 of
+    the 10 kept-alive connections, so the pair decides nothing and says why."""
+    results, done, _ = tiny_run
+    verdicts = pd.read_csv(results / "verdicts.csv")
+    family = verdicts[verdicts["kind"] == "family"].iloc[0]
+    assert (family["a"], family["b"]) == ("gunicorn", "starman")
+    assert family["verdict"] == "not comparable" and "starman: starved" in family["why"]
+    assert family["sentence"].startswith("Under wrk at 10 connections")
+    assert "comparisons (" in done.stdout + done.stderr  # the table printed when the workflow finished
+    index = (results / "index.html").read_text()
+    assert index.index("<h2>Answers</h2>") < index.index("<iframe") and family["sentence"] in index
+
+
+def test_report_packs_the_run(tiny_run, tmp_path):
+    results, _, _ = tiny_run
+    report = tmp_path / "report.zip"
+    done = run_snakemake(["--report", str(report)], [*TINY_MATRIX, f"results={results}"], timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with zipfile.ZipFile(report) as packed:
+        names = packed.namelist()
+    assert any(name.endswith("report.html") for name in names)
+    assert any(name.endswith("verdicts.csv") for name in names) and any(name.endswith("rps.png") for name in names)
 
 
 def test_no_server_process_left(tiny_run):

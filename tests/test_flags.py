@@ -161,3 +161,14 @@ def test_records_keep_their_thresholds(tmp_path, base_config, no_leftovers):
     record = measure_cell(config, tmp_path)
     assert record["thresholds"] == config["flags"]
     assert record["schema"] == "serverbench.cell/2"
+
+
+def test_littles_law_shortfall_fires_and_wrks_corrected_excess_does_not(record):
+    record.checks = {"littles_law": {"ratio": 0.2, "mean_latency_corrected_by_tool": True}}
+    assert "littles_law" in flagged(record)
+    record.checks = {"littles_law": {"ratio": 5.4, "mean_latency_corrected_by_tool": True}}
+    assert "littles_law" not in flagged(record)
+    record.checks = {"littles_law": {"ratio": 1.6, "mean_latency_corrected_by_tool": False}}
+    assert "littles_law" in flagged(record)
+    record.checks = {"littles_law": {"ratio": 0.95, "mean_latency_corrected_by_tool": False}}
+    assert "littles_law" not in flagged(record)

@@ -63,7 +63,7 @@ def test_enough_workers_are_not_flagged_starved(base_config, tmp_path, no_leftov
     assert record["fairness"]["status"] == "ok", record["fairness"]
     assert record["fairness"]["min_over_mean"] > 0.5
     assert "starved" not in record["flags"]
-    assert abs(1 - record["checks"]["littles_law"]["ratio"]) < 0.25 and "littles_law" not in record["flags"]
+    assert record["checks"]["littles_law"]["ratio"] > 0.75 and "littles_law" not in record["flags"]
     if method == "connections":
         assert record["checks"]["connections"] == {"asked": 4, "established_max": 4}
         assert "connections_missing" not in record["flags"]

@@ -98,8 +98,11 @@ def _fairness_flags(record: CellRecord, thresholds: dict) -> list[str]:
 def _self_check_flags(record: CellRecord, thresholds: dict) -> list[str]:
     checks, flags = record.checks or {}, []
     little = checks.get("littles_law")
-    if little and abs(1 - little["ratio"]) > thresholds["little_tolerance"]:
-        flags.append("littles_law")
+    if little:
+        short = little["ratio"] < 1 - thresholds["little_tolerance"]
+        over = little["ratio"] > 1 + thresholds["little_tolerance"] and not little["mean_latency_corrected_by_tool"]
+        if short or over:
+            flags.append("littles_law")
     connections = checks.get("connections")
     if connections and connections["established_max"] < connections["asked"]:
         flags.append("connections_missing")
