@@ -86,6 +86,7 @@ def no_leftovers():
 
 def measure_cell(config: dict, tmp_path: Path, server: str = "gunicorn", tool: str = "wrk", concurrency: int = 10):
     """One real cell of the default profile; its record, checked to be the one written beside its raw files."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     base = tmp_path / server
     paths = (f"{base}.json", f"{base}.load.txt", f"{base}.server.log")
     record = run_cell(config, Cell("default", tool, server, concurrency, 1), *paths)

@@ -3,7 +3,7 @@ caught and flagged, limits are enforced and recorded."""
 
 import pytest
 from conftest import add_server, measure_cell, require
-from serverbench import hostnet, isolation
+from serverbench import aggregate, hostnet, isolation
 
 UWSGI_APP = ["--wsgi-file", "{apps}/python/hello.py", "--master", "--die-on-term", "--disable-logging"]
 
@@ -232,3 +232,28 @@ def test_time_wait_socket_counter_bounds_the_ports():
     assert roomy["counted"] == "sockets" and roomy["waited_s"] == 0.0 and roomy["after"] == roomy["before"]
     slow = hostnet.drain_time_wait(limit=0, timeout=0.6)
     assert slow["counted"] == "ports" and slow["before"] >= 20 and slow["waited_s"] >= 0.5
+
+
+@pytest.mark.parametrize(
+    "server, quota, disagree",
+    [
+        # Both tools held to a tenth of a CPU against nginx: each is its own limit, and ab
+        # spends several times wrk's CPU per request, on any machine.
+        ("nginx-baseline", 0.1, True),
+        # A server that answers in 10 ms (a sleep): both tools measure the server.
+        ("steady", None, False),
+    ],
+)
+def test_tools_that_disagree_on_one_cell_are_flagged(base_config, tmp_path, no_leftovers, server, quota, disagree):
+    require("nginx", "gunicorn", "wrk", "ab")
+    add_server(base_config, "steady", gthread("faults:steady_10ms"))
+    base_config["profiles"]["default"].update(workers=1, requests=800, client_cpu_quota=quota)
+    paths = []
+    for tool in ("wrk", "ab"):
+        record = measure_cell(base_config, tmp_path / tool, server, tool=tool, concurrency=4)
+        assert record["status"] == "ok", record["reason"]
+        paths.append(tmp_path / tool / f"{server}.json")
+    runs = aggregate.load_runs(paths)
+    summary = aggregate.summarise(runs, base_config["flags"], closed_loop_tools={"wrk", "ab"})
+    flagged = ["tools_disagree" in str(flags) for flags in summary["flags"]]
+    assert flagged == [disagree, disagree], summary[["tool", "rps_median", "flags"]]

@@ -164,3 +164,12 @@ def test_compare_leaves_flagged_cells_undecided(tmp_path):
 def test_the_command_is_installed():
     done = subprocess.run([str(REPO_ROOT / ".venv" / "bin" / "serverbench")], capture_output=True, text=True)
     assert done.returncode == 2 and "serverbench compare A B" in done.stderr
+
+
+def test_a_run_without_comparisons_still_has_answers(tmp_path):
+    """One server, or servers with nothing declared between them: an empty verdicts.csv."""
+    path = tmp_path / "verdicts.csv"
+    pd.DataFrame(columns=verdicts.VERDICT_COLUMNS).to_csv(path, index=False)
+    assert verdicts.answers(pd.read_csv(path)) == {
+        "decided": [], "no detectable difference": [], "not comparable": [], "not measured": []
+    }  # fmt: skip

@@ -34,8 +34,14 @@ def write_json(path: str | Path, data) -> None:
     write_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
+# Where results go says nothing of how they were measured: two runs of one config
+# into two folders have one hash, so `serverbench compare` shows no false difference.
+NOT_HASHED = ("results",)
+
+
 def config_hash(config: dict) -> str:
-    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
+    measured = {key: value for key, value in config.items() if key not in NOT_HASHED}
+    return hashlib.sha256(json.dumps(measured, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def read_json(path: str | Path):

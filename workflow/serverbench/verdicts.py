@@ -196,6 +196,7 @@ def answers(verdicts: pd.DataFrame) -> dict[str, list[str]]:
     excluded = verdicts[verdicts["verdict"] == "not comparable"]
     why = excluded["why"].fillna("")
     only_skipped = why.map(lambda text: bool(SKIPPED.search(text)) and not SKIPPED.sub("", text).strip("; "))
+    only_skipped = only_skipped.astype(bool)  # an empty run leaves it untyped
     not_measured = sorted({f"{server} ({reason})" for text in why for server, reason in SKIPPED.findall(text)})
     return {
         "decided": decided["sentence"].tolist(),
