@@ -180,3 +180,35 @@ def test_index_and_chart_draw_in_a_real_browser(tmp_path):
     desktop = _png_pixels(shots[0])
     assert (desktop[: desktop.shape[0] // 2].sum(axis=2) < 700).mean() > 0.01
     assert os.path.getsize(tmp_path / "charts" / "rps.svg") > 1000
+
+
+def latency_rows() -> pd.DataFrame:
+    """Rate cells of two servers: one whose p99 takes off beyond 0.75, one that stays flat."""
+    rows = []
+    for server, language, capacity, p99s in (
+        ("gunicorn", "python", 1000.0, [2.0, 2.2, 2.5, 40.0]),
+        ("starman", "perl", 800.0, [3.0, 3.1, 3.3, 3.6]),
+    ):
+        for fraction, p99 in zip((0.25, 0.5, 0.75, 1.0), p99s, strict=True):
+            rows.append({
+                "profile": "latency", "workload": "hello", "tool": "oha", "server": server, "language": language,
+                "family": "preforking", "concurrency": 2, "fraction": fraction, "repeat": 1, "status": "ok",
+                "reason": None, "capacity_tool": "wrk", "capacity_concurrency": 2, "capacity_rps": capacity,
+                "capacity_ci_low": capacity * 0.95, "capacity_ci_high": capacity * 1.05,
+                "offered_rps": fraction * capacity, "latency_p50_ms": p99 / 2, "latency_p99_ms": p99, "flags": "",
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_load_chart_marks_each_knee_against_offered_load_and_fraction():
+    d = spec(charts.build("load", generated_summary(), latency_rows=latency_rows(), multiples={"latency": 3.0}))
+    assert len(d["hconcat"]) == 2
+    rows = next(iter(d["datasets"].values()))
+    knees = {(r["server"], r["fraction"]) for r in rows if r["knee"] and r["percentile"] == "p99"}
+    assert knees == {("gunicorn", 0.75), ("starman", 1.0)}
+    panels = [panel["spec"]["layer"][0]["encoding"] for panel in d["hconcat"]]
+    assert [p["x"]["field"] for p in panels] == ["offered_rps", "fraction"]
+    assert all(p["y"]["scale"]["type"] == "log" and p["strokeDash"]["field"] == "language" for p in panels)
+    assert panels[1]["x"]["axis"]["values"] == [0.25, 0.5, 0.75, 1.0]
+    empty = spec(charts.build("load", generated_summary()))
+    assert "no rate cells" in json.dumps(empty["title"])

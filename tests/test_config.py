@@ -156,6 +156,26 @@ BAD = {
         "catalogue.unit-python.control.file",
         "other.json",
     ),
+    "open loop with an unknown tool": (
+        lambda c: (c.update(profile="latency"), c["profiles"]["latency"]["open_loop"].update(tool="ohaa")),
+        "profiles.latency.open_loop.tool",
+        "ohaa",
+    ),
+    "open loop with a closed-loop tool": (
+        lambda c: (c.update(profile="latency"), c["profiles"]["latency"]["open_loop"].update(tool="wrk")),
+        "profiles.latency.open_loop.tool",
+        "takes no {rate}",
+    ),
+    "open loop durations reversed": (
+        lambda c: (c.update(profile="latency"), c["profiles"]["latency"]["open_loop"].update(min_duration=10)),
+        "profiles.latency.open_loop.min_duration",
+        "above max_duration",
+    ),
+    "open loop with precision-driven repeats": (
+        lambda c: (c.update(profile="latency"), c["profiles"]["latency"].update(precision=0.05)),
+        "profiles.latency.open_loop",
+        "precision",
+    ),
     "unknown language": (
         lambda c: c["catalogue"]["gunicorn"].update(language="ruby"),
         "catalogue.gunicorn.language",
@@ -186,6 +206,23 @@ def test_matrix_has_one_cell_per_combination():
     assert len(cells) == 2 * 1 * 2 * 3
     assert len({c.relpath for c in cells}) == len(cells)
     assert cells[0].relpath == "default/hello/wrk/gunicorn/c10/r1"
+
+
+def test_rate_cells_follow_the_capacity_cells_of_each_server():
+    config = cfg.validate(copy.deepcopy(SHIPPED) | {"profile": "latency"})
+    built = matrix.Matrix(config)
+    spec = SHIPPED["profiles"]["latency"]
+    servers, fractions = spec["servers"], spec["open_loop"]["fractions"]
+    assert len(built.rate_cells) == len(servers) * len(fractions) * spec["open_loop"]["repeats"]
+    first = built.rate_cells[0]
+    assert first.relpath == "latency/hello/oha/nginx-baseline/c2/f0.25/r1"
+    wildcards = type("W", (), {**first.__dict__, "fraction": "0.25", "concurrency": "2", "repeat": "1"})
+    assert matrix.Cell.from_wildcards(wildcards) == first
+    # Every rate cell comes after every closed-loop cell in the seeded order (it needs their capacity).
+    positions = [built.position(cell.relpath) for cell in built.cells]
+    assert max(positions) < min(built.position(cell.relpath) for cell in built.rate_cells)
+    capacity = built.capacity_cells("latency", "hello", "gunicorn")
+    assert [(c.tool, c.concurrency) for c in capacity] == [("oha-closed", 2)] * spec["repeats"]
 
 
 def test_workloads_multiply_the_matrix():

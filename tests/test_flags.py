@@ -9,7 +9,7 @@ import pytest
 from conftest import RECORDS_V1
 from serverbench import REPO_ROOT, aggregate, flags
 from serverbench import config as cfg
-from serverbench.model import Fairness, load_record
+from serverbench.model import RECORD_SCHEMA, Fairness, load_record
 
 THRESHOLDS = cfg.load(REPO_ROOT / "config.yaml")["flags"]
 
@@ -160,7 +160,7 @@ def test_records_keep_their_thresholds(tmp_path, base_config, no_leftovers):
     config = copy.deepcopy(base_config)
     record = measure_cell(config, tmp_path)
     assert record["thresholds"] == config["flags"]
-    assert record["schema"] == "serverbench.cell/2"
+    assert record["schema"] == RECORD_SCHEMA
 
 
 def test_littles_law_shortfall_fires_and_wrks_corrected_excess_does_not(record):

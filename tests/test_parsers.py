@@ -33,6 +33,7 @@ def test_wrk_lua_line_is_exact_and_agrees_with_text():
     assert record["requests_per_s"] == pytest.approx(14843 / 2.099548)
     assert record["transfer_bytes"] == 2241293
     assert record["latency_ms"]["p50"] == pytest.approx(1.378)
+    assert record["latency_ms"]["p99_9"] == pytest.approx(3.0)  # the Lua line's p999 (wrk's text has none)
     text = parsers._parse_wrk_text((RAW / "wrk-clean-lua.txt").read_text())
     assert text["requests_per_s"] == pytest.approx(record["requests_per_s"], rel=0.001)
     assert text["latency_ms"]["p99"] == pytest.approx(record["latency_ms"]["p99"], rel=0.01)
@@ -66,7 +67,16 @@ def test_ab_clean():
     assert record["requests"] == 5000
     assert record["duration_s"] == pytest.approx(0.772)
     assert record["requests_per_s"] == pytest.approx(6472.59)
-    assert record["latency_ms"] == {"mean": 2, "stdev": 0.2, "max": 3, "p50": 2, "p75": 2, "p90": 2, "p99": 2}
+    assert record["latency_ms"] == {
+        "mean": 2,
+        "stdev": 0.2,
+        "max": 3,
+        "p50": 2,
+        "p75": 2,
+        "p90": 2,
+        "p99": 2,
+        "p99_9": None,
+    }
     assert record["transfer_bytes"] == 755000
     assert record["errors_total"] == 0
 
@@ -130,6 +140,7 @@ def test_oha_clean():
     assert record["latency_ms"]["p50"] == pytest.approx(0.277235)
     assert record["latency_ms"]["p99"] == pytest.approx(1.021571)
     assert record["latency_ms"]["max"] == pytest.approx(4.861636)
+    assert record["latency_ms"]["p99_9"] == pytest.approx(4.861636)
     assert record["transfer_bytes"] == 12000
     assert record["errors_total"] == 0 and record["error_rate"] == 0
 

@@ -117,7 +117,9 @@ def result_set(path, factor=1.0, kernel="6.1", repeats=10, seed=0):
     path.mkdir()
     pd.DataFrame(rows).to_csv(path / "runs.csv", index=False)
     summary = (
-        pd.DataFrame(rows).drop_duplicates(compare.MATCH)[compare.MATCH].assign(status="ok", reason=None, flags="")
+        pd.DataFrame(rows)
+        .drop_duplicates(compare.MATCH)[compare.MATCH]
+        .assign(status="ok", reason=None, flags="", repeats_ok=repeats)
     )
     summary.to_csv(path / "summary.csv", index=False)
     (path / "environment.json").write_text(json.dumps({"kernel": kernel, "versions": {"server:gunicorn": "27"}}))
@@ -171,5 +173,6 @@ def test_a_run_without_comparisons_still_has_answers(tmp_path):
     path = tmp_path / "verdicts.csv"
     pd.DataFrame(columns=verdicts.VERDICT_COLUMNS).to_csv(path, index=False)
     assert verdicts.answers(pd.read_csv(path)) == {
-        "decided": [], "no detectable difference": [], "not comparable": [], "not measured": []
+        "decided": [], "no detectable difference": [], "not comparable": [], "not measured": [],
+        "latency under load": [],
     }  # fmt: skip

@@ -31,6 +31,48 @@ rule bench:
         "../scripts/bench_cell.py"
 
 
+# A server's capacity (its highest comparable median req/s, with its interval)
+# from its closed-loop cells: what its rate cells offer fractions of.
+rule capacity:
+    input:
+        capacity_cells,
+    output:
+        CAPACITY,
+    log:
+        f"{RESULTS}/logs/capacity/{{profile}}/{{workload}}/{{server}}.log",
+    conda:
+        "../../envs/workflow.yaml"
+    script:
+        "../scripts/capacity.py"
+
+
+# Open loop: a constant rate, a fraction of the server's own capacity, so the
+# capacity is an input and the DAG shows that every rate cell waits for it.
+rule bench_rate:
+    input:
+        capacity=CAPACITY,
+    output:
+        result=f"{RATE_CELL_PATTERN}.json",
+        raw=f"{RATE_CELL_PATTERN}.load.txt",
+    log:
+        server=f"{RATE_CELL_PATTERN}.server.log",
+    priority: cell_priority
+    conda:
+        "../../envs/workflow.yaml"
+    threads: cell_threads
+    resources:
+        mem_mb=cell_mem_mb,
+        runtime=cell_runtime,
+        run_position=cell_position,
+    params:
+        conditions=cell_conditions,
+    message:
+        "offering {wildcards.fraction} of {wildcards.server}'s capacity with {wildcards.tool} "
+        "(profile {wildcards.profile}, workload {wildcards.workload}, repeat {wildcards.repeat})"
+    script:
+        "../scripts/bench_cell.py"
+
+
 # Profiles with `precision`: after min_repeats, one repeat more at a time until
 # the median's interval is narrow enough or max_repeats is reached.
 checkpoint precision:

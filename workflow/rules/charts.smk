@@ -6,6 +6,7 @@ rule chart:
         summary=f"{RESULTS}/summary.csv",
         workers=f"{RESULTS}/workers.csv",
         steady=f"{RESULTS}/steady.csv",
+        latency=f"{RESULTS}/latency.csv",
     output:
         html=report(
             f"{RESULTS}/charts/{{chart}}.html",

@@ -1,6 +1,8 @@
 # Merges every cell result into runs.csv (a row per repeat), summary.csv
-# (a row per cell), workers.csv (workers over time) and steady.csv (req/s per
-# second of each run), and records the machine and software of the run.
+# (a row per cell, with each server's capacity and knee where rate cells ran),
+# latency.csv (a row per rate cell), workers.csv (workers over time) and
+# steady.csv (req/s per second of each run), and records the machine and
+# software of the run.
 
 
 rule environment:
@@ -19,8 +21,10 @@ rule environment:
 rule collect:
     input:
         cells=cell_results,
+        rates=rate_cell_results,
     output:
         runs=f"{RESULTS}/runs.csv",
+        latency=report(f"{RESULTS}/latency.csv", category="Tables"),
         summary=report(f"{RESULTS}/summary.csv", category="Tables"),
         workers=report(f"{RESULTS}/workers.csv", category="Tables"),
         steady=report(f"{RESULTS}/steady.csv", category="Tables"),
@@ -36,6 +40,7 @@ rule decide:
     input:
         runs=f"{RESULTS}/runs.csv",
         summary=f"{RESULTS}/summary.csv",
+        latency=f"{RESULTS}/latency.csv",
     output:
         report(f"{RESULTS}/verdicts.csv", category="Tables"),
     log:

@@ -6,7 +6,7 @@ from pathlib import Path
 from serverbench import charts as sbcharts
 from serverbench import config as sbconfig
 from serverbench.matrix import Matrix
-from serverbench.model import CELL_PATH
+from serverbench.model import CELL_PATH, RATE_CELL_PATH
 from serverbench.results import config_hash
 from serverbench.screenshots import browser
 from serverbench.verdicts import print_answers
@@ -19,6 +19,9 @@ except sbconfig.ConfigError as error:
 RESULTS = config["results"].rstrip("/")
 MATRIX = Matrix(config)
 CELL_PATTERN = f"{RESULTS}/cells/{CELL_PATH}"
+RATE_CELL_PATTERN = f"{RESULTS}/cells/{RATE_CELL_PATH}"
+# A server's capacity in a profile and workload, which its rate cells offer fractions of.
+CAPACITY = f"{RESULTS}/capacity/{{profile}}/{{workload}}/{{server}}.json"
 # A cell's repeats share this path (CELL_PATH less its /r{repeat}).
 CELL_GROUP = CELL_PATH.rsplit("/", 1)[0]
 # name -> title of every chart (serverbench.charts)
@@ -43,17 +46,37 @@ wildcard_constraints:
     server=r"[A-Za-z0-9_.-]+",
     concurrency=r"\d+",
     repeat=r"\d+",
+    fraction=r"[0-9]+(\.[0-9]+)?",
     n=r"\d+",
+
+
+def cell_relpath(wildcards):
+    """The cell's path below cells/ (a rate cell's has its fraction)."""
+    pattern = RATE_CELL_PATH if "fraction" in wildcards.keys() else CELL_PATH
+    return pattern.format(**wildcards)
 
 
 def cell_priority(wildcards):
     """The first cell of the seeded shuffle runs first."""
-    return MATRIX.priority(CELL_PATH.format(**wildcards))
+    return MATRIX.priority(cell_relpath(wildcards))
 
 
 def cell_position(wildcards):
     """The cell's place in the seeded order (1 = first), recorded in its result."""
-    return MATRIX.position(CELL_PATH.format(**wildcards)) or 0
+    return MATRIX.position(cell_relpath(wildcards)) or 0
+
+
+def capacity_cells(wildcards):
+    """The closed-loop cells that measure a server's capacity."""
+    cells = MATRIX.capacity_cells(
+        wildcards.profile, wildcards.workload, wildcards.server
+    )
+    return [f"{RESULTS}/cells/{cell.relpath}.json" for cell in cells]
+
+
+def rate_cell_results(wildcards=None):
+    """Every rate cell's result (open-loop profiles)."""
+    return [f"{RESULTS}/cells/{cell.relpath}.json" for cell in MATRIX.rate_cells]
 
 
 def repeats_so_far(wildcards):

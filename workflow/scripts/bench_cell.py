@@ -10,4 +10,5 @@ run_cell(
     raw_path=snakemake.output.raw,  # noqa: F821
     log_path=snakemake.log.server,  # noqa: F821
     position=snakemake.resources.run_position or None,  # noqa: F821
+    capacity_path=getattr(snakemake.input, "capacity", None),  # noqa: F821 (rate cells only)
 )

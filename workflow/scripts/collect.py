@@ -1,4 +1,4 @@
-"""Merges cell results into runs.csv, summary.csv, workers.csv and steady.csv (serverbench.aggregate)."""
+"""Merges cell results into runs.csv, summary.csv, latency.csv, workers.csv and steady.csv (serverbench.aggregate)."""
 
 from serverbench.aggregate import write_tables
 
@@ -9,4 +9,6 @@ write_tables(
     snakemake.config,  # noqa: F821
     workers_csv=snakemake.output.workers,  # noqa: F821
     steady_csv=snakemake.output.steady,  # noqa: F821
+    rate_paths=snakemake.input.rates,  # noqa: F821
+    latency_csv=snakemake.output.latency,  # noqa: F821
 )

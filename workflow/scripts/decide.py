@@ -8,5 +8,6 @@ verdicts = decide(
     pd.read_csv(snakemake.input.runs),  # noqa: F821 (injected by Snakemake)
     pd.read_csv(snakemake.input.summary),  # noqa: F821
     snakemake.config,  # noqa: F821
+    pd.read_csv(snakemake.input.latency),  # noqa: F821
 )
 write_atomic(snakemake.output[0], verdicts.to_csv(index=False))  # noqa: F821

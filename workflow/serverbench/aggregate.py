@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from serverbench import results, stats
+from serverbench import latency, results, stats
 from serverbench.model import (
     AVERAGED_COLUMNS,
     CELL_KEYS,
@@ -238,14 +238,19 @@ def steady_series(paths) -> pd.DataFrame:
 
 
 def write_tables(
-    paths, runs_csv, summary_csv, config: dict, workers_csv=None, steady_csv=None
+    paths, runs_csv, summary_csv, config: dict, workers_csv=None, steady_csv=None, rate_paths=(), latency_csv=None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The run's tables; rate cells (``rate_paths``) go to latency.csv, their knees into summary.csv."""
     runs = load_runs(paths)
     targets = {name: profile.get("precision") for name, profile in config["profiles"].items()}
     closed = {
         name for name, tool in config["load_tools"].items() if "{rate}" not in " ".join(map(str, tool["command"]))
     }
     summary = summarise(runs, config["flags"], config["comparisons"]["confidence"], config["seed"], targets, closed)
+    rates = latency.latency_table(rate_paths)
+    summary = latency.with_knees(summary, rates, latency.knee_multiples(config))
+    if latency_csv is not None:
+        results.write_atomic(latency_csv, rates.to_csv(index=False))
     results.write_atomic(runs_csv, runs.to_csv(index=False))
     results.write_atomic(summary_csv, summary.to_csv(index=False))
     if workers_csv is not None:

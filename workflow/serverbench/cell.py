@@ -17,7 +17,7 @@ import time
 import traceback
 from pathlib import Path
 
-from serverbench import __version__, results, verify
+from serverbench import __version__, latency, results, verify
 from serverbench import flags as flagging
 from serverbench.config import effective_profile
 from serverbench.errors import CellFailed, CellSkipped, Interrupted, raise_interrupted
@@ -29,8 +29,8 @@ from serverbench.runenv import make_rundir, run_env
 
 
 class CellRun:
-    def __init__(self, config: dict, cell: Cell, json_path, raw_path, log_path, position: int | None = None):
-        self.config, self.cell = config, cell
+    def __init__(self, config: dict, cell: Cell, json_path, raw_path, log_path, position=None, capacity_path=None):
+        self.config, self.cell, self.capacity_path = config, cell, capacity_path
         self.profile = effective_profile(config, cell.profile)
         spec = config["catalogue"][cell.server]
         self.record = CellRecord.new(cell, spec["language"], spec.get("family"))
@@ -90,9 +90,11 @@ class CellRun:
         record.scaling = profile.scaling
         record.workload = {"name": self.cell.workload, "path": self.config["app_workloads"][self.cell.workload]["path"]}
         self.phase("prepare")
+        if self.cell.is_rate:
+            record.open_loop = latency.rate_plan(self.capacity_path, self.cell.fraction, profile.open_loop)
         self.launch = launch = Launch(self.config, self.cell, profile, record, rundir, self.log_path, self.env)
         launch.prepare()
-        measure = Measure(self.config, self.cell, profile, record, launch, self.env)
+        measure = Measure(self.config, self.cell, profile, record, launch, self.env, plan=record.open_loop)
         launch.isolate()
         self.phase("start")
         launch.start()
@@ -127,11 +129,11 @@ class CellRun:
             self.launch = None
 
 
-def run_cell(config: dict, cell: Cell, json_path, raw_path, log_path, position: int | None = None) -> dict:
-    """Measure one cell and write its record (returned as written)."""
+def run_cell(config: dict, cell: Cell, json_path, raw_path, log_path, position=None, capacity_path=None) -> dict:
+    """Measure one cell and write its record (returned as written); a rate cell needs its capacity file."""
     previous = {sig: signal.signal(sig, raise_interrupted) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        return CellRun(config, cell, json_path, raw_path, log_path, position).run().to_dict()
+        return CellRun(config, cell, json_path, raw_path, log_path, position, capacity_path).run().to_dict()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

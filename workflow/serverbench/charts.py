@@ -18,10 +18,10 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup
 
-from serverbench import results
+from serverbench import latency, results
 from serverbench.flags import FLAG_HELP
 from serverbench.model import DEFAULT_WORKLOAD, STEADY_COLUMNS, WORKER_COLUMNS
-from serverbench.verdicts import answers
+from serverbench.verdicts import answers, flag_set, why_not_comparable
 
 # name: (title, y title, [(column, label)], log scale for y)
 METRICS = {
@@ -36,6 +36,7 @@ EXTRA_CHARTS = {
     "ceiling": "Share of the nginx ceiling",
     "workers": "Workers over time (autoscaling)",
     "steady": "Requests/s second by second (steady state)",
+    "load": "Latency against offered load (open loop)",
 }
 CHARTS = {name: spec[0] for name, spec in METRICS.items()} | EXTRA_CHARTS
 BAND = {"rps_trimmed_mean": ("rps_min", "rps_max")}
@@ -75,10 +76,10 @@ def measured(summary: pd.DataFrame, not_comparable: set[str] | None = None) -> p
     for column in ("family", "flags", "keepalive", "server_version", "interpreter"):
         if column not in data:
             data[column] = None
-    data["flags"] = data["flags"].fillna("").astype(str)
     # Marked where a flag disqualifies the figure (comparisons.not_comparable_flags), or any flag
     # when no such list is given; every flag is in the tooltip either way.
-    flags = data["flags"].str.split(";").map(lambda f: {x for x in f if x})
+    flags = data["flags"].map(flag_set)
+    data["flags"] = data["flags"].fillna("").astype(str)
     data["flagged"] = flags.map(lambda f: bool(f & not_comparable) if not_comparable is not None else bool(f))
     data["family"] = data["family"].fillna("")
     if "workload" not in data:
@@ -160,9 +161,10 @@ def metric_chart(summary: pd.DataFrame, metric: str, not_comparable: set[str] | 
 
 
 def comparable(data: pd.DataFrame, not_comparable: set[str]) -> pd.Series:
-    """Rows whose figure may decide: measured, and without a flag that disqualifies it."""
-    flags = data["flags"].fillna("").astype(str).str.split(";")
-    return (data["status"] == "ok") & ~flags.map(lambda f: bool(set(f) & not_comparable))
+    """Rows whose figure may decide (verdicts.why_not_comparable finds no reason against it)."""
+    if data.empty:
+        return pd.Series(dtype=bool, index=data.index)
+    return data.apply(lambda row: not why_not_comparable(row, not_comparable), axis=1).astype(bool)
 
 
 def languages_chart(summary: pd.DataFrame, not_comparable: set[str] = frozenset()) -> alt.VConcatChart:
@@ -305,9 +307,85 @@ def steady_chart(steady: pd.DataFrame) -> alt.FacetChart:
     )  # fmt: skip
 
 
+def _load_points(latency_rows: pd.DataFrame, multiples: dict) -> pd.DataFrame:
+    """Per server and fraction: median p50 and p99 of the ok rate cells, and whether it is the knee."""
+    ok = latency_rows[(latency_rows["status"] == "ok") & latency_rows["latency_p99_ms"].notna()]
+    keys = ["profile", "workload", "tool", "server", "language", "fraction"]
+    points = ok.groupby(keys, as_index=False).agg(
+        offered_rps=("offered_rps", "median"), p50=("latency_p50_ms", "median"), p99=("latency_p99_ms", "median")
+    )
+    found = latency.knees(latency_rows, multiples).set_index(["profile", "workload", "server"])["knee_fraction"]
+    knee_of = found.reindex(pd.MultiIndex.from_frame(points[["profile", "workload", "server"]])).to_numpy()
+    points["knee"] = points["fraction"] == knee_of
+    long = points.melt(
+        id_vars=[*keys, "offered_rps", "knee"], value_vars=["p50", "p99"], var_name="percentile", value_name="ms"
+    )
+    long["panel"] = (
+        long["profile"]
+        + " · "
+        + long["tool"]
+        + long["workload"].map(lambda w: "" if w == DEFAULT_WORKLOAD else f" · {w}")
+    )
+    return long[long["ms"] > 0]
+
+
+def _fraction_axis(data: pd.DataFrame) -> alt.Axis:
+    """Ticks exactly at the fractions offered."""
+    return alt.Axis(values=sorted({float(f) for f in data["fraction"]}), format=".2~f")
+
+
+def load_chart(latency_rows: pd.DataFrame | None, multiples: dict | None = None) -> alt.HConcatChart:
+    """p99 (thick) and p50 (thin) against offered req/s and against the fraction of each server's own
+    capacity; a line per server, dashed by language, log latency; the knee a filled diamond."""
+    rows = latency_rows if latency_rows is not None else pd.DataFrame(columns=latency.LATENCY_COLUMNS)
+    data = (
+        _load_points(rows, multiples or {})
+        if len(rows)
+        else pd.DataFrame(
+            columns=["panel", "server", "language", "fraction", "offered_rps", "knee", "percentile", "ms"]
+        )
+    )
+    selection = alt.selection_point(fields=["server"], bind="legend")
+    tooltip = ["server:N", "language:N", "percentile:N", alt.Tooltip("fraction:Q", format=".2f"),
+               alt.Tooltip("offered_rps:Q", format=",.0f"), alt.Tooltip("ms:Q", format=".3g"), "knee:N"]  # fmt: skip
+    panels = []
+    for x, title in (("offered_rps:Q", "offered requests/s"), ("fraction:Q", "fraction of the server's own capacity")):
+        base = alt.Chart().encode(
+            x=alt.X(x, title=title, axis=_fraction_axis(data) if x.startswith("fraction") else alt.Axis(format=",d")),
+            y=alt.Y("ms:Q", title="latency (ms)", scale=alt.Scale(type="log")),
+            color=alt.Color("server:N", title="server"),
+            opacity=alt.condition(selection, alt.value(1.0), alt.value(0.12)),
+            tooltip=tooltip,
+        )
+        lines = base.mark_line(point=True).encode(
+            strokeDash=alt.StrokeDash("language:N", title="language"),
+            strokeWidth=alt.StrokeWidth(
+                "percentile:N", scale=alt.Scale(domain=["p50", "p99"], range=[1, 2.5]), title="percentile"
+            ),
+            detail="percentile:N",
+        )
+        knee = base.transform_filter("datum.knee && datum.percentile == 'p99'")
+        marks = [lines, knee.mark_point(shape="diamond", size=160, filled=True),
+                 knee.mark_text(align="left", dx=8, dy=-8, fontSize=11).encode(text=alt.value("knee"))]  # fmt: skip
+        layered = alt.layer(*marks, data=data).properties(width=340, height=240)
+        # The legend's selection is declared once (in the first panel) and highlights both.
+        layered = layered if panels else layered.add_params(selection)
+        panels.append(layered.facet(row=alt.Row("panel:N", title=None)))
+    title = "Latency against offered load (open loop, coordinated omission corrected)"
+    return alt.hconcat(*panels).properties(title=title + ("" if len(data) else ": no rate cells in this run"))
+
+
 def build(
-    name: str, summary: pd.DataFrame, workers: pd.DataFrame | None = None, not_comparable=frozenset(), steady=None
+    name: str,
+    summary: pd.DataFrame,
+    workers: pd.DataFrame | None = None,
+    not_comparable=frozenset(),
+    steady=None,
+    latency_rows=None,
+    multiples=None,
 ):
+    if name == "load":
+        return load_chart(latency_rows, multiples)
     if name == "steady":
         return steady_chart(steady)
     if name in METRICS:

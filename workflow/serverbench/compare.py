@@ -21,6 +21,7 @@ import pandas as pd
 
 from serverbench import REPO_ROOT, stats
 from serverbench import config as cfg
+from serverbench.verdicts import why_not_comparable
 
 MATCH = ["profile", "workload", "tool", "server", "concurrency"]
 COLUMNS = [
@@ -64,12 +65,7 @@ def read_set(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
 
 def _excluded_because(summary: pd.DataFrame, key: tuple, excluded: set[str]) -> list[str]:
     rows = summary[(summary[MATCH] == pd.Series(key, index=MATCH)).all(axis=1)]
-    if rows.empty:
-        return ["not measured"]
-    row = rows.iloc[0]
-    reasons = [] if row["status"] in ("ok", "partial") else [f"{row['status']}: {row['reason']}"]
-    flags = set(str(row["flags"]).split(";")) if pd.notna(row["flags"]) else set()
-    return reasons + sorted(flags & excluded)
+    return why_not_comparable(rows.iloc[0], excluded) if len(rows) else ["not measured"]
 
 
 def compare_sets(a: tuple, b: tuple, excluded: set[str], confidence: float, seed: int) -> pd.DataFrame:

@@ -262,6 +262,8 @@ def _check_profile(config: dict, name: str) -> None:
                     )
         if "{rate}" in " ".join(map(str, config["load_tools"][tool]["command"])) and not profile.rate:
             raise ConfigError(f"{where}.rate", f"tool {tool!r} offers a constant rate: the profile needs `rate`")
+    if profile.open_loop:
+        _check_open_loop(config, f"{where}.open_loop", profile)
     # Each connection is a file descriptor on both sides; keep room for the rest.
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     for index, concurrency in enumerate(profile.concurrency):
@@ -271,6 +273,21 @@ def _check_profile(config: dict, name: str) -> None:
                 f"{concurrency} connections cannot fit the open-file limit {nofile} "
                 f"(less {FD_RESERVE} kept for the process itself)",
             )
+
+
+def _check_open_loop(config: dict, where: str, profile: Profile) -> None:
+    spec = profile.open_loop
+    tool = config["load_tools"].get(spec["tool"])
+    if tool is None:
+        known = ", ".join(sorted(config["load_tools"]))
+        raise ConfigError(f"{where}.tool", f"unknown tool {spec['tool']!r}; known: {known}")
+    if "{rate}" not in " ".join(map(str, tool["command"])):
+        raise ConfigError(f"{where}.tool", f"{spec['tool']!r} takes no {{rate}}: it cannot offer a constant rate")
+    if spec["min_duration"] > spec["max_duration"]:
+        raise ConfigError(f"{where}.min_duration", f"{spec['min_duration']} is above max_duration")
+    if profile.precision:
+        # A rate cell's rate comes from the capacity cells' planned repeats.
+        raise ConfigError(f"{where}", "open_loop cannot be combined with precision-driven repeats")
 
 
 def load(path: str | Path, overrides: dict | None = None) -> dict:

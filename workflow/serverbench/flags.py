@@ -7,6 +7,7 @@ recorded in each result beside the flags it produced.
 
 from __future__ import annotations
 
+from serverbench.latency import open_loop_flags
 from serverbench.model import CellRecord
 
 FLAG_HELP = {
@@ -31,6 +32,8 @@ FLAG_HELP = {
     "connections_missing": "fewer connections were established than the tool was asked to open",
     "no_steady_state": "the throughput of the run's seconds varied more than flags.steady_cv: it never settled",
     "tools_disagree": "two load tools measured the same cell's req/s more than flags.tools_disagree_share apart",
+    "rate_not_held": "the rate tool achieved less than flags.rate_held_share of the rate it offered: requests queued",
+    "thin_tail": "fewer answers above p99.9 than open_loop.tail_samples asks: the p99.9 rests on few samples",
 }
 
 
@@ -42,6 +45,7 @@ def cell_flags(record: CellRecord, thresholds: dict) -> list[str]:
     if record.verify is not None and record.verify.keepalive in ("closes-announced", "closes-silently"):
         flags.append("no_keepalive")
     flags += _fairness_flags(record, thresholds) + _self_check_flags(record, thresholds)
+    flags += open_loop_flags(record.open_loop, thresholds)
     backlog = record.limits.effective_backlog if record.limits else None
     if backlog is not None and record.cell.concurrency > backlog:
         flags.append("backlog_small")

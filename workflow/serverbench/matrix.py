@@ -40,6 +40,23 @@ def cells(config: dict) -> list[Cell]:
     return out
 
 
+def rate_cells(profiles: dict[str, Profile]) -> list[Cell]:
+    """The open-loop cells of profiles with ``open_loop``: per workload and server,
+    each fraction of the server's capacity, at the rate tool's connections."""
+    out = []
+    for name, profile in profiles.items():
+        spec = profile.open_loop
+        if not spec:
+            continue
+        connections = spec["connections"] or profile.workers
+        for workload in profile.workloads:
+            for server in profile.servers:
+                for fraction in spec["fractions"]:
+                    for repeat in range(1, spec["repeats"] + 1):
+                        out.append(Cell(name, spec["tool"], server, connections, repeat, workload, float(fraction)))
+    return out
+
+
 def shuffled(cells_in_order: list[Cell], seed: int) -> list[Cell]:
     """The cells in the run's random order, reproducible from ``seed``.
 
@@ -72,13 +89,21 @@ class Matrix:
             name: effective_profile(config, name) for name in selected_profiles(config)
         }
         self.cells = cells(config)
-        self.order = shuffled(self.cells, config["seed"])
+        self.rate_cells = rate_cells(self.profiles)
+        # Rate cells wait for their capacity cells, so they come after them in any order.
+        self.order = shuffled(self.cells, config["seed"]) + shuffled(self.rate_cells, config["seed"])
         self._positions = {cell.relpath: index for index, cell in enumerate(self.order, start=1)}
         self._conditions: dict[tuple, str] = {}
 
     def groups(self) -> list[Cell]:
         """One cell per measured condition (its first repeat), in the stable order."""
         return [cell for cell in self.cells if cell.repeat == 1]
+
+    def capacity_cells(self, profile: str, workload: str, server: str) -> list[Cell]:
+        """The closed-loop cells a server's capacity is measured by (every tool and concurrency)."""
+        return [
+            cell for cell in self.cells if (cell.profile, cell.workload, cell.server) == (profile, workload, server)
+        ]
 
     def position(self, relpath: str) -> int | None:
         """1 for the cell that runs first in the seeded order."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import time
 
-from serverbench import fairness, loadgen, parsers
+from serverbench import fairness, latency, loadgen, parsers
 from serverbench.errors import CellFailed, CellSkipped
 from serverbench.launch import Launch
 from serverbench.model import Autoscale, Cell, CellRecord, ClientSection, Fairness, LoadResult, Profile, Usage
@@ -20,14 +20,19 @@ from serverbench.selfcheck import self_checks, steady_state
 
 
 class Measure:
-    def __init__(self, config: dict, cell: Cell, profile: Profile, record: CellRecord, launch: Launch, env: dict):
+    def __init__(self, config, cell: Cell, profile: Profile, record: CellRecord, launch: Launch, env, plan=None):
+        """``plan``: a rate cell's offered rate and duration (serverbench.latency.plan)."""
         self.cell, self.profile, self.record, self.launch, self.env = cell, profile, record, launch, env
+        self.plan = plan
         self.tool_spec = config["load_tools"][cell.tool]
         self.starved_share = config["flags"]["starved_share"]
         workload = config["app_workloads"][cell.workload]
         self.url = f"http://{launch.host}:{launch.port}{workload['path']}"
-        self.values = loadgen.tool_values(profile, cell.concurrency, self.url)
-        self.deadline = profile.duration + profile.warmup + 10 * profile.timeout + 60
+        duration = plan["duration_s"] if plan else profile.duration
+        self.values = loadgen.tool_values(profile, cell.concurrency, self.url, duration)
+        if plan:
+            self.values["rate"] = f"{plan['offered_rps']:g}"
+        self.deadline = duration + profile.warmup + 10 * profile.timeout + 60
         self.raw_text = ""
         try:
             self.argv = loadgen.build_argv(self.tool_spec, self.values, env["PATH"])
@@ -81,6 +86,8 @@ class Measure:
         )
         self.launch.check_alive("load", raw_text=run.output)
         record.load = self._parse(run, sampler)
+        if self.plan:
+            record.open_loop = latency.outcome(self.plan, record.load)
         record.fairness = self._fairness(keepalive, sampler, record.load.requests_per_s)
         record.checks = self_checks(record, closed_loop="{rate}" not in " ".join(map(str, self.tool_spec["command"])))
         if isinstance(sampler, fairness.ConnectionSampler):
@@ -108,10 +115,10 @@ class Measure:
 
     def _connection_sampler(self, keepalive: str):
         """Reads the client's sockets during the load when fairness is measured from them."""
-        if self.profile.fairness != "connections" or keepalive != "keeps":
+        if self.profile.fairness != "connections" or keepalive != "keeps" or self.plan:
             return contextlib.nullcontext()
         timed = "{duration}" in " ".join(map(str, self.tool_spec["command"]))
-        interval = fairness.sampling_interval(self.profile.duration if timed else None)
+        interval = fairness.sampling_interval(float(self.values["duration"]) if timed else None)
         return fairness.ConnectionSampler(self.launch.host, self.launch.port, interval, self.env)
 
     def _fairness(self, keepalive: str, sampler, requests_per_s: float | None) -> Fairness:
@@ -123,6 +130,8 @@ class Measure:
         method = self.profile.fairness
         if method == "off":
             return Fairness(status="off")
+        if self.plan:
+            return Fairness(method=method, status="not applicable", reason="open loop: the tool sets the pace")
         if keepalive != "keeps":
             reason = f"server keep-alive class is {keepalive}"
             return Fairness(method=method, status="not applicable", reason=reason)

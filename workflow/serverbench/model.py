@@ -22,20 +22,25 @@ from pathlib import Path
 DEFAULT_WORKLOAD = "hello"
 # /2 added load.latency_note, warmup, checks, steady, thresholds, client.cpu_quota,
 # limits.listen_backlog, harness placement and None for error classes a tool cannot
-# observe; a /1 record reads with those unset.
-RECORD_SCHEMA = "serverbench.cell/2"
-KNOWN_RECORD_SCHEMAS = frozenset({"serverbench.cell/1", RECORD_SCHEMA})
+# observe; /3 added cell.fraction, open_loop and latency_ms.p99_9 (rate cells).
+# Older records read with those unset.
+RECORD_SCHEMA = "serverbench.cell/3"
+KNOWN_RECORD_SCHEMAS = frozenset({"serverbench.cell/1", "serverbench.cell/2", RECORD_SCHEMA})
 STATUSES = ("ok", "failed", "skipped")
 ERROR_CLASSES = ("connect", "read", "write", "timeout", "non_2xx", "other")
-LATENCY_KEYS = ("mean", "stdev", "max", "p50", "p75", "p90", "p99")
+LATENCY_KEYS = ("mean", "stdev", "max", "p50", "p75", "p90", "p99", "p99_9")
 
 # A cell's files below results/cells/; also the bench rule's wildcard pattern.
 CELL_PATH = "{profile}/{workload}/{tool}/{server}/c{concurrency}/r{repeat}"
+# A rate cell (open loop at a fraction of the server's capacity): the bench_rate rule's pattern.
+RATE_CELL_PATH = "{profile}/{workload}/{tool}/{server}/c{concurrency}/f{fraction}/r{repeat}"
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One measured job: a server under one load at one repeat."""
+    """One measured job: a server under one load at one repeat. A rate cell
+    (``fraction`` set) offers that fraction of the server's measured capacity
+    at a constant rate (open loop); the others are closed-loop cells."""
 
     profile: str
     tool: str
@@ -43,13 +48,21 @@ class Cell:
     concurrency: int
     repeat: int
     workload: str = DEFAULT_WORKLOAD
+    fraction: float | None = None
 
     @property
     def relpath(self) -> str:
-        return CELL_PATH.format(**dataclasses.asdict(self))
+        if self.fraction is None:
+            return CELL_PATH.format(**dataclasses.asdict(self))
+        return RATE_CELL_PATH.format(**{**dataclasses.asdict(self), "fraction": f"{self.fraction:g}"})
+
+    @property
+    def is_rate(self) -> bool:
+        return self.fraction is not None
 
     @classmethod
     def from_wildcards(cls, wildcards) -> Cell:
+        fraction = getattr(wildcards, "fraction", None)
         return cls(
             profile=wildcards.profile,
             tool=wildcards.tool,
@@ -57,6 +70,7 @@ class Cell:
             concurrency=int(wildcards.concurrency),
             repeat=int(wildcards.repeat),
             workload=wildcards.workload,
+            fraction=float(fraction) if fraction is not None else None,
         )
 
 
@@ -102,6 +116,7 @@ class Profile:
     fairness: str
     fairness_duration: float
     time_wait_max: int
+    open_loop: dict | None
     scaling: dict
 
     @classmethod
@@ -120,6 +135,7 @@ class Profile:
             + self.warmup
             + self.duration
             + self.idle_after
+            + (self.open_loop["max_duration"] if self.open_loop else 0)
             + (self.fairness_duration if self.fairness == "h2load" else 0)
             + 2 * self.stop_grace
             + 10 * self.timeout
@@ -185,6 +201,7 @@ class RecordCell(Section):
     workload: str
     concurrency: int
     repeat: int
+    fraction: float | None = None
 
 
 Latency = optional_section("Latency", "Milliseconds; None where the tool did not measure it.", floats=LATENCY_KEYS)
@@ -333,6 +350,7 @@ class CellRecord(Section):
     warmup: dict | None = None
     checks: dict | None = None
     steady: dict | None = None
+    open_loop: dict | None = None
     thresholds: dict | None = None
     traceback: str | None = None
 
@@ -428,6 +446,10 @@ RPS_COLUMNS = ["rps_trimmed_mean", "rps_median", "rps_ci_low", "rps_ci_high", "r
 PRECISION_COLUMNS = ["precision_reached", "precision_target", "precision_met"]
 # The median p99 latency of the repeats with its bootstrap interval.
 P99_COLUMNS = ["latency_p99_median", "latency_p99_ci_low", "latency_p99_ci_high"]
+# A server's capacity and knee where rate cells ran (serverbench.latency), on its capacity cell's row.
+KNEE_COLUMNS = [
+    "capacity_rps", "capacity_ci_low", "capacity_ci_high", "knee_fraction", "knee_rps", "knee_p99_ms", "knee_note",
+]  # fmt: skip
 SUMMARY_COLUMNS = [
     *CELL_KEYS,
     "repeats",
@@ -440,6 +462,7 @@ SUMMARY_COLUMNS = [
     *(name for column in AVERAGED_COLUMNS for name in (column, f"{column}_min", f"{column}_max")),
     "flags",
     *CONTEXT_COLUMNS,
+    *KNEE_COLUMNS,
 ]
 WORKER_COLUMNS = [*CELL_KEYS, "family", "repeat", "t", "phase", "processes", "threads", "rss_mb"]
 STEADY_COLUMNS = [*CELL_KEYS, "family", "repeat", "second", "rps"]

@@ -21,8 +21,7 @@ from __future__ import annotations
 import json
 import re
 
-ERROR_CLASSES = ("connect", "read", "write", "timeout", "non_2xx", "other")
-LATENCY_KEYS = ("mean", "stdev", "max", "p50", "p75", "p90", "p99")
+from serverbench.model import ERROR_CLASSES, LATENCY_KEYS
 
 
 class ParseError(ValueError):
@@ -103,7 +102,8 @@ def _parse_wrk_json(data: dict) -> dict:
     record["transfer_bytes"] = data["bytes"]
     latency = data["latency_us"]
     if data["requests"]:
-        record["latency_ms"] = {key: latency[key] / 1e3 for key in LATENCY_KEYS}
+        names = {"p99_9": "p999"}  # wrk_report.lua's name
+        record["latency_ms"] = {key: latency[names.get(key, key)] / 1e3 for key in LATENCY_KEYS}
     errors = data["errors"]
     record["errors"].update(
         connect=errors["connect"],
@@ -253,6 +253,7 @@ def parse_oha(text: str) -> dict:
         mean=ms(summary.get("average")),
         max=ms(summary.get("slowest")),
         **{key: ms(percentiles.get(key)) for key in ("p50", "p75", "p90", "p99")},
+        p99_9=ms(percentiles.get("p99.9")),
     )
     record["errors_detail"] = {"status_codes": statuses, "errors": failures, "cut_off_at_deadline": cut_off}
     for message, count in failures.items():

@@ -17,10 +17,12 @@ from itertools import product
 import pandas as pd
 
 from serverbench import stats
+from serverbench.latency import LATENCY_KINDS, latency_sentence, latency_verdict, latency_verdicts
 
 CONDITION = ["profile", "workload", "tool", "concurrency"]
 VERDICT_COLUMNS = [
-    "kind", *CONDITION, "a", "b", "language_a", "language_b", "n_a", "n_b", "median_a", "median_b",
+    "kind", *CONDITION, "fraction", "offered_rps", "a", "b", "language_a", "language_b", "n_a", "n_b",
+    "median_a", "median_b",
     "ratio", "ci_low", "ci_high", "p_value", "p_holm", "verdict", "why", "sentence",
 ]  # fmt: skip
 LANGUAGE_NAMES = {"python": "Python", "perl": "Perl", "none": "no app"}
@@ -41,17 +43,23 @@ class Measured:
         return not self.why_not
 
 
-def _why_not(row: pd.Series, repeats: pd.DataFrame, excluded: set[str]) -> list[str]:
+def flag_set(value) -> set[str]:
+    """The flags of a table cell ("a;b;c"), empty where there are none."""
+    return {flag for flag in str(value).split(";") if flag} if pd.notna(value) else set()
+
+
+def why_not_comparable(row, excluded: set[str], starved_connections: int | None = None) -> list[str]:
+    """Why a summary row's figure may decide nothing (none: it may). It failed or was skipped,
+    has fewer than 2 good repeats, or carries a flag from ``excluded``; the one rule for the
+    verdicts, ``serverbench compare`` and the charts."""
     reasons = []
     if row["status"] not in ("ok", "partial"):
         reasons.append(f"{row['status']}: {row['reason']}")
     elif row["repeats_ok"] < 2:
         reasons.append(f"only {row['repeats_ok']} successful repeat")
-    flags = set(str(row["flags"]).split(";")) if pd.notna(row["flags"]) else set()
-    for flag in sorted(flags & excluded):
-        if flag == "starved" and repeats["starved_connections"].notna().any():
-            starved = int(repeats["starved_connections"].max())
-            reasons.append(f"starved: {starved} of {row['concurrency']} connections got (almost) no answer")
+    for flag in sorted(flag_set(row["flags"]) & excluded):
+        if flag == "starved" and starved_connections is not None:
+            reasons.append(f"starved: {starved_connections} of {row['concurrency']} connections got (almost) no answer")
         else:
             reasons.append(flag)
     return reasons
@@ -59,12 +67,15 @@ def _why_not(row: pd.Series, repeats: pd.DataFrame, excluded: set[str]) -> list[
 
 def measured_cells(runs: pd.DataFrame, summary: pd.DataFrame, excluded: set[str]) -> dict[tuple, dict[str, Measured]]:
     """Per condition, every server's cell."""
+    keys = CONDITION + ["server"]
+    repeats_of = {key: group for key, group in runs.groupby(keys, sort=False)}
     by_condition: dict[tuple, dict[str, Measured]] = {}
     for _, row in summary.iterrows():
-        mask = (runs[CONDITION + ["server"]] == row[CONDITION + ["server"]]).all(axis=1)
-        repeats = runs[mask]
+        repeats = repeats_of.get(tuple(row[keys]), runs.iloc[:0])
         good = repeats[repeats["status"] == "ok"]["rps"].dropna().tolist()
-        cell = Measured(row["server"], row["language"], int(row["concurrency"]), good, _why_not(row, repeats, excluded))
+        starved = repeats["starved_connections"].max() if repeats["starved_connections"].notna().any() else None
+        why = why_not_comparable(row, excluded, None if starved is None else int(starved))
+        cell = Measured(row["server"], row["language"], int(row["concurrency"]), good, why)
         by_condition.setdefault(tuple(row[CONDITION]), {})[row["server"]] = cell
     return by_condition
 
@@ -124,8 +135,11 @@ def best_of_languages(condition: tuple, cells: dict[str, Measured], confidence: 
     return judge("best of language", condition, best["python"], best["perl"], confidence, seed, why)
 
 
-def decide(runs: pd.DataFrame, summary: pd.DataFrame, config: dict) -> pd.DataFrame:
-    """Every declared comparison of a run, with verdicts after Holm's correction."""
+def decide(
+    runs: pd.DataFrame, summary: pd.DataFrame, config: dict, latency: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Every declared comparison of a run, with verdicts after Holm's correction; where rate
+    cells ran (``latency``, latency.csv), each server's knee and the pairs' latencies too."""
     spec = config["comparisons"]
     confidence, seed = spec["confidence"], config["seed"]
     rows = []
@@ -135,12 +149,24 @@ def decide(runs: pd.DataFrame, summary: pd.DataFrame, config: dict) -> pd.DataFr
         if spec["best_of_language"]:
             best = best_of_languages(condition, cells, confidence, seed)
             rows.append(best) if best else None
+    if latency is not None and not latency.empty:
+        rows += latency_verdicts(latency, config, lambda servers: declared_pairs(config, servers))
     for row, adjusted in zip(rows, stats.holm([row.get("p_value") for row in rows]), strict=True):
         row["p_holm"] = adjusted
+        if row["kind"] in LATENCY_KINDS:
+            _decide_latency(row, confidence)
+            continue
         if row.get("verdict") != "not comparable":
             row["verdict"], row["why"] = _verdict(row, 1 - confidence)
         row["sentence"] = sentence(row, confidence)
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def _decide_latency(row: dict, confidence: float) -> None:
+    if not row.get("verdict"):
+        tested = row.get("p_value") is not None
+        row["verdict"] = latency_verdict(row, 1 - confidence) if tested else "not tested"
+    row["sentence"] = latency_sentence(row, confidence)
 
 
 def _verdict(row: dict, alpha: float) -> tuple[str, str]:
@@ -190,11 +216,16 @@ SKIPPED = re.compile(r"(\S+): skipped: ([^;]+)")
 
 def answers(verdicts: pd.DataFrame) -> dict[str, list[str]]:
     """The sentences, decided ones first: what the run can say, then what it cannot and
-    why; servers that were not measured at all are named once, not in every comparison."""
+    why; servers that were not measured at all are named once, not in every comparison.
+    Latency under load (rate cells) comes last, each server's knee first."""
+    is_latency = verdicts["kind"].isin(LATENCY_KINDS)
+    latency, verdicts = verdicts[is_latency], verdicts[~is_latency]
+    # p99 at each fraction is in verdicts.csv; the Answers keep those a test decided.
+    latency = latency[(latency["kind"] != "p99 at fraction") | latency["verdict"].isin(["lower p99", "higher p99"])]
     decided = verdicts[verdicts["verdict"].isin(["faster", "slower"])]
     undecided = verdicts[verdicts["verdict"] == "no detectable difference"]
     excluded = verdicts[verdicts["verdict"] == "not comparable"]
-    why = excluded["why"].fillna("")
+    why = excluded["why"].fillna("").astype(str)
     only_skipped = why.map(lambda text: bool(SKIPPED.search(text)) and not SKIPPED.sub("", text).strip("; "))
     only_skipped = only_skipped.astype(bool)  # an empty run leaves it untyped
     not_measured = sorted({f"{server} ({reason})" for text in why for server, reason in SKIPPED.findall(text)})
@@ -203,6 +234,7 @@ def answers(verdicts: pd.DataFrame) -> dict[str, list[str]]:
         "no detectable difference": undecided["sentence"].tolist(),
         "not comparable": excluded[~only_skipped]["sentence"].tolist(),
         "not measured": not_measured,
+        "latency under load": latency["sentence"].tolist(),
     }
 
 

@@ -1,0 +1,147 @@
+"""Latency under load through the real workflow: a capacity measured closed-loop,
+then rate cells at fractions of it (oha, open loop), the knee, the chart.
+
+The server is made to have a known capacity: gunicorn with one synchronous
+worker on the apps' /sleep path (10 ms a request), so about 100 req/s on any
+machine; beyond it the rate cannot be held and the queue (in the tool)
+grows, whatever the machine's speed.
+"""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import require, run_snakemake, server_processes
+from serverbench.latency import knee, plan
+from serverbench.model import load_record
+
+FRACTIONS = [0.25, 0.75, 1.0, 1.25]
+PROFILE = {
+    "description": "a known capacity: one synchronous worker, 10 ms a request",
+    "servers": ["gunicorn"], "tools": ["wrk"], "workloads": ["sleep"], "concurrency": [1],
+    "repeats": 2, "duration": 1, "requests": 1000, "warmup": 1, "timeout": 5, "workers": 1, "threads": 1,
+    "backlog": 64, "server_cpus": [0], "client_cpus": [1], "memory_limit": None,
+    "ready_timeout": 15, "stop_grace": 3, "sample_interval": 0.1, "fairness": "connections",
+    "time_wait_max": 10**6,
+    "open_loop": {"tool": "oha", "fractions": FRACTIONS, "min_duration": 3, "max_duration": 3, "tail_samples": 1000},
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def latency_run(tmp_path_factory):
+    """One run of the workflow with the profile above (shared by the tests of this module)."""
+    require("wrk", "oha", "gunicorn")
+    tmp_path = tmp_path_factory.mktemp("latency")
+    results = tmp_path / "results"
+    configfile = tmp_path / "latency.yaml"
+    configfile.write_text(yaml.safe_dump({"profiles": {"knee": PROFILE}}))
+    before = server_processes()
+    done = run_snakemake(
+        ["--cores", "4", "--configfile", "config.yaml", str(configfile)],
+        ["profile=knee", f"results={results}"],
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not server_processes() - before, "the run left server processes behind"
+    return results
+
+
+def rate_records(results):
+    cells = results / "cells" / "knee" / "sleep" / "oha" / "gunicorn" / "c1"
+    return {fraction: load_record(cells / f"f{fraction:g}" / "r1.json") for fraction in FRACTIONS}
+
+
+@pytest.mark.e2e
+def test_rate_cells_offer_fractions_of_the_measured_capacity(latency_run):
+    capacity = json.loads((latency_run / "capacity" / "knee" / "sleep" / "gunicorn.json").read_text())
+    assert capacity["status"] == "measured", capacity
+    assert (capacity["tool"], capacity["concurrency"]) == ("wrk", 1)
+    # One worker sleeping 10 ms a request: about 100 req/s, whatever the machine.
+    assert 40 < capacity["rps"] < 101
+    runs = pd.read_csv(latency_run / "runs.csv")
+    assert capacity["rps"] == pytest.approx(runs["rps"].median())
+    assert capacity["ci_low"] <= capacity["rps"] <= capacity["ci_high"]
+    for fraction, record in rate_records(latency_run).items():
+        assert record.status == "ok", record.reason
+        section = record.open_loop
+        assert section["capacity_rps"] == capacity["rps"]
+        assert section["offered_rps"] == pytest.approx(fraction * capacity["rps"], abs=1e-3)
+        # The tool was really asked for that rate, for the planned time.
+        argv = record.client.argv
+        assert float(argv[argv.index("-q") + 1]) == pytest.approx(section["offered_rps"], rel=1e-5)
+        assert argv[argv.index("-z") + 1] == "3s" and "--latency-correction" in argv
+        assert record.load.latency_ms.p99_9 is not None
+        # 1,000 answers above p99.9 would take 10^6 requests: the tail is thin, and said so.
+        assert "thin_tail" in record.flags and section["above_p99_9"] < 1000
+    latency = pd.read_csv(latency_run / "latency.csv")
+    assert sorted(latency["fraction"]) == FRACTIONS
+    assert set(latency["capacity_rps"]) == {capacity["rps"]}
+
+
+@pytest.mark.e2e
+def test_the_knee_lies_between_three_quarters_and_beyond_capacity(latency_run):
+    records = rate_records(latency_run)
+    latency = pd.read_csv(latency_run / "latency.csv")
+    found = knee(latency, 3.0)
+    assert found["knee_fraction"] in (0.75, 1.0), found
+    bound = 3.0 * records[0.25].load.latency_ms.p99
+    # Below capacity the rate is held and p99 stays near the 10 ms a request takes.
+    for fraction in (0.25, 0.75):
+        assert "rate_not_held" not in records[fraction].flags
+        assert records[fraction].load.latency_ms.p99 <= bound
+    # A quarter above capacity: the rate is not held, or p99 takes off (the queue grows).
+    beyond = records[1.25]
+    assert "rate_not_held" in beyond.flags or beyond.load.latency_ms.p99 > bound
+    assert beyond.open_loop["achieved_share"] < 1.0
+    summary = pd.read_csv(latency_run / "summary.csv")
+    row = summary[summary["tool"] == "wrk"].iloc[0]
+    assert row["knee_fraction"] == found["knee_fraction"]
+    assert row["knee_rps"] == pytest.approx(found["knee_fraction"] * row["capacity_rps"])
+
+
+@pytest.mark.e2e
+def test_knee_chart_verdict_and_answers_are_written(latency_run):
+    for ext in ("html", "png", "svg"):
+        assert (latency_run / "charts" / f"load.{ext}").stat().st_size > 1000
+    html = (latency_run / "charts" / "load.html").read_text()
+    assert "offered requests/s" in html and "fraction of the server's own capacity" in html
+    verdicts = pd.read_csv(latency_run / "verdicts.csv")
+    knee_rows = verdicts[verdicts["kind"] == "knee"]
+    assert list(knee_rows["a"]) == ["gunicorn"] and knee_rows["verdict"].iloc[0] == "measured"
+    index = (latency_run / "index.html").read_text()
+    assert "Latency under load" in index and "gunicorn answers within its p99 bound up to" in index
+
+
+def test_a_rate_cell_runs_long_enough_for_its_tail_within_bounds():
+    measured = {"rps": 2000.0, "ci_low": 1900.0, "ci_high": 2100.0, "tool": "wrk", "concurrency": 2}
+    spec = {"tail_samples": 1000, "min_duration": 5, "max_duration": 20}
+    # 1,000 answers above p99.9 at 500 req/s would take 2,000 s: capped at 20.
+    assert plan(measured, 0.25, spec)["duration_s"] == 20
+    assert plan(measured, 0.25, {**spec, "tail_samples": 3})["duration_s"] == 6
+    assert plan(measured, 0.25, {**spec, "tail_samples": 1})["duration_s"] == 5
+    assert plan(measured, 0.25, spec)["offered_rps"] == 500.0
+    assert math.isclose(plan(measured, 1.1, spec)["offered_rps"], 2200.0)
+
+
+def test_the_knee_stops_at_the_first_fraction_out_of_bounds():
+    def row(fraction, p99, flags="", status="ok"):
+        return {"fraction": fraction, "status": status, "latency_p99_ms": p99, "flags": flags,
+                "offered_rps": 100 * fraction, "capacity_rps": 100.0, "capacity_ci_low": 95.0,
+                "capacity_ci_high": 105.0, "reason": None}  # fmt: skip
+
+    rows = [row(0.25, 10), row(0.5, 12), row(0.75, 29), row(0.9, 31), row(1.0, 12)]
+    found = knee(pd.DataFrame(rows), 3.0)
+    # 0.9 is out of bounds (31 > 3 × 10): 1.0 coming back under does not move the knee beyond it.
+    assert (found["knee_fraction"], found["knee_rps"], found["knee_p99_ms"]) == (0.75, 75.0, 29)
+    assert "p99 31 ms at 0.9" in found["knee_note"]
+    held = knee(pd.DataFrame([row(0.25, 10), row(0.5, 11, flags="rate_not_held;thin_tail")]), 3.0)
+    assert held["knee_fraction"] == 0.25 and "rate was not held at 0.5" in held["knee_note"]
+    # Three repeats at 0.5, one of them hit by a stall: the median p99 and the majority decide.
+    stalled = [row(0.25, 10), row(0.5, 11), row(0.5, 900, flags="rate_not_held"), row(0.5, 12)]
+    assert knee(pd.DataFrame(stalled), 3.0)["knee_fraction"] == 0.5
+    flat = knee(pd.DataFrame([row(0.25, 10), row(0.5, 11)]), 3.0)
+    assert flat["knee_fraction"] == 0.5 and "no knee in the range" in flat["knee_note"]
+    failed = knee(pd.DataFrame([row(0.25, None, status="failed")]), 3.0)
+    assert failed["knee_fraction"] is None and "no latency at the lowest fraction" in failed["knee_note"]
