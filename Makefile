@@ -12,7 +12,7 @@ bench: install
 	snakemake --cores 4
 
 test: install
-	python -m pytest -ra
+	python -m pytest -ra --durations=15
 
 lint: install
 	ruff check workflow tests benchmarks apps

@@ -1,11 +1,17 @@
-"""Fairness from the client's sockets: parsing ss and judging the shares.
+"""Fairness from the client's sockets: reading them (netlink, or ss) and judging the shares.
 
 Real servers under load are in test_integrity.py; these pin down the
-arithmetic on a real ss capture and on snapshots built to show each case.
+arithmetic on a real ss capture and on snapshots built to show each case,
+and read real sockets both ways.
 """
 
-from conftest import RAW
-from serverbench import fairness
+import socket
+import subprocess
+import time
+
+import pytest
+from conftest import RAW, require
+from serverbench import fairness, sockdiag
 
 STARVED = 0.1  # config.yaml's flags.starved_share
 
@@ -71,3 +77,49 @@ def test_no_bytes_at_all_is_no_traffic_not_starvation():
     result = fairness.summarise(shots, 0.0, STARVED)
     assert result["status"] == "no traffic"
     assert "min_over_mean" not in result and "starved_connections" not in result
+
+
+@pytest.fixture
+def served_connections():
+    """Three real connections to a listening socket: 1,000, 2,000 and 0 bytes received."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    port = server.getsockname()[1]
+    clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+    accepted = [server.accept()[0] for _ in range(3)]
+    for size, peer in zip((1000, 2000), accepted, strict=False):
+        peer.sendall(b"x" * size)
+    for size, client in zip((1000, 2000), clients, strict=False):
+        assert len(client.recv(size, socket.MSG_WAITALL)) == size
+    yield port
+    for sock in (*clients, *accepted, server):
+        sock.close()
+
+
+def test_sock_diag_reads_what_ss_shows(served_connections):
+    require("ss")
+    port = served_connections
+    reader = sockdiag.ClientSockets("127.0.0.1", port)
+    try:
+        read = reader.snapshot()
+    finally:
+        reader.close()
+    argv = ["ss", "-tinHO", "state", "established", "dst", f"127.0.0.1:{port}"]
+    shown = fairness.parse_ss(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+    assert read == shown
+    assert sorted(read.values()) == [0, 1000, 2000]
+
+
+def test_sampler_falls_back_to_ss_where_the_kernel_refuses_netlink(served_connections, monkeypatch):
+    require("ss")
+
+    def refused(*args):
+        raise sockdiag.SockDiagError("netlink sock_diag unavailable: test")
+
+    monkeypatch.setattr(sockdiag, "ClientSockets", refused)
+    with fairness.ConnectionSampler("127.0.0.1", served_connections, 0.05) as sampler:
+        time.sleep(0.3)
+    summary = sampler.summary(None, 0.1)
+    assert summary["tool"] == "ss" and summary["argv"][0] == "ss"
+    assert sorted(sampler.snapshots[-1][1].values()) == [0, 1000, 2000]

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import require, run_snakemake, server_processes
+from serverbench.charts import write_index
 from serverbench.latency import knee, plan
 from serverbench.model import load_record
 
@@ -21,7 +22,7 @@ FRACTIONS = [0.25, 0.75, 1.0, 1.25]
 PROFILE = {
     "description": "a known capacity: one synchronous worker, 10 ms a request",
     "servers": ["gunicorn"], "tools": ["wrk"], "workloads": ["sleep"], "concurrency": [1],
-    "repeats": 2, "duration": 1, "requests": 1000, "warmup": 1, "timeout": 5, "workers": 1, "threads": 1,
+    "repeats": 2, "duration": 1, "requests": 1000, "warmup": 0, "timeout": 5, "workers": 1, "threads": 1,
     "backlog": 64, "server_cpus": [0], "client_cpus": [1], "memory_limit": None,
     "ready_timeout": 15, "stop_grace": 3, "sample_interval": 0.1, "fairness": "connections",
     "time_wait_max": 10**6,
@@ -38,8 +39,10 @@ def latency_run(tmp_path_factory):
     configfile = tmp_path / "latency.yaml"
     configfile.write_text(yaml.safe_dump({"profiles": {"knee": PROFILE}}))
     before = server_processes()
+    # What this module checks; the other charts, the index page and its screenshots are e2e's.
+    targets = [f"{results}/{name}" for name in ("latency.csv", "summary.csv", "verdicts.csv", "charts/load.png")]
     done = run_snakemake(
-        ["--cores", "4", "--configfile", "config.yaml", str(configfile)],
+        ["--cores", "4", *targets, "--configfile", "config.yaml", str(configfile)],
         ["profile=knee", f"results={results}"],
         timeout=600,
     )
@@ -102,7 +105,7 @@ def test_the_knee_lies_between_three_quarters_and_beyond_capacity(latency_run):
 
 
 @pytest.mark.e2e
-def test_knee_chart_verdict_and_answers_are_written(latency_run):
+def test_knee_chart_verdict_and_answers_are_written(latency_run, tmp_path):
     for ext in ("html", "png", "svg"):
         assert (latency_run / "charts" / f"load.{ext}").stat().st_size > 1000
     html = (latency_run / "charts" / "load.html").read_text()
@@ -110,8 +113,11 @@ def test_knee_chart_verdict_and_answers_are_written(latency_run):
     verdicts = pd.read_csv(latency_run / "verdicts.csv")
     knee_rows = verdicts[verdicts["kind"] == "knee"]
     assert list(knee_rows["a"]) == ["gunicorn"] and knee_rows["verdict"].iloc[0] == "measured"
-    index = (latency_run / "index.html").read_text()
-    assert "Latency under load" in index and "gunicorn answers within its p99 bound up to" in index
+    (tmp_path / "environment.json").write_text(json.dumps({"cpu_model": "test", "cpus": 2}))
+    index = tmp_path / "index.html"
+    write_index(latency_run / "summary.csv", latency_run / "verdicts.csv", tmp_path / "environment.json", {}, index)
+    page = index.read_text()
+    assert "<h3>Latency under load</h3>" in page and "gunicorn answers within its p99 bound up to" in page
 
 
 def test_a_rate_cell_runs_long_enough_for_its_tail_within_bounds():

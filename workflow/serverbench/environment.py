@@ -70,6 +70,7 @@ def versions(matrix: Matrix, env: dict) -> dict:
     methods = {profile.fairness for profile in matrix.profiles.values()}
     for method, argv in (("connections", ["ss", "-V"]), ("h2load", ["h2load", "--version"])):
         if method in methods:
+            # connections: read over netlink in-process, ss only where the kernel refuses that.
             found[f"fairness:{method}"] = run_capture(argv, env=env)
     return found
 

@@ -5,8 +5,9 @@ while the other 99 wait in its accept queue; the load tool reports no errors
 and tiny latencies (the 2018 re-check's trap). Two ways to see it:
 
 - ``connections`` (default): during the measured run itself, the kernel's
-  counters of the client's sockets (``ss -ti``: bytes received per
-  connection) are read at intervals. Every answer of a workload has the same
+  counters of the client's sockets (bytes received per connection, as
+  ``ss -ti`` shows them, read in-process over netlink: ``sockdiag``) are
+  read at intervals. Every answer of a workload has the same
   size, so a connection's share of the bytes is its share of the answers. It
   costs no extra phase and describes exactly the run whose numbers are reported.
 - ``h2load``: after the load, ``h2load --h1`` at the same concurrency reports
@@ -24,7 +25,7 @@ import subprocess
 import threading
 import time
 
-from serverbench import loadgen, parsers
+from serverbench import loadgen, parsers, sockdiag
 from serverbench.model import Profile
 
 CONNECTED_SHARE = 0.9  # the window spans snapshots holding this share of the most connections seen
@@ -46,10 +47,15 @@ def parse_ss(text: str) -> dict[str, int]:
 
 
 class ConnectionSampler:
-    """Snapshots of the client's established connections to ``host:port``."""
+    """Snapshots of the client's established connections to ``host:port``: read over netlink
+    in-process (``serverbench.sockdiag``), or with ``ss`` where the kernel refuses that."""
 
     def __init__(self, host: str, port: int, interval: float, env: dict | None = None):
         self.argv = ["ss", "-tinHO", "state", "established", "dst", f"{host}:{port}"]
+        try:
+            self.reader: sockdiag.ClientSockets | None = sockdiag.ClientSockets(host, port)
+        except sockdiag.SockDiagError:
+            self.reader = None
         self.interval = interval
         self.env = env
         self.snapshots: list[tuple[float, dict[str, int]]] = []
@@ -66,33 +72,46 @@ class ConnectionSampler:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+        if self.reader is not None:
+            self.reader.close()
 
     def _run(self) -> None:
         wait = self.interval
         while not self._stop.wait(wait):
             taken = time.monotonic() - self._t0
             try:
-                proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env)
-                out = proc.stdout.read().decode(errors="replace")
-                proc.stdout.close()
-                # wait4, not wait: the sampler's own CPU time is part of what it reports.
-                _, status, usage = os.wait4(proc.pid, 0)
-                proc.returncode = os.waitstatus_to_exitcode(status)
-            except OSError as exc:
-                self.error = f"ss failed: {exc}"
+                sockets = self._snapshot()
+            except (OSError, RuntimeError) as exc:
+                self.error = str(exc)
                 return
-            self.cpu_s += usage.ru_utime + usage.ru_stime
-            if proc.returncode:
-                self.error = f"ss exited {proc.returncode}: {out.strip()[:300]}"
-                return
-            self.snapshots.append((round(taken, 4), parse_ss(out)))
-            # Thousands of sockets take ss a while: never spend more than a third of the time in it;
+            self.snapshots.append((round(taken, 4), sockets))
+            # Thousands of sockets take a while to read: never spend more than a third of the time on it;
             # and a run of unknown length that goes on is sampled less often as it goes (up to 1 s).
             elapsed = time.monotonic() - self._t0
             wait = max(self.interval, min(1.0, elapsed / 10), 2 * (elapsed - taken))
 
+    def _snapshot(self) -> dict[str, int]:
+        """One reading of the sockets; its CPU time (this thread's, or ss's) is added to ``cpu_s``."""
+        if self.reader is not None:
+            started = time.thread_time()
+            sockets = self.reader.snapshot()
+            self.cpu_s += time.thread_time() - started
+            return sockets
+        proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.env)
+        out = proc.stdout.read().decode(errors="replace")
+        proc.stdout.close()
+        # wait4, not wait: the sampler's own CPU time is part of what it reports.
+        _, status, usage = os.wait4(proc.pid, 0)
+        self.cpu_s += usage.ru_utime + usage.ru_stime
+        if os.waitstatus_to_exitcode(status):
+            raise RuntimeError(f"ss exited {os.waitstatus_to_exitcode(status)}: {out.strip()[:300]}")
+        return parse_ss(out)
+
     def summary(self, requests_per_s: float | None, starved_share: float) -> dict:
-        result = {"method": "connections", "tool": "ss", "argv": self.argv, "interval_s": self.interval}
+        tool = "sock_diag" if self.reader is not None else "ss"
+        result = {"method": "connections", "tool": tool, "interval_s": self.interval}
+        if self.reader is None:
+            result["argv"] = self.argv
         result["sampler_cpu_s"] = round(self.cpu_s, 4)
         if self.error:
             return dict(result, status="failed", reason=self.error)
