@@ -3,15 +3,19 @@
 VENV := .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: install bench test lint report clean
+.PHONY: install install-test bench test lint report clean
 
 install:
 	scripts/install
 
+# The tests run the Docker backend too, so they install Debian's engine (not started).
+install-test:
+	scripts/install --docker
+
 bench: install
 	snakemake --cores 4
 
-test: install
+test: install-test
 	python -m pytest -ra --durations=15
 
 lint: install

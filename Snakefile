@@ -26,5 +26,14 @@ rule all:
         *SCREENSHOTS,
 
 
+onstart:
+    docker_up()
+
+
 onsuccess:
+    docker_down()
     print_answers(f"{RESULTS}/verdicts.csv")
+
+
+onerror:
+    docker_down()

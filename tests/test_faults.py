@@ -130,7 +130,7 @@ def test_signal_mid_cell_leaves_nothing_and_rerun_completes_the_rest(tmp_path, s
     results = tmp_path / "results"
     before = server_processes()
     workflow = subprocess.Popen(
-        _snakemake(results, servers="[gunicorn]", duration=4),
+        _snakemake(results, str(results / "runs.csv"), servers="[gunicorn]", duration=4),
         cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     # Wait until the second cell's server is up: one result written, one cell mid-way.
@@ -154,7 +154,7 @@ def test_signal_mid_cell_leaves_nothing_and_rerun_completes_the_rest(tmp_path, s
         json.loads(path.read_text())  # never half written
     assert len(written) == 1
     rerun = subprocess.run(
-        _snakemake(results, servers="[gunicorn]", duration=4),
+        _snakemake(results, str(results / "runs.csv"), servers="[gunicorn]", duration=4),
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert rerun.returncode == 0, rerun.stderr[-3000:]

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from serverbench import charts as sbcharts
 from serverbench import config as sbconfig
+from serverbench import engine as sbengine
 from serverbench.matrix import Matrix
 from serverbench.model import CELL_PATH, RATE_CELL_PATH
 from serverbench.results import config_hash
@@ -37,6 +38,23 @@ CHART_FILES = [
     for name in CHARTS
     for ext in ("html", "png", "svg")
 ]
+
+# isolation: docker: the engine this run started, if it started one (stopped at the end).
+DOCKER_RUN = {}
+
+
+def docker_up():
+    """The engine that answers, or serverbench's own started for this run."""
+    if any(profile.isolation == "docker" for profile in MATRIX.profiles.values()):
+        try:
+            DOCKER_RUN["session"] = sbengine.open_session(config)
+        except sbengine.EngineError as error:
+            print(f"serverbench: docker isolation: {error}", file=sys.stderr)
+
+
+def docker_down():
+    if "session" in DOCKER_RUN:
+        DOCKER_RUN.pop("session").close()
 
 
 wildcard_constraints:

@@ -10,37 +10,19 @@ OOM kills and stopping work unchanged. Every command is an argv.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from serverbench.engine import LABEL
 from serverbench.isolation import CGROUP_ROOT, V1_CONTROLLERS, Isolation, cgroup_version
 
-ENGINE_TIMEOUT_S = 10
+IMAGE_VENV = "/opt/serverbench/venv"  # {venv} inside the servers image (envs/docker/servers.Dockerfile)
 
 
-def engine_problem(docker: str = "docker") -> str | None:
-    """Why no Docker engine can be used here, or None when one answers."""
-    if shutil.which(docker) is None:
-        return f"{docker!r} not found on PATH"
-    try:
-        done = subprocess.run(
-            [docker, "info", "--format", "{{.ServerVersion}}"],
-            capture_output=True,
-            text=True,
-            timeout=ENGINE_TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired:
-        return f"no Docker engine answered `{docker} info` within {ENGINE_TIMEOUT_S} s"
-    if done.returncode != 0 or not done.stdout.strip():
-        reason = (done.stderr.strip().splitlines() or ["no answer"])[-1]
-        return f"no Docker engine answers `{docker} info`: {reason}"
-    return None
-
-
-def build_argv(image: str, dockerfile: str | Path, context: str | Path, docker: str = "docker") -> list[str]:
-    return [docker, "build", "--tag", image, "--file", str(dockerfile), str(context)]
+def probe_argv(image: str, command: list[str]) -> list[str]:
+    """A short command (a version) in the image: no network, removed when done."""
+    return ["docker", "run", "--rm", "--network", "none", "--label", LABEL, image, *command]
 
 
 def run_argv(
@@ -52,13 +34,13 @@ def run_argv(
     memory_limit: int | None,
     nofile: int,
     mounts: list[str | Path],
+    read_only: list[str | Path] = (),
     env: dict[str, str] | None = None,
     workdir: str | Path | None = None,
-    docker: str = "docker",
 ) -> list[str]:
     """``docker run`` for one server: its CPUs, memory and open files, the host's network."""
     command = [
-        docker,
+        "docker",
         "run",
         "--rm",
         "--name",
@@ -73,13 +55,16 @@ def run_argv(
         "--ulimit",
         f"nofile={nofile}:{nofile}",
         "--label",
-        "serverbench=1",
+        LABEL,  # how the engine's owner finds and removes what a killed run left
     ]
     if memory_limit:
         # Equal swap and memory limits: no swap to hide the limit behind.
         command += ["--memory", str(memory_limit), "--memory-swap", str(memory_limit)]
+    # Mounted at the same paths, so a rendered command means the same inside.
     for mount in mounts:
-        command += ["--volume", f"{mount}:{mount}:ro" if str(mount).endswith("/apps") else f"{mount}:{mount}"]
+        command += ["--volume", f"{mount}:{mount}"]
+    for mount in read_only:
+        command += ["--volume", f"{mount}:{mount}:ro"]
     for key, value in sorted((env or {}).items()):
         command += ["--env", f"{key}={value}"]
     if workdir:
@@ -87,8 +72,8 @@ def run_argv(
     return [*command, image, *argv]
 
 
-def inspect_argv(name: str, docker: str = "docker") -> list[str]:
-    return [docker, "inspect", "--format", "{{.Id}} {{.State.Pid}}", name]
+def inspect_argv(name: str) -> list[str]:
+    return ["docker", "inspect", "--format", "{{.Id}} {{.State.Pid}}", name]
 
 
 def container_cgroups(container_id: str, version: int | None) -> list[Path]:
@@ -116,6 +101,7 @@ class DockerIsolation(Isolation):
     container: str = ""
     container_id: str | None = None
     method: str = "docker"
+    docker_env: dict | None = None  # DOCKER_HOST of the engine the cell uses
 
     def setup(self) -> DockerIsolation:
         import resource
@@ -130,9 +116,11 @@ class DockerIsolation(Isolation):
     def preexec(self) -> None:
         """The docker client itself needs no limits: the engine applies them."""
 
-    def attach(self, docker: str = "docker") -> bool:
+    def attach(self) -> bool:
         """Find the running container's cgroup; False until the container exists."""
-        done = subprocess.run(inspect_argv(self.container, docker), capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            inspect_argv(self.container), capture_output=True, text=True, timeout=10, env=self.docker_env
+        )
         if done.returncode != 0 or not done.stdout.strip():
             return False
         container_id, pid = done.stdout.split()
@@ -147,8 +135,10 @@ class DockerIsolation(Isolation):
     def describe(self) -> dict:
         return {**super().describe(), "container": self.container, "container_id": self.container_id}
 
-    def cleanup(self, docker: str = "docker") -> None:
-        """Docker owns the cgroup: remove the container, never the directories."""
+    def cleanup(self) -> None:
+        """Docker owns the cgroup: remove the container (also after a fault), never the directories."""
         self.groups = []
-        if self.container and shutil.which(docker):
-            subprocess.run([docker, "rm", "--force", self.container], capture_output=True, timeout=60)
+        if self.container:
+            subprocess.run(
+                ["docker", "rm", "--force", self.container], capture_output=True, timeout=60, env=self.docker_env
+            )

@@ -11,13 +11,12 @@ import os
 import pwd
 import re
 import shutil
-import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
 
-from serverbench import REPO_ROOT, docker, hostnet, servers
+from serverbench import REPO_ROOT, docker, engine, hostnet, images, servers
 from serverbench.config import expected_answer, serves
 from serverbench.docker import DockerIsolation
 from serverbench.errors import CellFailed, CellSkipped
@@ -104,6 +103,8 @@ class Launch:
         host = self.network.server_address
         port = servers.free_port(host if self.network.namespace is None else "127.0.0.1")
         self.values = server_values(self.profile, host, port, self.rundir)
+        if self.in_docker:
+            self.values["venv"] = docker.IMAGE_VENV
         self.argv = render(self.config, self.spec["command"], self.values)
         record.server.argv = self.argv
         record.server.files = servers.render_files(self.spec.get("files", {}), self.values, self.rundir)
@@ -135,7 +136,7 @@ class Launch:
         """Versions are asked where the server runs: in docker mode, in its image."""
 
         def inside(command):
-            return ["docker", "run", "--rm", self.image, *command] if self.in_docker and command else command
+            return docker.probe_argv(self.image, command) if self.in_docker and command else command
 
         language = self.config["languages"][self.spec["language"]]
         interpreter = self.spec.get("interpreter") or language.get("version")
@@ -151,7 +152,8 @@ class Launch:
         if self.in_docker:
             if self.spec.get("backend"):
                 raise CellSkipped("docker isolation runs one server command; servers with a backend are not supported")
-            self.isolation = DockerIsolation(**limits, container=f"serverbench-{uuid.uuid4().hex[:12]}").setup()
+            container = f"serverbench-{uuid.uuid4().hex[:12]}"
+            self.isolation = DockerIsolation(**limits, container=container, docker_env=self.env).setup()
         else:
             self.isolation = Isolation(**limits).setup()
         self.record.isolation = {
@@ -197,6 +199,7 @@ class Launch:
             memory_limit=self.isolation.memory_limit,
             nofile=self.isolation.nofile,
             mounts=[self.rundir],
+            read_only=[REPO_ROOT],  # {root}
             env=server_env(self.spec, self.values),
             workdir=self.rundir,
         )
@@ -217,22 +220,17 @@ class Launch:
         self.record.server.pid = self.server.pid
 
     def _docker_image(self) -> str:
-        """The language's image, built from its Dockerfile if the engine lacks it."""
-        problem = docker.engine_problem()
-        if problem:
-            raise CellSkipped(f"docker isolation: {problem}")
-        spec = (self.config.get("docker_images") or {}).get(self.spec["language"])
-        if not spec:
-            raise CellSkipped(f"docker isolation: no docker_images entry for {self.spec['language']!r}")
-        inspect = ["docker", "image", "inspect", spec["image"]]
-        if subprocess.run(inspect, capture_output=True, env=self.env, timeout=60).returncode != 0:
-            build = docker.build_argv(spec["image"], REPO_ROOT / spec["dockerfile"], REPO_ROOT)
-            with open(self.log_path, "ab") as log:
-                done = subprocess.run(build, stdout=log, stderr=subprocess.STDOUT, env=self.env)
-            if done.returncode != 0:
-                raise CellFailed(f"docker build of {spec['image']} failed (exit {done.returncode}); see the server log")
-        self.record.isolation_image = spec["image"]
-        return spec["image"]
+        """The language's image (made on first use); docker calls go to the engine that answers."""
+        try:
+            self.env = engine.connect(self.config, self.env)
+        except engine.EngineError as exc:
+            raise CellSkipped(f"docker isolation: {exc}") from None
+        try:
+            image = images.build_servers(self.config, self.spec["language"], self.env)
+        except images.ImageError as exc:
+            raise CellFailed(f"docker image: {exc}") from None
+        self.record.isolation_image = images.describe(image)
+        return image.tag
 
     def _attach_container(self) -> None:
         deadline = time.monotonic() + self.profile.ready_timeout
@@ -271,9 +269,12 @@ class Launch:
         """Stop the server tree, release its isolation and network; True if a server was running."""
         stopped = self.server is not None
         if stopped:
+            # Read before the stop too: a container's cgroup goes with the container.
+            kills_before = self.isolation.oom_kills() if self.isolation is not None else None
             self.record.server.stop = self.server.stop(self.profile.stop_grace)
             if self.isolation is not None:
-                self.record.server.oom_kills = self.isolation.oom_kills()
+                kills_after = self.isolation.oom_kills()
+                self.record.server.oom_kills = kills_after if kills_after is not None else kills_before
             self.server = None
         if self.isolation is not None:
             self.isolation.cleanup()

@@ -345,7 +345,7 @@ class CellRecord(Section):
     time_wait: dict | None = None
     network: dict | None = None
     limits: Limits | None = None
-    isolation_image: str | None = None
+    isolation_image: dict | str | None = None  # images.Image (a tag alone in records before cell/3)
     fairness: Fairness | None = None
     warmup: dict | None = None
     checks: dict | None = None
