@@ -8,6 +8,7 @@ import shutil
 import stat
 import subprocess
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -133,6 +134,8 @@ def docker_run(base_config_module):
         session.close()
     if started is not None:
         assert started.pid() is None and not started.answers(), "the engine the tests started still runs"
+        mounts = Path("/proc/self/mounts").read_text()
+        assert f" {started.state_dir}/" not in mounts, "the engine left a mount behind"
 
 
 @pytest.fixture(scope="module")

@@ -142,6 +142,13 @@ class Engine:
         for process in alive:
             process.kill()
         psutil.wait_procs(alive, timeout=5)
+        self._unmount_leftovers()
+
+    def _unmount_leftovers(self) -> None:
+        """dockerd leaves its reference to the host's network namespace mounted (exec/netns)."""
+        mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
+        for mount in sorted((m for m in mounts if m.startswith(f"{self.state_dir}/")), reverse=True):
+            subprocess.run(["umount", mount], capture_output=True, timeout=10)
 
 
 class EngineError(RuntimeError):
