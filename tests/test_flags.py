@@ -172,3 +172,10 @@ def test_littles_law_shortfall_fires_and_wrks_corrected_excess_does_not(record):
     assert "littles_law" in flagged(record)
     record.checks = {"littles_law": {"ratio": 0.95, "mean_latency_corrected_by_tool": False}}
     assert "littles_law" not in flagged(record)
+
+
+def test_cpu_contended_fires_above_the_share_only(record):
+    record.server.usage.foreign_cpu_share = THRESHOLDS["foreign_cpu_share"]
+    assert "cpu_contended" not in flagged(record)
+    record.server.usage.foreign_cpu_share = THRESHOLDS["foreign_cpu_share"] + 0.01
+    assert "cpu_contended" in flagged(record)

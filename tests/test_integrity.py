@@ -1,6 +1,9 @@
 """Measurement integrity with real servers: the traps of the seed studies are
 caught and flagged, limits are enforced and recorded."""
 
+import subprocess
+import sys
+
 import pytest
 from conftest import add_server, measure_cell, require
 from serverbench import aggregate, hostnet, isolation
@@ -151,15 +154,39 @@ def test_memory_limit_is_enforced_and_recorded(base_config, tmp_path, no_leftove
 
 def test_client_bound_cell_is_flagged(base_config, tmp_path, no_leftovers):
     """wrk capped at a tenth of a CPU (a cgroup quota, so on any machine) against
-    nginx answering by itself on a whole CPU: the figure is the client's."""
+    nginx answering by itself on a whole CPU: the figure is the client's. As the
+    ceiling (family ``baseline``) that is what nginx measures, so there it is no flag."""
     require("nginx", "wrk")
     base_config["profiles"]["default"].update(workers=1, client_cpu_quota=0.1)
-    record = measure_cell(base_config, tmp_path, "nginx-baseline", concurrency=50)
+    base_config["catalogue"]["nginx-static"] = {**base_config["catalogue"]["nginx-baseline"], "family": "static"}
+    for server, flagged in (("nginx-static", True), ("nginx-baseline", False)):
+        record = measure_cell(base_config, tmp_path / server, server, concurrency=50)
+        assert record["status"] == "ok", record["reason"]
+        assert record["client"]["cpu_quota"] == 0.1
+        assert 9 <= record["client"]["cpu_percent"] <= 12.5  # the quota holds (CFS periods round it a little)
+        assert ("client_bound" in record["flags"]) is flagged
+        assert "server_idle" not in record["flags"]
+
+
+def test_another_process_on_the_server_cpus_is_flagged(base_config, tmp_path, no_leftovers):
+    """A process that spins on the server's CPU for the whole cell: the scheduler gives
+    it at least a third of that CPU against nginx's two workers, on any machine."""
+    require("nginx", "wrk")
+    cpus = base_config["profiles"]["default"]["server_cpus"]
+    spinner = subprocess.Popen(["taskset", "-c", ",".join(map(str, cpus)), sys.executable, "-c", "while True: pass"])
+    try:
+        record = measure_cell(base_config, tmp_path, "nginx-baseline", concurrency=2)
+    finally:
+        spinner.kill()
+        spinner.wait()
     assert record["status"] == "ok", record["reason"]
-    assert record["client"]["cpu_quota"] == 0.1
-    assert 9 <= record["client"]["cpu_percent"] <= 12.5  # the quota holds (CFS periods round it a little)
-    assert "client_bound" in record["flags"]
-    assert "server_idle" not in record["flags"]
+    usage = record["server"]["usage"]
+    assert usage["foreign_cpu_share"] > 0.3, usage
+    assert usage["cpus_busy_s"] >= usage["cpu_s"] + usage["foreign_cpu_s"] - 0.05
+    assert "cpu_contended" in record["flags"]
+    quiet = measure_cell(base_config, tmp_path / "quiet", "nginx-baseline", concurrency=2)
+    assert quiet["server"]["usage"]["foreign_cpu_share"] < 0.3
+    assert "cpu_contended" not in quiet["flags"]
 
 
 def test_client_not_bound_by_a_python_server(base_config, tmp_path, no_leftovers):

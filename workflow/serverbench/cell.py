@@ -20,6 +20,7 @@ from pathlib import Path
 from serverbench import __version__, latency, results, verify
 from serverbench import flags as flagging
 from serverbench.config import effective_profile
+from serverbench.cpuidle import IdleLatencyHold
 from serverbench.errors import CellFailed, CellSkipped, Interrupted, raise_interrupted
 from serverbench.isolation import HarnessPlacement
 from serverbench.launch import Launch
@@ -49,9 +50,13 @@ class CellRun:
         record = self.record
         record.timing["job_start"] = round(time.time(), 4)
         record.harness = {"version": __version__, "python": sys.version.split()[0], "cpus": self.profile.harness_cpus}
-        with HarnessPlacement(self.profile.harness_cpus) as placement:
+        with (
+            HarnessPlacement(self.profile.harness_cpus) as placement,
+            IdleLatencyHold(self.profile.cpu_latency_us) as idle,
+        ):
             self._run()
         record.harness.update(placement.describe())
+        record.cpu_idle = idle.describe()
         self._write()
         return record
 

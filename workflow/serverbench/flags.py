@@ -23,6 +23,10 @@ FLAG_HELP = {
         "rather than worked, so the figure is not its capacity"
     ),
     "unstable": "requests/s varied across the repeats the estimate uses more than flags.cv",
+    "cpu_contended": (
+        "other processes used the server's CPUs during the load (more than flags.foreign_cpu_share of them): "
+        "the server did not have its CPUs to itself"
+    ),
     "single_repeat": "one successful repeat: its spread, so its stability, is unknown",
     "no_keepalive": "the server closes each connection: the tool reconnects for every request",
     "starved": "some connections got (almost) no answers while others were served: the figure hides waiting clients",
@@ -70,17 +74,27 @@ def _load_flags(record: CellRecord, thresholds: dict) -> list[str]:
     return flags
 
 
+# nginx answering by itself measures the ceiling of machine *and* load tool:
+# the tool's limit is what it is there to find, not a reason to distrust it.
+CEILING_FAMILY = "baseline"
+
+
 def _resource_flags(record: CellRecord, thresholds: dict) -> list[str]:
     flags = []
+    ceiling = record.cell.family == CEILING_FAMILY
     # The client's allotment: its CPUs, or less where a CPU quota caps it.
     cpus = len(record.isolation.get("client_cpus") or [1])
     if record.client.cpu_quota:
         cpus = min(cpus, record.client.cpu_quota)
     used = record.client.cpu_percent
-    if used is not None and used >= 100 * thresholds["client_bound_share"] * cpus:
+    client_bound = used is not None and used >= 100 * thresholds["client_bound_share"] * cpus
+    if client_bound and not ceiling:
         flags.append("client_bound")
+    foreign = record.server.usage.foreign_cpu_share
+    if foreign is not None and foreign > thresholds["foreign_cpu_share"]:
+        flags.append("cpu_contended")
     share = record.server.usage.cpu_percent_of_allotment
-    if share is not None and share < 100 * thresholds["server_idle_share"] and "client_bound" not in flags:
+    if share is not None and share < 100 * thresholds["server_idle_share"] and not client_bound:
         flags.append("server_idle")
     return flags
 

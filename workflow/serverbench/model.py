@@ -24,8 +24,8 @@ DEFAULT_WORKLOAD = "hello"
 # limits.listen_backlog, harness placement and None for error classes a tool cannot
 # observe; /3 added cell.fraction, open_loop and latency_ms.p99_9 (rate cells).
 # Older records read with those unset.
-RECORD_SCHEMA = "serverbench.cell/3"
-KNOWN_RECORD_SCHEMAS = frozenset({"serverbench.cell/1", "serverbench.cell/2", RECORD_SCHEMA})
+RECORD_SCHEMA = "serverbench.cell/4"
+KNOWN_RECORD_SCHEMAS = frozenset({"serverbench.cell/1", "serverbench.cell/2", "serverbench.cell/3", RECORD_SCHEMA})
 STATUSES = ("ok", "failed", "skipped")
 ERROR_CLASSES = ("connect", "read", "write", "timeout", "non_2xx", "other")
 LATENCY_KEYS = ("mean", "stdev", "max", "p50", "p75", "p90", "p99", "p99_9")
@@ -116,6 +116,7 @@ class Profile:
     fairness: str
     fairness_duration: float
     time_wait_max: int
+    cpu_latency_us: int | None
     open_loop: dict | None
     scaling: dict
 
@@ -236,7 +237,8 @@ class LoadResult(Section):
 Usage = optional_section(
     "Usage",
     "The server tree's CPU and memory over the measured run (serverbench.monitor).",
-    floats="wall_s cpu_s cpu_percent cpu_percent_of_allotment sample_interval_s sampler_cpu_s",
+    floats="wall_s cpu_s cpu_percent cpu_percent_of_allotment sample_interval_s sampler_cpu_s"
+    " cpus_busy_s foreign_cpu_s foreign_cpu_share",
     ints="rss_peak_bytes rss_mean_bytes pss_peak_bytes pss_mean_bytes uss_peak_bytes cgroup_memory_peak_bytes"
     " processes_max processes_min threads_max samples",
 )
@@ -351,6 +353,7 @@ class CellRecord(Section):
     checks: dict | None = None
     steady: dict | None = None
     open_loop: dict | None = None
+    cpu_idle: dict | None = None  # cpuidle.IdleLatencyHold.describe()
     thresholds: dict | None = None
     traceback: str | None = None
 

@@ -14,7 +14,7 @@ import statistics
 import threading
 import time
 
-from serverbench.procfs import ProcFiles, pss_uss
+from serverbench.procfs import ProcFiles, cpus_busy_seconds, pss_uss
 
 PSS_PERIOD_S = 1.0  # smaps_rollup walks every mapping: read it about once a second
 TREE_EVERY = 10  # without a cgroup, walk the process tree on every Nth sample only
@@ -38,12 +38,14 @@ class Monitor:
         self._pids: list[int] = []
         self._count = 0
         self._last_pss = float("-inf")
+        self._busy0 = self._busy1 = None
 
     def __enter__(self) -> Monitor:
         self._t0 = time.monotonic()
         self._refresh_pids(force=True)
         self._cpu0 = self._tree_cpu()
         self._cgroup_cpu0 = self.server.isolation.cpu_seconds()
+        self._busy0 = cpus_busy_seconds(self.server.isolation.cpus)
         self._thread.start()
         return self
 
@@ -60,6 +62,7 @@ class Monitor:
         self._refresh_pids(force=True)
         self._cpu1 = self._tree_cpu()
         self._cgroup_cpu1 = self.server.isolation.cpu_seconds()
+        self._busy1 = cpus_busy_seconds(self.server.isolation.cpus)
 
     def mark(self, phase: str) -> None:
         """Samples from now on belong to ``phase`` (``idle`` after the load)."""
@@ -191,4 +194,20 @@ class Monitor:
             "samples": len(self.samples),
             "sample_interval_s": self.interval,
             "sampler_cpu_s": round(self._own_cpu, 4),
+            **self._foreign(cpu_s, wall, cpus),
+        }
+
+    def _foreign(self, cpu_s: float, wall: float, cpus: int) -> dict:
+        """CPU time others took on the server's CPUs during the load: their busy time
+        (/proc/stat) less the server's own. The server's CPUs are its alone by design
+        (harness and client run elsewhere), so anything here is interference
+        (flag ``cpu_contended``)."""
+        if self._busy0 is None or self._busy1 is None or not wall:
+            return {"cpus_busy_s": None, "foreign_cpu_s": None, "foreign_cpu_share": None}
+        busy = self._busy1 - self._busy0
+        foreign = max(0.0, busy - cpu_s)
+        return {
+            "cpus_busy_s": round(busy, 4),
+            "foreign_cpu_s": round(foreign, 4),
+            "foreign_cpu_share": round(foreign / (wall * cpus), 4),
         }

@@ -65,3 +65,20 @@ def pss_uss(pid: int) -> tuple[int, int] | None:
     if b"Pss" not in values:
         return None
     return values[b"Pss"], values.get(b"Private_Clean", 0) + values.get(b"Private_Dirty", 0)
+
+
+def cpus_busy_seconds(cpus) -> float | None:
+    """CPU seconds the given CPUs spent running tasks (user, nice, system; not idle,
+    iowait or interrupts) since boot, from /proc/stat; None where it cannot be read."""
+    wanted = {f"cpu{cpu}" for cpu in cpus}
+    ticks = 0
+    try:
+        with open("/proc/stat") as handle:
+            for line in handle:
+                fields = line.split()
+                if fields and fields[0] in wanted:
+                    ticks += int(fields[1]) + int(fields[2]) + int(fields[3])
+                    wanted.discard(fields[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None if wanted else ticks / CLOCK_TICKS
