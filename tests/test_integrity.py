@@ -146,8 +146,10 @@ def test_memory_limit_is_enforced_and_recorded(base_config, tmp_path, no_leftove
     assert record["isolation"]["limits_enforced"] is True
     assert record["isolation"]["memory_limit_bytes"] == 160 * 1024**2
     assert record["server"]["oom_kills"] >= 1
-    # Killed workers either fail the verification or break the load: never a clean result.
-    assert record["status"] == "failed" or record["load"]["errors_total"] > 0
+    # Killed workers fail the verification, break the load (errors), or leave it with fewer
+    # answers than connections (stalled: a worker that booted late in the run served two
+    # requests and no third came in time): never a clean result, however fast the machine.
+    assert record["status"] == "failed" or record["load"]["errors_total"] > 0 or "stalled" in record["flags"], record
     if record["status"] == "failed":
         assert "OOM" in record["reason"]
 
