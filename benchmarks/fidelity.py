@@ -17,7 +17,9 @@ The ratio is taken pair by pair (each cell against the hand run beside it);
 the order inside a pair alternates (hand–cell, then cell–hand), so a drift of
 the machine over the run, or a cost the first run of a pair pays for the
 second, falls on both sides alike. The median of the pair ratios is reported
-with their range and a bootstrap confidence interval of that median.
+with their range and a bootstrap confidence interval of that median, and after
+each server the machine's own steadiness (serverbench.hostspeed): where a CPU
+runs at half speed for part of the time, pairs scatter by that much.
 """
 
 import argparse
@@ -30,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from serverbench import REPO_ROOT, config, loadgen, servers, stats
+from serverbench import REPO_ROOT, config, hostspeed, loadgen, servers, stats
 from serverbench.cell import run_cell
 from serverbench.cpuidle import IdleLatencyHold
 from serverbench.launch import render, server_values
@@ -133,6 +135,8 @@ def main() -> None:
                     else:
                         framework.append(framework_run(cfg, server, args.concurrency, Path(workdir), index))
             report(server, hand, framework)
+            # The noise floor beside it: pairs scatter at least as much as the CPUs' speed does.
+            print("   ", hostspeed.describe(hostspeed.check(sorted(os.sched_getaffinity(0)), 3)), flush=True)
 
 
 def report(server: str, hand: list[float], framework: list[float]) -> None:

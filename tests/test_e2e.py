@@ -4,6 +4,7 @@ is left running."""
 
 import itertools
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -75,6 +76,16 @@ def test_bench_jobs_never_overlap(tiny_run):
     spans = list(zip(runs["job_start"], runs["job_end"], strict=True))
     for (_, end), (start, _) in itertools.pairwise(spans):
         assert start >= end, f"a job started at {start} before the previous one ended at {end}"
+
+
+def test_the_machines_steadiness_was_checked_on_every_cpu_before_any_cell(tiny_run):
+    results, _, _ = tiny_run
+    check = json.loads((results / "environment.json").read_text())["host_speed"]
+    assert sorted(map(int, check["cpus"])) == sorted(os.sched_getaffinity(0))
+    assert all(cpu["chunks"] > 100 for cpu in check["cpus"].values())
+    # It ran first, so alone: after it the cells, and the tables and charts only after them.
+    assert check["ended_at"] <= pd.read_csv(results / "runs.csv")["job_start"].min()
+    assert 'id="machine"' in (results / "index.html").read_text()
 
 
 def test_cells_ran_in_the_seeded_order(tiny_run):

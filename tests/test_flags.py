@@ -174,6 +174,14 @@ def test_littles_law_shortfall_fires_and_wrks_corrected_excess_does_not(record):
     assert "littles_law" not in flagged(record)
 
 
+def test_a_saturated_clients_shortfall_is_its_own_time_not_uncounted_requests(record):
+    record.checks = {"littles_law": {"ratio": 0.6, "mean_latency_corrected_by_tool": True}}
+    record.client.cpu_percent = 100 * THRESHOLDS["client_bound_share"] - 1
+    assert "littles_law" in flagged(record)
+    record.client.cpu_percent = 100 * THRESHOLDS["client_bound_share"]
+    assert "littles_law" not in flagged(record) and "client_bound" in flagged(record)
+
+
 def test_cpu_contended_fires_above_the_share_only(record):
     record.server.usage.foreign_cpu_share = THRESHOLDS["foreign_cpu_share"]
     assert "cpu_contended" not in flagged(record)

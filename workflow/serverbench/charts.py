@@ -18,7 +18,7 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup
 
-from serverbench import latency, results
+from serverbench import hostspeed, latency, results
 from serverbench.flags import FLAG_HELP
 from serverbench.model import DEFAULT_WORKLOAD, STEADY_COLUMNS, WORKER_COLUMNS
 from serverbench.verdicts import answers, flag_set, why_not_comparable
@@ -439,6 +439,7 @@ def index_context(summary: pd.DataFrame, environment: dict, charts: dict, index_
         "cells": len(summary),
         "statuses": ", ".join(f"{n} {s}" for s, n in summary["status"].value_counts().items()),
         "environment": {key: environment.get(key) for key in ("cpu_model", "cpus", "kernel", "git_commit")},
+        "machine": hostspeed.describe(environment.get("host_speed")),
         "charts": [
             {
                 "title": title,

@@ -11,7 +11,7 @@ import time
 
 import psutil
 
-from serverbench import REPO_ROOT, __version__
+from serverbench import REPO_ROOT, __version__, hostspeed
 from serverbench.hostnet import sysctl
 from serverbench.matrix import Matrix
 from serverbench.results import config_hash
@@ -93,4 +93,6 @@ def collect(config: dict) -> dict:
         "nofile_limit": resource.getrlimit(resource.RLIMIT_NOFILE),
         "sysctl": {name: sysctl(name) for name in SYSCTLS},
         "versions": versions(Matrix(config), run_env()),
+        # Every CPU this run may use, timed at once (serverbench.hostspeed).
+        "host_speed": hostspeed.check(sorted(os.sched_getaffinity(0)), config.get("host_check_seconds", 0)),
     }

@@ -1,0 +1,54 @@
+"""The machine's steadiness check: a CPU shared with another task is told apart
+from a CPU that ran slower, and the page says what was found."""
+
+import subprocess
+import sys
+
+import pytest
+from serverbench import hostspeed
+
+FAST, SLOW = 0.001, 0.002
+
+
+def _summary(chunks):
+    seconds = sum(cpu for _, cpu in chunks)
+    return hostspeed.summarise({"wall_s": seconds, "cpu_s": seconds, "chunks": chunks})
+
+
+def test_the_summary_counts_slower_chunks_and_chunks_that_waited_apart():
+    chunks = [(FAST, FAST)] * 60 + [(SLOW, SLOW)] * 30 + [(SLOW, FAST)] * 10
+    figures = hostspeed.summarise({"wall_s": 0.2, "cpu_s": 0.13, "chunks": chunks})
+    assert figures["chunks"] == 100
+    assert figures["fast_chunk_ms"] == 1.0
+    assert figures["slow_share"] == 0.3  # the CPU's own time grew: it ran slower
+    assert figures["waited_share"] == 0.35  # the wall time alone grew: something else ran
+    assert figures["slowest_over_fast"] == 2.0
+
+
+def test_the_page_sentence_names_each_cpu_and_warns_only_when_it_matters():
+    steady = {"seconds": 3, "cpus": {"0": _summary([(FAST, FAST)] * 100)}, "slow_share_max": 0.0}
+    assert hostspeed.describe(steady).endswith("for 0% of the time (up to 1.0×).")
+    noisy = _summary([(FAST, FAST)] * 70 + [(SLOW, SLOW)] * 30)
+    text = hostspeed.describe({"seconds": 3, "cpus": {"0": steady["cpus"]["0"], "1": noisy}, "slow_share_max": 0.3})
+    assert "CPU 1 ran slower than its fastest for 30% of the time (up to 2.0×)" in text
+    assert "differ by that much for this reason alone" in text
+    assert hostspeed.describe(None) is None
+
+
+def test_a_task_sharing_the_cpu_shows_as_waiting_not_as_a_slower_cpu():
+    """A process spinning on CPU 0 for the whole check: CFS gives it turns, each one a
+    wait the check sees in its wall time and not in its own CPU time: about half of it."""
+    spinner = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
+    try:
+        shared = hostspeed.check([0], 1.5)["cpus"]["0"]
+    finally:
+        spinner.kill()
+        spinner.wait()
+    alone = hostspeed.check([0], 1.5)["cpus"]["0"]
+    assert shared["waited_share"] > 0.3
+    assert alone["waited_share"] < 0.1
+
+
+@pytest.mark.parametrize("seconds", [0, None])
+def test_no_seconds_skips_the_check(seconds):
+    assert hostspeed.check([0, 1], seconds) is None
