@@ -75,6 +75,13 @@ def test_client_bound_against_the_allotment(record):
     assert "client_bound" in flagged(record)
 
 
+def test_the_runs_ceiling_measures_the_client_too_so_it_is_not_client_bound(record):
+    record.client.cpu_percent = 95.0
+    assert "client_bound" in flags.cell_flags(record, THRESHOLDS, ceiling="nginx-baseline")
+    assert "client_bound" not in flags.cell_flags(record, THRESHOLDS, ceiling=record.cell.server)
+    assert "server_idle" not in flags.cell_flags(record, THRESHOLDS, ceiling=record.cell.server)
+
+
 def test_server_idle_unless_the_client_is_the_limit(record):
     record.server.usage.cpu_percent_of_allotment = 24.0
     assert "server_idle" in flagged(record)

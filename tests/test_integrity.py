@@ -157,10 +157,11 @@ def test_memory_limit_is_enforced_and_recorded(base_config, tmp_path, no_leftove
 def test_client_bound_cell_is_flagged(base_config, tmp_path, no_leftovers):
     """wrk capped at a tenth of a CPU (a cgroup quota, so on any machine) against
     nginx answering by itself on a whole CPU: the figure is the client's. As the
-    ceiling (family ``baseline``) that is what nginx measures, so there it is no flag."""
+    run's ceiling (``comparisons.ceiling``) that is what nginx measures, so there it is no flag."""
     require("nginx", "wrk")
     base_config["profiles"]["default"].update(workers=1, client_cpu_quota=0.1)
-    base_config["catalogue"]["nginx-static"] = {**base_config["catalogue"]["nginx-baseline"], "family": "static"}
+    assert base_config["comparisons"]["ceiling"] == "nginx-baseline"
+    base_config["catalogue"]["nginx-static"] = base_config["catalogue"]["nginx-baseline"]
     for server, flagged in (("nginx-static", True), ("nginx-baseline", False)):
         record = measure_cell(base_config, tmp_path / server, server, concurrency=50)
         assert record["status"] == "ok", record["reason"]

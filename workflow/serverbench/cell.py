@@ -88,7 +88,8 @@ class CellRun:
         finally:
             self._teardown()
             shutil.rmtree(rundir, ignore_errors=True)
-        record.flags = flagging.cell_flags(record, self.config["flags"])
+        ceiling = self.config.get("comparisons", {}).get("ceiling")
+        record.flags = flagging.cell_flags(record, self.config["flags"], ceiling)
 
     def _measure(self, rundir: Path) -> None:
         record, profile = self.record, self.profile

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 INFO_TIMEOUT_S = 10
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 30
@@ -68,8 +70,6 @@ def engine_problem(env: dict | None = None) -> str | None:
 
 
 def _dockerd_running() -> bool:
-    import psutil
-
     return any(process.info["name"] == "dockerd" for process in psutil.process_iter(["name"]))
 
 
@@ -130,8 +130,6 @@ class Engine:
         if pid is None:
             return
         remove_labelled_containers(self.env())
-        import psutil
-
         try:
             dockerd = psutil.Process(pid)
             tree = [dockerd, *dockerd.children(recursive=True)]  # its containerd and shims

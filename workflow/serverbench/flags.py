@@ -44,11 +44,11 @@ FLAG_HELP = {
 }
 
 
-def cell_flags(record: CellRecord, thresholds: dict) -> list[str]:
-    """Flags of one measured run."""
+def cell_flags(record: CellRecord, thresholds: dict, ceiling: str | None = None) -> list[str]:
+    """Flags of one measured run; `ceiling` names the run's ceiling server (comparisons.ceiling)."""
     if record.load is None or record.status != "ok":
         return []
-    flags = _load_flags(record, thresholds) + _resource_flags(record, thresholds)
+    flags = _load_flags(record, thresholds) + _resource_flags(record, thresholds, record.cell.server == ceiling)
     if record.verify is not None and record.verify.keepalive in ("closes-announced", "closes-silently"):
         flags.append("no_keepalive")
     flags += _fairness_flags(record, thresholds) + _self_check_flags(record, thresholds)
@@ -77,11 +77,6 @@ def _load_flags(record: CellRecord, thresholds: dict) -> list[str]:
     return flags
 
 
-# nginx answering by itself measures the ceiling of machine *and* load tool:
-# the tool's limit is what it is there to find, not a reason to distrust it.
-CEILING_FAMILY = "baseline"
-
-
 def _client_saturated(record: CellRecord, thresholds: dict) -> bool:
     """The load tool used nearly all of its allotment: its CPUs, or less where a quota caps it."""
     cpus = len(record.isolation.get("client_cpus") or [1])
@@ -91,9 +86,10 @@ def _client_saturated(record: CellRecord, thresholds: dict) -> bool:
     return used is not None and used >= 100 * thresholds["client_bound_share"] * cpus
 
 
-def _resource_flags(record: CellRecord, thresholds: dict) -> list[str]:
+def _resource_flags(record: CellRecord, thresholds: dict, ceiling: bool) -> list[str]:
     flags = []
-    ceiling = record.cell.family == CEILING_FAMILY
+    # The ceiling (nginx answering by itself) measures machine *and* load tool:
+    # the tool's limit is what it is there to find, not a reason to distrust it.
     client_bound = _client_saturated(record, thresholds)
     if client_bound and not ceiling:
         flags.append("client_bound")

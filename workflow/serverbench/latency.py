@@ -17,10 +17,8 @@ answers at the load a site really has. So, per (profile, workload, server):
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -123,7 +121,7 @@ def plan(measured: dict, fraction: float, spec: dict) -> dict:
 
 def rate_plan(capacity_path, fraction: float, spec: dict) -> dict:
     """A rate cell's plan from its server's capacity file; skipped where there is no capacity."""
-    measured = read_capacity(capacity_path)
+    measured = results.read_json(capacity_path)
     if measured["status"] != "measured":
         raise CellSkipped(f"no capacity to offer {fraction:g} of: {measured['reason']}")
     return plan(measured, fraction, spec)
@@ -320,10 +318,6 @@ def interpolated_p99(group: pd.DataFrame, rate: float) -> float | None:
     if rate < rates.min() or rate > rates.max():
         return None
     return float(np.exp(np.interp(rate, rates, np.log([p["p99"] for p in points]))))
-
-
-def read_capacity(path: str | Path) -> dict:
-    return json.loads(Path(path).read_text())
 
 
 # --- 5. what the rate cells answer ------------------------------------------------------
