@@ -12,7 +12,7 @@ The check times the same small piece of work again and again on every CPU at
 once, each CPU busy as under load, and tells apart two ways it can be slow:
 the CPU itself ran slower (a chunk's own CPU time grew), or another task
 shared the CPU (the check's wall time exceeded its CPU time). The `environment`
-job runs it holding the bench slot, so no cell runs meanwhile.
+job runs it first and holding the bench slot, so no other job runs meanwhile.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import subprocess
 import sys
 import time
 
-# About 1 ms of work at this machine's fast speed: short against the episodes, long
-# against the clocks' resolution.
+# About half a millisecond of work at this machine's fast speed: short against the
+# episodes, long against the clocks' resolution.
 CHUNK_ITERATIONS = 20_000
 # A chunk is slow when it took this much more than the CPU's fast chunks.
 SLOW_FACTOR = 1.25
