@@ -22,10 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from serverbench import REPO_ROOT, config, engine, images
-from serverbench.cell import run_cell
-from serverbench.model import Cell
-from serverbench.runenv import run_env
+from serverbench import REPO_ROOT
+from serverbench.cell.phases import run_cell
+from serverbench.host import engine, images
+from serverbench.host.runenv import run_env
+from serverbench.plan import config
+from serverbench.plan.shapes import Cell
 
 
 def cell(cfg: dict, isolation: str, server: str, concurrency: int, workdir: Path, index: int) -> dict:

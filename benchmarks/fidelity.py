@@ -5,7 +5,7 @@ For each server, back to back and alternating, it runs
       read from the sockets during the load, as by default), and
   (b) a plain hand run: the same server argv (rendered by the harness's own
       placeholder code) pinned with taskset, a readiness poll, the same warm-up,
-      idle CPUs held to the same wake-up latency (serverbench.cpuidle),
+      idle CPUs held to the same wake-up latency (serverbench.host.cpuidle),
       and the same wrk command line pinned to the client CPU, read from wrk's
       own "Requests/sec:" line,
 and reports the ratio of the medians of requests/s. Target: within ±3%.
@@ -18,7 +18,7 @@ the order inside a pair alternates (hand–cell, then cell–hand), so a drift o
 the machine over the run, or a cost the first run of a pair pays for the
 second, falls on both sides alike. The median of the pair ratios is reported
 with their range and a bootstrap confidence interval of that median, and after
-each server the machine's own steadiness (serverbench.hostspeed): where a CPU
+each server the machine's own steadiness (serverbench.host.steadiness): where a CPU
 runs at half speed for part of the time, pairs scatter by that much.
 """
 
@@ -32,12 +32,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from serverbench import REPO_ROOT, config, hostspeed, loadgen, servers, stats
-from serverbench.cell import run_cell
-from serverbench.cpuidle import IdleLatencyHold
-from serverbench.launch import render, server_values
-from serverbench.model import Cell
-from serverbench.runenv import make_rundir, run_env
+from serverbench import REPO_ROOT
+from serverbench.cell import loadgen, servers
+from serverbench.cell.launch import render, server_values
+from serverbench.cell.phases import run_cell
+from serverbench.host import steadiness as hostspeed
+from serverbench.host.cpuidle import IdleLatencyHold
+from serverbench.host.runenv import make_rundir, run_env
+from serverbench.plan import config
+from serverbench.plan.shapes import Cell
+from serverbench.report.machine import steadiness_sentence
+from serverbench.tables import estimates
 
 
 def wrk_requests_per_s(text: str) -> float:
@@ -136,13 +141,13 @@ def main() -> None:
                         framework.append(framework_run(cfg, server, args.concurrency, Path(workdir), index))
             report(server, hand, framework)
             # The noise floor beside it: pairs scatter at least as much as the CPUs' speed does.
-            print("   ", hostspeed.describe(hostspeed.check(sorted(os.sched_getaffinity(0)), 3)), flush=True)
+            print("   ", steadiness_sentence(hostspeed.check(sorted(os.sched_getaffinity(0)), 3)), flush=True)
 
 
 def report(server: str, hand: list[float], framework: list[float]) -> None:
     ratios = [f / h for f, h in zip(framework, hand, strict=True)]
     ratio = statistics.median(ratios)
-    low, high = stats.median_ci(ratios, 0.95, seed=0)
+    low, high = estimates.median_ci(ratios, 0.95, seed=0)
     print(
         f"{server:<16} {statistics.median(hand):>12,.0f} {statistics.median(framework):>12,.0f} "
         f"{ratio:>13.3f} {low:>6.3f}–{high:.3f} {min(ratios):>8.3f}–{max(ratios):.3f}  "

@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 
 import yaml
-from serverbench import REPO_ROOT, config
-from serverbench.matrix import cells
+from serverbench import REPO_ROOT
+from serverbench.plan import config
+from serverbench.plan.matrix import cells
 
 CONCURRENCY = [1, 2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 8000]
 PLAIN_SNAKEFILE = """

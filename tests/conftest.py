@@ -12,11 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 from serverbench import REPO_ROOT
-from serverbench import config as cfg
-from serverbench.cell import run_cell
-from serverbench.model import Cell
-from serverbench.results import read_json
-from serverbench.runenv import run_env
+from serverbench.cell.phases import run_cell
+from serverbench.files import read_json
+from serverbench.host.runenv import run_env
+from serverbench.plan import config as cfg
+from serverbench.plan.shapes import Cell
 
 RAW = Path(__file__).parent / "data" / "raw"
 # Records of the default matrix written before the typed model, with their tables.

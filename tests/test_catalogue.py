@@ -11,7 +11,7 @@ import pytest
 import yaml
 from conftest import UNITD, server_processes
 from serverbench import REPO_ROOT
-from serverbench.runenv import run_env
+from serverbench.host.runenv import run_env
 
 pytestmark = pytest.mark.e2e
 CATALOGUE = yaml.safe_load((REPO_ROOT / "config.yaml").read_text())["catalogue"]

@@ -5,8 +5,8 @@ import os
 from pathlib import Path
 
 import pytest
-from serverbench import isolation
-from serverbench.isolation import HARNESS_LEAF, Isolation
+from serverbench.host import cgroups as isolation
+from serverbench.host.cgroups import HARNESS_LEAF, Isolation
 
 
 def cgroup2_tree(tmp_path: Path, controllers: str = "cpuset cpu io memory pids", own: str = "/job") -> Path:

@@ -1,5 +1,6 @@
 """Charts built from summaries: encodings, scale, and what a browser draws."""
 
+import copy
 import json
 import os
 from pathlib import Path
@@ -9,8 +10,11 @@ import pandas as pd
 import pytest
 from conftest import RECORDS_V1, require
 from PIL import Image
-from serverbench import REPO_ROOT, charts, screenshots, verdicts
-from serverbench import config as cfg
+from serverbench import REPO_ROOT
+from serverbench.decide import verdicts
+from serverbench.plan import config as cfg
+from serverbench.report import charts, screenshots
+from serverbench.report.index import write_index
 
 LANGUAGE = {"gunicorn": "python", "starman": "perl", "uwsgi": "python", "uwsgi-psgi": "perl",
             "nginx-baseline": "none", "bjoern": "python", "feersum": "perl"}  # fmt: skip
@@ -31,7 +35,8 @@ def generated_summary(servers=None, profiles=("default",), tools=("wrk",), level
                         "profile": profile, "tool": tool, "server": server,
                         "language": LANGUAGE.get(server, "python"), "family": FAMILY.get(server, "x"),
                         "concurrency": concurrency, "status": "ok", "repeats_ok": 4,
-                        "rps_trimmed_mean": rps, "rps_min": rps * 0.9, "rps_max": rps * 1.1, "rps_cv": 0.05,
+                        "rps_trimmed_mean": rps, "rps_median": rps * 0.98, "rps_min": rps * 0.9,
+                        "rps_max": rps * 1.1, "rps_cv": 0.05,
                         "latency_p50_ms": 1.0, "latency_p99_ms": 5.0, "error_rate": 0.0,
                         "server_rss_peak_mb": 40.0, "server_pss_peak_mb": 20.0, "server_cpu_percent": 95.0,
                         "flags": "starved" if server == "starman" else "", "server_version": "1.0",
@@ -39,12 +44,15 @@ def generated_summary(servers=None, profiles=("default",), tools=("wrk",), level
     return pd.DataFrame(rows)
 
 
+CONFIG = cfg.load(REPO_ROOT / "config.yaml")
+
+
 def spec(chart) -> dict:
     return chart.to_dict()
 
 
 def test_rps_chart_encodings():
-    d = spec(charts.build("rps", generated_summary()))
+    d = spec(charts.build("rps", CONFIG, generated_summary()))
     layers = d["spec"]["layer"]
     line = layers[1]["layer"][0]
     assert line["encoding"]["x"]["field"] == "concurrency" and line["encoding"]["x"]["scale"]["type"] == "log"
@@ -61,13 +69,13 @@ def test_rps_chart_encodings():
 
 @pytest.mark.parametrize(("name", "measures"), [("latency", {"p50", "p99"}), ("memory", {"RSS peak", "PSS peak"})])
 def test_folded_metrics_have_both_measures(name, measures):
-    d = spec(charts.build(name, generated_summary()))
+    d = spec(charts.build(name, CONFIG, generated_summary()))
     data = next(iter(d["datasets"].values()))
     assert {row["measure"] for row in data} == measures
 
 
 def test_flagged_points_are_hollow():
-    d = spec(charts.build("errors", generated_summary()))
+    d = spec(charts.build("errors", CONFIG, generated_summary()))
     point = d["spec"]["layer"][1]["layer"][1]
     assert point["encoding"]["fill"]["condition"]["test"] == "datum.flagged"
     data = next(iter(d["datasets"].values()))
@@ -75,7 +83,7 @@ def test_flagged_points_are_hollow():
 
 
 def test_languages_chart_pairs_families_across_languages():
-    d = spec(charts.build("languages", generated_summary()))
+    d = spec(charts.build("languages", CONFIG, generated_summary()))
     family_data = d["datasets"][d["vconcat"][0]["data"]["name"]]
     assert {row["family"] for row in family_data} == {"preforking", "event-loop-c"}
     best = d["datasets"][d["vconcat"][1]["data"]["name"]]
@@ -83,14 +91,50 @@ def test_languages_chart_pairs_families_across_languages():
     assert len(best) == 2 * 3  # one best server per language and concurrency
 
 
-def test_ceiling_chart_is_share_of_nginx():
+def ceiling_shares(config: dict, summary: pd.DataFrame) -> list[dict]:
+    d = spec(charts.build("ceiling", config, summary))
+    return next(iter(d["datasets"].values())), d
+
+
+@pytest.mark.parametrize("ceiling", ["nginx-baseline", "bjoern"])
+def test_ceiling_chart_is_the_share_of_the_configured_ceiling_by_the_verdicts_statistic(ceiling):
+    """comparisons.ceiling names the ceiling; the share is a ratio of medians, as the verdicts compare."""
+    config = copy.deepcopy(CONFIG)
+    config["comparisons"]["ceiling"] = ceiling
     summary = generated_summary()
-    d = spec(charts.build("ceiling", summary))
-    data = next(iter(d["datasets"].values()))
-    assert "nginx-baseline" not in {row["server"] for row in data}
-    ceiling = summary[summary["server"] == "nginx-baseline"].set_index("concurrency")["rps_trimmed_mean"]
+    data, d = ceiling_shares(config, summary)
+    assert ceiling not in {row["server"] for row in data}
+    assert ceiling in str(d["title"])
+    medians = summary[summary["server"] == ceiling].set_index("concurrency")["rps_median"]
+    assert len(data) == (len(LANGUAGE) - 1) * 3
     for row in data:
-        assert row["share"] == pytest.approx(row["rps_trimmed_mean"] / ceiling[row["concurrency"]])
+        assert row["share"] == pytest.approx(row["rps_median"] / medians[row["concurrency"]])
+
+
+def test_an_unknown_chart_is_refused():
+    with pytest.raises(ValueError, match="unknown chart 'pie'"):
+        charts.build("pie", CONFIG, generated_summary())
+
+
+def renamed_languages(config: dict, names: dict) -> dict:
+    """The config with its languages renamed (python → snake, …): the catalogue's and the languages' keys."""
+    config = copy.deepcopy(config)
+    config["languages"] = {names.get(key, key): value for key, value in config["languages"].items()}
+    for server in config["catalogue"].values():
+        server["language"] = names.get(server["language"], server["language"])
+    return config
+
+
+def test_languages_come_from_the_catalogue_not_the_code():
+    names = {"python": "snake", "perl": "camel"}
+    summary = generated_summary()
+    summary["language"] = summary["language"].map(lambda language: names.get(language, language))
+    d = spec(charts.build("languages", renamed_languages(CONFIG, names), summary))
+    family_data = d["datasets"][d["vconcat"][0]["data"]["name"]]
+    assert {row["family"] for row in family_data} == {"preforking", "event-loop-c"}
+    best = d["datasets"][d["vconcat"][1]["data"]["name"]]
+    assert {row["language"] for row in best} == {"snake", "camel"}
+    assert len(best) == 2 * 3
 
 
 def generated_workers(servers=("uwsgi-cheaper-busyness", "unit-python-dynamic"), seconds=30) -> pd.DataFrame:
@@ -108,7 +152,7 @@ def generated_workers(servers=("uwsgi-cheaper-busyness", "unit-python-dynamic"),
 
 
 def test_workers_chart_is_processes_against_time():
-    d = spec(charts.build("workers", generated_summary(), generated_workers()))
+    d = spec(charts.build("workers", CONFIG, generated_summary(), generated_workers()))
     layers = d["spec"]["layer"]
     line = layers[0]
     assert line["mark"]["type"] == "line" and line["mark"]["interpolate"] == "step-after"
@@ -122,7 +166,7 @@ def test_workers_chart_is_processes_against_time():
 
 
 def test_workers_chart_without_samples_says_so():
-    d = spec(charts.build("workers", generated_summary(), pd.DataFrame()))
+    d = spec(charts.build("workers", CONFIG, generated_summary(), pd.DataFrame()))
     assert "no samples" in json.dumps(d["title"])
 
 
@@ -134,7 +178,7 @@ def test_scale_without_max_rows_error(tmp_path):
     )
     assert len(summary) == 30 * 4 * 20 * 3
     for name in ("rps", "latency"):
-        chart = charts.build(name, summary)
+        chart = charts.build(name, CONFIG, summary)
         charts.save_chart(chart, tmp_path / f"{name}.html", tmp_path / f"{name}.png")
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
 
@@ -154,12 +198,12 @@ def test_index_and_chart_draw_in_a_real_browser(tmp_path):
     files = {}
     for name in ("rps",):
         paths = {ext: tmp_path / "charts" / f"{name}.{ext}" for ext in ("html", "png", "svg")}
-        charts.save_chart(charts.build(name, summary), paths["html"], paths["png"], paths["svg"])
+        charts.save_chart(charts.build(name, CONFIG, summary), paths["html"], paths["png"], paths["svg"])
         files[charts.CHARTS[name]] = paths
     verdicts_csv = tmp_path / "verdicts.csv"
     stored = [pd.read_csv(RECORDS_V1 / f"{name}.csv") for name in ("runs", "summary")]
-    verdicts.decide(*stored, cfg.load(REPO_ROOT / "config.yaml")).to_csv(verdicts_csv, index=False)
-    charts.write_index(csv, verdicts_csv, tmp_path / "environment.json", files, tmp_path / "index.html")
+    verdicts.verdict_table(*stored, cfg.load(REPO_ROOT / "config.yaml")).to_csv(verdicts_csv, index=False)
+    write_index(csv, verdicts_csv, tmp_path / "environment.json", files, tmp_path / "index.html")
     html = (tmp_path / "index.html").read_text()
     assert html.index("<h2>Answers</h2>") < html.index("<iframe")
     assert "not comparable, starman: starved" in html
@@ -201,7 +245,7 @@ def latency_rows() -> pd.DataFrame:
 
 
 def test_load_chart_marks_each_knee_against_offered_load_and_fraction():
-    d = spec(charts.build("load", generated_summary(), latency_rows=latency_rows(), multiples={"latency": 3.0}))
+    d = spec(charts.build("load", CONFIG, generated_summary(), latency_rows=latency_rows()))
     assert len(d["hconcat"]) == 2
     rows = next(iter(d["datasets"].values()))
     knees = {(r["server"], r["fraction"]) for r in rows if r["knee"] and r["percentile"] == "p99"}
@@ -210,5 +254,5 @@ def test_load_chart_marks_each_knee_against_offered_load_and_fraction():
     assert [p["x"]["field"] for p in panels] == ["offered_rps", "fraction"]
     assert all(p["y"]["scale"]["type"] == "log" and p["strokeDash"]["field"] == "language" for p in panels)
     assert panels[1]["x"]["axis"]["values"] == [0.25, 0.5, 0.75, 1.0]
-    empty = spec(charts.build("load", generated_summary()))
+    empty = spec(charts.build("load", CONFIG, generated_summary()))
     assert "no rate cells" in json.dumps(empty["title"])

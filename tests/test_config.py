@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from serverbench import REPO_ROOT, matrix, scaling
-from serverbench import config as cfg
+from serverbench import REPO_ROOT
+from serverbench.plan import config as cfg
+from serverbench.plan import matrix, scaling
 
 SHIPPED = yaml.safe_load((REPO_ROOT / "config.yaml").read_text())
 

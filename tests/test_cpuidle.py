@@ -1,4 +1,4 @@
-"""Idle CPUs held to a wake-up latency while a cell runs (serverbench.cpuidle):
+"""Idle CPUs held to a wake-up latency while a cell runs (serverbench.host.cpuidle):
 the kernel's own idle-state counters show which states the CPUs entered."""
 
 import os
@@ -6,7 +6,7 @@ import time
 
 import pytest
 from conftest import measure_cell, require
-from serverbench.cpuidle import DEVICE, IdleLatencyHold, idle_entries
+from serverbench.host.cpuidle import DEVICE, IdleLatencyHold, idle_entries
 
 IDLE_S = 0.5
 

@@ -13,9 +13,12 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import add_server, measure_cell, require, run_snakemake
-from serverbench import REPO_ROOT, docker, engine, images, servers
-from serverbench.cell import run_cell
-from serverbench.model import Cell
+from serverbench import REPO_ROOT
+from serverbench.cell import servers
+from serverbench.cell.phases import run_cell
+from serverbench.host import containers as docker
+from serverbench.host import engine, images
+from serverbench.plan.shapes import Cell
 
 MISSING = [program for program in ("dockerd", "debootstrap", "docker") if shutil.which(program) is None]
 
@@ -140,7 +143,7 @@ def docker_run(base_config_module):
 
 @pytest.fixture(scope="module")
 def base_config_module():
-    from serverbench import config as cfg
+    from serverbench.plan import config as cfg
 
     return cfg.load(REPO_ROOT / "config.yaml")
 

@@ -12,7 +12,8 @@ import zipfile
 import pandas as pd
 import pytest
 from conftest import TINY_MATRIX, require, run_snakemake, server_processes
-from serverbench import REPO_ROOT, parsers
+from serverbench import REPO_ROOT
+from serverbench.cell import parsers
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,8 @@ import time
 
 import pytest
 from conftest import RAW, require
-from serverbench import fairness, sockdiag
+from serverbench.cell import fairness
+from serverbench.host import sockdiag
 
 STARVED = 0.1  # config.yaml's flags.starved_share
 

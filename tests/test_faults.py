@@ -13,7 +13,8 @@ import time
 import pandas as pd
 import pytest
 from conftest import add_server, measure_cell, require, server_processes
-from serverbench import REPO_ROOT, servers
+from serverbench import REPO_ROOT
+from serverbench.cell import servers
 
 SINGLE = ["python", "{root}/tests/apps/single.py", "{port}"]
 

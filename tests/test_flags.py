@@ -7,9 +7,12 @@ import copy
 import pandas as pd
 import pytest
 from conftest import RECORDS_V1
-from serverbench import REPO_ROOT, aggregate, flags
-from serverbench import config as cfg
-from serverbench.model import RECORD_SCHEMA, Fairness, load_record
+from serverbench import REPO_ROOT
+from serverbench.plan import config as cfg
+from serverbench.record import flags
+from serverbench.record.model import RECORD_SCHEMA, Fairness, load_record
+from serverbench.tables import summary as summary_table
+from serverbench.tables.columns import AVERAGED_COLUMNS, CONTEXT_COLUMNS
 
 THRESHOLDS = cfg.load(REPO_ROOT / "config.yaml")["flags"]
 
@@ -126,25 +129,25 @@ def runs(*rps):
         for i, value in enumerate(rps, start=1)
     ]  # fmt: skip
     frame = pd.DataFrame(rows)
-    for column in aggregate.AVERAGED_COLUMNS + aggregate.CONTEXT_COLUMNS:
+    for column in AVERAGED_COLUMNS + CONTEXT_COLUMNS:
         frame[column] = None
     return frame
 
 
 def summary(*rps):
-    return aggregate.summarise(runs(*rps), THRESHOLDS).iloc[0]
+    return summary_table.summarise(runs(*rps), THRESHOLDS).iloc[0]
 
 
 def test_trimmed_mean_drops_best_and_worst_from_four_repeats():
-    assert aggregate.trimmed_mean([100, 1, 10, 12]) == 11
-    assert aggregate.trimmed_mean([1, 10, 12]) == pytest.approx(23 / 3)
-    assert aggregate.trimmed_mean([]) is None
+    assert summary_table.trimmed_mean([100, 1, 10, 12]) == 11
+    assert summary_table.trimmed_mean([1, 10, 12]) == pytest.approx(23 / 3)
+    assert summary_table.trimmed_mean([]) is None
 
 
 def test_the_spread_is_that_of_the_kept_repeats():
     row = summary(1000, 1000, 1010, 5000)  # the outlier is dropped by the mean and by its spread
     assert row["rps_trimmed_mean"] == 1005
-    assert row["rps_cv"] == pytest.approx(aggregate.kept_cv([1000, 1010]))
+    assert row["rps_cv"] == pytest.approx(summary_table.kept_cv([1000, 1010]))
     assert row["rps_cv"] < 0.01 and "unstable" not in row["flags"]
     assert row["rps_max"] == 5000  # the band still shows every repeat
 

@@ -5,7 +5,8 @@ import subprocess
 import sys
 
 import pytest
-from serverbench import hostspeed
+from serverbench.host import steadiness as hostspeed
+from serverbench.report.machine import steadiness_sentence
 
 FAST, SLOW = 0.001, 0.002
 
@@ -27,12 +28,12 @@ def test_the_summary_counts_slower_chunks_and_chunks_that_waited_apart():
 
 def test_the_page_sentence_names_each_cpu_and_warns_only_when_it_matters():
     steady = {"seconds": 3, "cpus": {"0": _summary([(FAST, FAST)] * 100)}, "slow_share_max": 0.0}
-    assert hostspeed.describe(steady).endswith("for 0% of the time (up to 1.0×).")
+    assert steadiness_sentence(steady).endswith("for 0% of the time (up to 1.0×).")
     noisy = _summary([(FAST, FAST)] * 70 + [(SLOW, SLOW)] * 30)
-    text = hostspeed.describe({"seconds": 3, "cpus": {"0": steady["cpus"]["0"], "1": noisy}, "slow_share_max": 0.3})
+    text = steadiness_sentence({"seconds": 3, "cpus": {"0": steady["cpus"]["0"], "1": noisy}, "slow_share_max": 0.3})
     assert "CPU 1 ran slower than its fastest for 30% of the time (up to 2.0×)" in text
     assert "differ by that much for this reason alone" in text
-    assert hostspeed.describe(None) is None
+    assert steadiness_sentence(None) is None
 
 
 def test_a_task_sharing_the_cpu_shows_as_waiting_not_as_a_slower_cpu():

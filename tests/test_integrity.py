@@ -6,7 +6,10 @@ import sys
 
 import pytest
 from conftest import add_server, measure_cell, require
-from serverbench import aggregate, hostnet, isolation
+from serverbench.host import cgroups as isolation
+from serverbench.host import sysctls as hostnet
+from serverbench.tables import runs as run_table
+from serverbench.tables import summary as summary_table
 
 UWSGI_APP = ["--wsgi-file", "{apps}/python/hello.py", "--master", "--die-on-term", "--disable-logging"]
 
@@ -285,7 +288,7 @@ def test_tools_that_disagree_on_one_cell_are_flagged(base_config, tmp_path, no_l
         record = measure_cell(base_config, tmp_path / tool, server, tool=tool, concurrency=4)
         assert record["status"] == "ok", record["reason"]
         paths.append(tmp_path / tool / f"{server}.json")
-    runs = aggregate.load_runs(paths)
-    summary = aggregate.summarise(runs, base_config["flags"], closed_loop_tools={"wrk", "ab"})
+    runs = run_table.load_runs(paths)
+    summary = summary_table.summarise(runs, base_config["flags"], closed_loop_tools={"wrk", "ab"})
     flagged = ["tools_disagree" in str(flags) for flags in summary["flags"]]
     assert flagged == [disagree, disagree], summary[["tool", "rps_median", "flags"]]

@@ -14,9 +14,10 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import require, run_snakemake, server_processes
-from serverbench.charts import write_index
-from serverbench.latency import knee, plan
-from serverbench.model import load_record
+from serverbench.plan.rates import plan
+from serverbench.record.model import load_record
+from serverbench.report.index import write_index
+from serverbench.tables.knees import knee
 
 FRACTIONS = [0.25, 0.75, 1.0, 1.25]
 PROFILE = {

@@ -34,12 +34,12 @@ def test_ruff():
 
 
 def test_functions_fit_a_screen_and_the_cell_stays_small():
-    """The harness reads in small pieces: no function over 60 lines, cell.py at most 150."""
+    """The harness reads in small pieces: no function over 60 lines in any stage, the cell's phases at most 150."""
     package = REPO_ROOT / "workflow" / "serverbench"
     long = []
-    for path in sorted(package.glob("*.py")):
+    for path in sorted(package.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno - node.lineno >= 60:
-                long.append(f"{path.name}:{node.lineno} {node.name}")
+                long.append(f"{path.relative_to(package)}:{node.lineno} {node.name}")
     assert not long, long
-    assert len((package / "cell.py").read_text().splitlines()) <= 150
+    assert len((package / "cell" / "phases.py").read_text().splitlines()) <= 150

@@ -1,8 +1,10 @@
 """The declared shapes: records written by serverbench before the typed model
 (tests/data/records-v1, the default matrix measured with the old code, its
 runs.csv and summary.csv beside) read back through the new loader into the
-same tables; unknown schemas are refused; a profile is exactly the schema's."""
+same tables, and decided as before the stage packages (verdicts*.csv beside
+them); unknown schemas are refused; a profile is exactly the schema's."""
 
+import copy
 import io
 import json
 
@@ -10,16 +12,14 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import RECORDS_V1
-from serverbench import REPO_ROOT, aggregate
-from serverbench import config as cfg
-from serverbench.model import (
-    RUN_COLUMNS,
-    SUMMARY_COLUMNS,
-    CellRecord,
-    Profile,
-    RecordError,
-    load_record,
-)
+from serverbench import REPO_ROOT
+from serverbench.decide.verdicts import verdict_table
+from serverbench.plan import config as cfg
+from serverbench.plan.shapes import Profile
+from serverbench.record.model import CellRecord, RecordError, load_record
+from serverbench.tables import runs as run_table
+from serverbench.tables import summary as summary_table
+from serverbench.tables.columns import RUN_COLUMNS, SUMMARY_COLUMNS
 
 STORED = RECORDS_V1
 RECORDS = sorted((STORED / "cells").rglob("r*.json"))
@@ -37,7 +37,7 @@ def test_the_stored_set_is_the_quick_matrix():
 def test_old_records_give_the_same_runs_table():
     old = pd.read_csv(STORED / "runs.csv")
     # Through CSV, as runs.csv is written and read.
-    new = pd.read_csv(io.StringIO(aggregate.load_runs(RECORDS).to_csv(index=False)))
+    new = pd.read_csv(io.StringIO(run_table.load_runs(RECORDS).to_csv(index=False)))
     assert list(new.columns) == list(old.columns) == RUN_COLUMNS
     key = [*KEYS, "repeat"]
     old, new = old.set_index(key).sort_index(), new.set_index(key).sort_index()
@@ -50,8 +50,8 @@ def test_old_records_give_the_same_runs_table():
 
 def test_old_records_give_the_same_summary():
     old = pd.read_csv(STORED / "summary.csv")
-    runs = aggregate.load_runs(RECORDS)
-    new = aggregate.summarise(runs, cfg.load(REPO_ROOT / "config.yaml")["flags"])
+    runs = run_table.load_runs(RECORDS)
+    new = summary_table.summarise(runs, cfg.load(REPO_ROOT / "config.yaml")["flags"])
     # Every column of then, in the same order, among today's (which add confidence intervals).
     assert list(new.columns) == SUMMARY_COLUMNS
     assert [c for c in SUMMARY_COLUMNS if c in set(old.columns)] == list(old.columns)
@@ -114,3 +114,49 @@ def test_profile_defaults_come_from_the_schema():
     profile = cfg.effective_profile(cfg.validate(config), "bare")
     assert (profile.network, profile.idle_after, profile.study, profile.isolation) == ("loopback", 0, None, "cgroup")
     assert profile.workloads == ["hello"]
+
+
+def stored_tables(config: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """runs.csv and summary.csv of the stored records, through CSV as the workflow writes and reads them."""
+    runs = run_table.load_runs(RECORDS)
+    spec = config["comparisons"]
+    summary = summary_table.summarise(runs, config["flags"], spec["confidence"], config["seed"])
+    return tuple(pd.read_csv(io.StringIO(frame.to_csv(index=False))) for frame in (runs, summary))
+
+
+DECIDED = ["kind", *KEYS[:3], "concurrency", "a", "b", "verdict"]
+FIGURES = ["n_a", "n_b", "median_a", "median_b", "ratio", "ci_low", "ci_high", "p_value", "p_holm"]
+
+
+@pytest.mark.parametrize(
+    ("stored", "excluded"),
+    [("verdicts.csv", None), ("verdicts-no-excluded-flags.csv", [])],
+)
+def test_old_records_give_the_same_verdicts(stored, excluded):
+    """verdicts.csv of the stored records as the code before the stage packages decided it (stored beside them):
+    the same comparisons, outcomes and figures, with the run's comparisons and with every cell comparable."""
+    config = cfg.load(REPO_ROOT / "config.yaml")
+    if excluded is not None:
+        config["comparisons"]["not_comparable_flags"] = excluded
+    old = pd.read_csv(STORED / stored)
+    new = pd.read_csv(io.StringIO(verdict_table(*stored_tables(config), config).to_csv(index=False)))
+    assert list(new.columns) == list(old.columns)
+    pd.testing.assert_frame_equal(new[DECIDED], old[DECIDED])
+    pd.testing.assert_frame_equal(new[FIGURES], old[FIGURES], check_dtype=False)
+    assert new["why"].fillna("").tolist() == old["why"].fillna("").tolist()
+
+
+def test_renamed_languages_give_the_same_verdicts():
+    """Languages are the catalogue's: renamed in config (and so in the records' rows), every verdict stands."""
+    config = cfg.load(REPO_ROOT / "config.yaml")
+    names = {"python": "snake", "perl": "camel"}
+    renamed = copy.deepcopy(config)
+    renamed["languages"] = {names.get(key, key): value for key, value in config["languages"].items()}
+    for server in renamed["catalogue"].values():
+        server["language"] = names.get(server["language"], server["language"])
+    tables = [frame.assign(language=frame["language"].replace(names)) for frame in stored_tables(config)]
+    old = verdict_table(*stored_tables(config), config)
+    new = verdict_table(*tables, renamed)
+    assert len(new) == len(old) > 0
+    pd.testing.assert_frame_equal(new[DECIDED], old[DECIDED])
+    assert set(new["language_a"].dropna()) <= {"snake", "camel"}

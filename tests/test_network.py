@@ -6,7 +6,12 @@ import subprocess
 
 import pytest
 from conftest import measure_cell, require
-from serverbench import network
+
+
+def leftover_namespaces() -> list[str]:
+    """serverbench's network namespaces that still exist (none should, outside a running cell)."""
+    done = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30)
+    return [line.split()[0] for line in done.stdout.splitlines() if line.startswith("serverbench-")]
 
 
 def netns_problem() -> str | None:
@@ -41,7 +46,7 @@ def test_a_cell_runs_with_the_server_in_its_own_namespace(server, base_config, t
     assert net["server_address"] in record["client"]["argv"][-1]
     assert record["load"]["requests"] > 0 and record["load"]["errors_total"] == 0
     # The namespace and its link are gone with the cell.
-    assert network.leftover_namespaces() == []
+    assert leftover_namespaces() == []
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     assert "sbh" not in links
 

@@ -4,7 +4,7 @@
 
 import pytest
 from conftest import RAW
-from serverbench import parsers
+from serverbench.cell import parsers
 
 
 def parse(tool, name):

@@ -9,8 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import RECORDS_V1
-from serverbench import REPO_ROOT, compare, stats, verdicts
-from serverbench import config as cfg
+from serverbench import REPO_ROOT
+from serverbench.decide import compare, stats, verdicts
+from serverbench.decide.pairs import declared_pairs
+from serverbench.plan import config as cfg
+from serverbench.report.answers import answers
+from serverbench.tables import estimates
 
 CONFIG = cfg.load(REPO_ROOT / "config.yaml")
 
@@ -56,9 +60,9 @@ def test_three_against_three_repeats_can_never_be_significant():
 
 
 def test_median_interval_covers_the_median():
-    low, high = stats.median_ci([980, 1000, 1010, 1020, 990], 0.95, 1)
+    low, high = estimates.median_ci([980, 1000, 1010, 1020, 990], 0.95, 1)
     assert low <= 1000 <= high
-    assert stats.median_ci([1000], 0.95, 1) == (None, None)
+    assert estimates.median_ci([1000], 0.95, 1) == (None, None)
 
 
 # Verdicts on the stored default matrix: starved cells decide nothing.
@@ -67,7 +71,7 @@ def test_median_interval_covers_the_median():
 @pytest.fixture(scope="module")
 def stored_verdicts():
     runs, summary = (pd.read_csv(RECORDS_V1 / f"{name}.csv") for name in ("runs", "summary"))
-    return verdicts.decide(runs, summary, CONFIG)
+    return verdicts.verdict_table(runs, summary, CONFIG)
 
 
 def test_a_starved_cell_is_not_comparable_and_says_why(stored_verdicts):
@@ -97,8 +101,8 @@ def test_few_repeats_say_so_instead_of_deciding(stored_verdicts):
 
 def test_a_named_pair_and_the_ceiling_are_compared_when_declared():
     config = {**CONFIG, "comparisons": {**CONFIG["comparisons"], "pairs": [["uwsgi", "plackup"]]}}
-    assert ("named", "uwsgi", "plackup") in verdicts.declared_pairs(config, ["plackup", "uwsgi"])
-    pairs = verdicts.declared_pairs(CONFIG, ["gunicorn", "nginx-baseline", "uwsgi-psgi", "uwsgi"])
+    assert ("named", "uwsgi", "plackup") in declared_pairs(config, ["plackup", "uwsgi"])
+    pairs = declared_pairs(CONFIG, ["gunicorn", "nginx-baseline", "uwsgi-psgi", "uwsgi"])
     assert ("same server", "uwsgi", "uwsgi-psgi") in pairs and ("ceiling", "gunicorn", "nginx-baseline") in pairs
 
 
@@ -172,7 +176,7 @@ def test_a_run_without_comparisons_still_has_answers(tmp_path):
     """One server, or servers with nothing declared between them: an empty verdicts.csv."""
     path = tmp_path / "verdicts.csv"
     pd.DataFrame(columns=verdicts.VERDICT_COLUMNS).to_csv(path, index=False)
-    assert verdicts.answers(pd.read_csv(path)) == {
+    assert answers(pd.read_csv(path)) == {
         "decided": [], "no detectable difference": [], "not comparable": [], "not measured": [],
         "latency under load": [],
     }  # fmt: skip

@@ -3,8 +3,8 @@ data), the harness may not."""
 
 import pytest
 from conftest import require
-from serverbench.cell import run_cell
-from serverbench.model import Cell
+from serverbench.cell.phases import run_cell
+from serverbench.plan.shapes import Cell
 
 
 @pytest.mark.e2e

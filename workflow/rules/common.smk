@@ -3,14 +3,14 @@ import json
 import sys
 from pathlib import Path
 
-from serverbench import charts as sbcharts
-from serverbench import config as sbconfig
-from serverbench import engine as sbengine
-from serverbench.matrix import Matrix
-from serverbench.model import CELL_PATH, RATE_CELL_PATH
-from serverbench.results import config_hash
-from serverbench.screenshots import browser
-from serverbench.verdicts import print_answers
+from serverbench.host import engine as sbengine
+from serverbench.plan import config as sbconfig
+from serverbench.plan.config import config_hash
+from serverbench.plan.matrix import Matrix
+from serverbench.plan.shapes import CELL_PATH, RATE_CELL_PATH
+from serverbench.report.answers import print_answers
+from serverbench.report.names import CHARTS
+from serverbench.report.screenshots import browser
 
 try:
     sbconfig.validate(config)
@@ -25,8 +25,8 @@ RATE_CELL_PATTERN = f"{RESULTS}/cells/{RATE_CELL_PATH}"
 CAPACITY = f"{RESULTS}/capacity/{{profile}}/{{workload}}/{{server}}.json"
 # A cell's repeats share this path (CELL_PATH less its /r{repeat}).
 CELL_GROUP = CELL_PATH.rsplit("/", 1)[0]
-# name -> title of every chart (serverbench.charts)
-CHARTS = sbcharts.CHARTS
+# CHARTS (imported): name -> title of every chart, from serverbench.report.names,
+# so parsing the workflow loads no charting library.
 # index.html as a reader sees it, where a browser is installed.
 SCREENSHOTS = (
     [f"{RESULTS}/screenshots/index-{width}.png" for width in ("desktop", "phone")]

@@ -1,7 +1,7 @@
-"""Runs one cell; the logic is in serverbench.cell."""
+"""Runs one cell; the logic is in serverbench.cell.phases."""
 
-from serverbench.cell import run_cell
-from serverbench.model import Cell
+from serverbench.cell.phases import run_cell
+from serverbench.plan.shapes import Cell
 
 run_cell(
     snakemake.config,  # noqa: F821 (injected by Snakemake)

@@ -1,5 +1,5 @@
-"""Writes one server's capacity from its closed-loop cells (serverbench.latency)."""
+"""Writes one server's capacity from its closed-loop cells (serverbench.tables.latency)."""
 
-from serverbench.latency import write_capacity
+from serverbench.decide.capacity import write_capacity
 
 write_capacity(snakemake.input, snakemake.output[0], snakemake.config)  # noqa: F821 (injected by Snakemake)

@@ -1,6 +1,6 @@
-"""Merges cell results into runs.csv, summary.csv, latency.csv, workers.csv and steady.csv (serverbench.aggregate)."""
+"""Merges cell results into runs.csv, summary.csv, latency.csv, workers.csv and steady.csv (serverbench.tables)."""
 
-from serverbench.aggregate import write_tables
+from serverbench.tables.collect import write_tables
 
 write_tables(
     snakemake.input.cells,  # noqa: F821 (injected by Snakemake)

@@ -1,10 +1,10 @@
-"""Writes verdicts.csv from the run's tables (serverbench.verdicts)."""
+"""Writes verdicts.csv from the run's tables (serverbench.decide.verdicts)."""
 
 import pandas as pd
-from serverbench.results import write_atomic
-from serverbench.verdicts import decide
+from serverbench.decide.verdicts import verdict_table
+from serverbench.files import write_atomic
 
-verdicts = decide(
+verdicts = verdict_table(
     pd.read_csv(snakemake.input.runs),  # noqa: F821 (injected by Snakemake)
     pd.read_csv(snakemake.input.summary),  # noqa: F821
     snakemake.config,  # noqa: F821

@@ -1,6 +1,6 @@
-"""Writes environment.json (serverbench.environment)."""
+"""Writes environment.json (serverbench.host.environment)."""
 
-from serverbench.environment import collect
-from serverbench.results import write_json
+from serverbench.files import write_json
+from serverbench.host.environment import collect
 
 write_json(snakemake.output[0], collect(snakemake.config))  # noqa: F821

@@ -1,8 +1,8 @@
-"""Writes index.html (serverbench.charts.write_index)."""
+"""Writes index.html (serverbench.report.index)."""
 
 from pathlib import Path
 
-from serverbench.charts import write_index
+from serverbench.report.index import write_index
 
 out = Path(snakemake.output[0])  # noqa: F821 (injected by Snakemake)
 charts = {

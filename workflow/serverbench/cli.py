@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from serverbench import compare
+from serverbench.decide import compare
 
 COMMANDS = {"compare": compare.main}
 USAGE = "usage: serverbench compare A B [--format table|csv|markdown] [--fail-above 5%]\n"

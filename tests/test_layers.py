@@ -1,0 +1,76 @@
+"""The package's layout is its pipeline, and the layering is a contract: a stage
+imports only earlier ones, the record no stage, the host only the cell stage
+(import-linter, pyproject.toml). No module names a language: they come from the
+catalogue."""
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tokenize
+from pathlib import Path
+
+from serverbench import REPO_ROOT
+
+PACKAGE = REPO_ROOT / "workflow" / "serverbench"
+STAGES = ["plan", "host", "cell", "record", "tables", "decide", "report"]
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+def lint_imports(package_parent: Path) -> subprocess.CompletedProcess:
+    """import-linter over the package found in ``package_parent``, with the repository's contracts."""
+    env = {**os.environ, "PYTHONPATH": str(package_parent)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(REPO_ROOT / "pyproject.toml"), "--no-cache"],
+        cwd=package_parent, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_the_tree_shows_the_stages():
+    assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} == set(STAGES)
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "cli.py", "files.py"]
+
+
+def test_the_layering_contract_holds():
+    done = lint_imports(PACKAGE.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 kept, 0 broken" in done.stdout
+
+
+def planted(tmp_path: Path, module: str, line: str) -> Path:
+    copy = tmp_path / "planted"
+    shutil.copytree(PACKAGE, copy / "serverbench", ignore=shutil.ignore_patterns("__pycache__"))
+    target = copy / "serverbench" / module
+    target.write_text(target.read_text() + f"\n{line}\n")
+    return copy
+
+
+def test_an_upward_import_breaks_the_contract(tmp_path):
+    """The record importing the report (a later stage) is refused."""
+    done = lint_imports(planted(tmp_path, "record/model.py", "from serverbench.report import names  # noqa"))
+    assert done.returncode != 0
+    assert "Stages import only earlier stages BROKEN" in done.stdout
+    assert "serverbench.record.model -> serverbench.report.names" in done.stdout
+
+
+def test_the_host_is_the_cell_stages_alone(tmp_path):
+    done = lint_imports(planted(tmp_path, "decide/compare.py", "from serverbench.host import procfs  # noqa"))
+    assert done.returncode != 0
+    assert "Only the cell stage touches the host BROKEN" in done.stdout
+
+
+def string_literals(path: Path) -> list[str]:
+    tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+    return [token.string.strip("\"'").lower() for token in tokens if token.type == tokenize.STRING]
+
+
+def test_no_module_names_a_language():
+    """Languages are data (the catalogue, `languages` in config): no module writes "python" or "perl"."""
+    named = [
+        f"{path.relative_to(PACKAGE)}: {literal!r}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for literal in string_literals(path)
+        if literal in ("python", "perl")
+    ]
+    assert not named, named

@@ -1,0 +1,290 @@
+"""Launching a cell's server: placeholders and argv, network, versions,
+isolation (cgroup or container), start, the control API, readiness.
+
+``Launch`` fills its part of the cell's record as it goes and owns what it
+started until ``stop``: whatever fails, the cell calls ``stop`` once.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import shutil
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from serverbench import REPO_ROOT
+from serverbench.cell import servers
+from serverbench.cell.errors import CellFailed, CellSkipped
+from serverbench.host import containers as docker
+from serverbench.host import engine, images
+from serverbench.host import sysctls as hostnet
+from serverbench.host.cgroups import Isolation, raise_nofile
+from serverbench.host.containers import DockerIsolation
+from serverbench.host.netns import Network, NetworkError
+from serverbench.host.runenv import resolve_program, version_of
+from serverbench.plan.config import expected_answer, serves
+from serverbench.plan.shapes import Cell, Profile
+from serverbench.record.model import CellRecord, Limits
+
+
+def server_values(profile: Profile, host: str, port: int, rundir: Path) -> dict:
+    """The values of a server command's placeholders (config.SERVER_PLACEHOLDERS)."""
+    return {
+        "host": host,
+        "port": port,
+        "workers": profile.workers,
+        "workers_min": profile.workers_min,
+        "threads": profile.threads,
+        "backlog": profile.backlog,
+        "apps": str(rundir / "apps"),
+        "rundir": str(rundir),
+        "root": str(REPO_ROOT),
+        "venv": sys.prefix,
+        "user": pwd.getpwuid(os.getuid()).pw_name,
+    }
+
+
+def render(config: dict, template, values: dict | None = None) -> list[str]:
+    """An argv from a template, with the config's program paths (``programs``) applied."""
+    if not template:
+        return []
+    rendered = servers.render_argv(template, values) if values else [str(a) for a in template]
+    return resolve_program(config.get("programs"), rendered)
+
+
+def server_env(spec: dict, values: dict) -> dict[str, str]:
+    """The server's own environment variables (``env`` in its catalogue entry), rendered."""
+    extra = spec.get("env", {})
+    return dict(zip(extra, servers.render_argv(extra.values(), values), strict=True))
+
+
+class Launch:
+    def __init__(self, config: dict, cell: Cell, profile: Profile, record: CellRecord, rundir: Path, log_path, env):
+        self.config, self.cell, self.profile, self.record = config, cell, profile, record
+        self.spec = config["catalogue"][cell.server]
+        self.rundir, self.log_path, self.env = rundir, Path(log_path), env
+        self.network: Network | None = None
+        self.isolation: Isolation | None = None
+        self.server: servers.ServerGroup | None = None
+        self.image: str | None = None
+        self.values: dict = {}
+        self.argv: list[str] = []
+
+    @property
+    def in_docker(self) -> bool:
+        return self.profile.isolation == "docker"
+
+    @property
+    def host(self) -> str:
+        return self.values["host"]
+
+    @property
+    def port(self) -> int:
+        return self.values["port"]
+
+    @property
+    def expected_answer(self) -> dict:
+        workload = self.config["app_workloads"][self.cell.workload]
+        return expected_answer(self.spec, workload, self.cell.workload)
+
+    def prepare(self) -> None:
+        """Network, placeholders, argv, templates, limits; the image in docker mode."""
+        record = self.record
+        if not serves(self.spec, self.cell.workload):
+            raise CellSkipped(
+                f"{self.cell.server} answers only {', '.join(self.spec['workloads'])}, "
+                f"not the {self.cell.workload} workload"
+            )
+        record.time_wait = hostnet.drain_time_wait(self.profile.time_wait_max)
+        try:
+            self.network = Network(self.profile.network).setup()
+        except NetworkError as exc:
+            raise CellFailed(f"network setup failed: {exc}") from None
+        record.network = self.network.describe()
+        host = self.network.server_address
+        port = servers.free_port(host if self.network.namespace is None else "127.0.0.1")
+        self.values = server_values(self.profile, host, port, self.rundir)
+        if self.in_docker:
+            self.values["venv"] = docker.IMAGE_VENV
+        self.argv = render(self.config, self.spec["command"], self.values)
+        record.server.argv = self.argv
+        record.server.files = servers.render_files(self.spec.get("files", {}), self.values, self.rundir)
+        record.server.host, record.server.port = host, port
+        record.limits = self._limits()
+        if self.in_docker:
+            self.image = self._docker_image()
+        elif shutil.which(self.argv[0], path=self.env["PATH"]) is None:
+            raise CellSkipped(f"server program {self.argv[0]!r} not found on PATH")
+        self._probe_versions()
+
+    def _limits(self) -> Limits:
+        somaxconn = hostnet.sysctl_int("net.core.somaxconn")
+        # Servers that never get {backlog} choose their own: unknown until read from the socket.
+        templates = " ".join((REPO_ROOT / path).read_text() for path in self.spec.get("files", {}).values())
+        takes_backlog = "{backlog}" in " ".join(map(str, self.spec["command"])) or "backlog" in templates
+        backlog = self.profile.backlog if takes_backlog else None
+        effective = min(backlog, somaxconn) if backlog and somaxconn else backlog
+        return Limits(backlog=backlog, somaxconn=somaxconn, effective_backlog=effective, nofile=raise_nofile())
+
+    def _read_backlog(self) -> None:
+        """The backlog the server really listens with (what the backlog_small flag judges)."""
+        limits = self.record.limits
+        limits.listen_backlog = hostnet.listen_backlog(self.port, self.network.wrap, self.env)
+        if limits.listen_backlog is not None:
+            limits.effective_backlog = limits.listen_backlog
+
+    def _probe_versions(self) -> None:
+        """Versions are asked where the server runs: in docker mode, in its image."""
+
+        def inside(command):
+            return docker.probe_argv(self.image, command) if self.in_docker and command else command
+
+        language = self.config["languages"][self.spec["language"]]
+        interpreter = self.spec.get("interpreter") or language.get("version")
+        self.record.server.version = version_of(inside(render(self.config, self.spec.get("version"))), self.env)
+        self.record.server.interpreter = version_of(inside(render(self.config, interpreter)), self.env)
+
+    def isolate(self) -> None:
+        limits = {
+            "cpus": list(self.profile.server_cpus),
+            "memory_limit": self.profile.memory_limit,
+            "label": f"serverbench-{self.cell.server}",
+        }
+        if self.in_docker:
+            if self.spec.get("backend"):
+                raise CellSkipped("docker isolation runs one server command; servers with a backend are not supported")
+            container = f"serverbench-{uuid.uuid4().hex[:12]}"
+            self.isolation = DockerIsolation(**limits, container=container, docker_env=self.env).setup()
+        else:
+            self.isolation = Isolation(**limits).setup()
+        self.record.isolation = {
+            **self.isolation.describe(),
+            "server_cpus": self.profile.server_cpus,
+            "client_cpus": self.profile.client_cpus,
+        }
+
+    def start(self) -> None:
+        """Start the backend (if any), then the server; configure it by API where it has one."""
+        env = {**self.env, **server_env(self.spec, self.values)}
+        members = []
+        if self.spec.get("backend"):
+            backend_argv = render(self.config, self.spec["backend"], self.values)
+            self.record.server.backend_argv = backend_argv
+            members.append(self._process(backend_argv, env))
+        members.append(self._process(self._front_argv(), env))
+        self.server = servers.ServerGroup(members)
+        try:
+            for member in members:
+                member.start()
+                if member is not members[-1]:
+                    socket_path = servers.render_argv([self.spec["backend_socket"]], self.values)[0]
+                    servers.wait_for_socket(socket_path, members, self.profile.ready_timeout)
+            if self.in_docker:
+                self._attach_container()
+            if "control" in self.spec:
+                self._configure_by_api(members)
+        except servers.ServerError as exc:
+            raise CellFailed(f"server did not start: {exc}") from None
+
+    def _process(self, argv: list[str], env: dict) -> servers.ServerProcess:
+        return servers.ServerProcess(self.network.wrap(argv), self.log_path, self.isolation, REPO_ROOT, env)
+
+    def _front_argv(self) -> list[str]:
+        if not self.in_docker:
+            return self.argv
+        argv = docker.run_argv(
+            self.image,
+            self.argv,
+            name=self.isolation.container,
+            cpus=self.isolation.cpus,
+            memory_limit=self.isolation.memory_limit,
+            nofile=self.isolation.nofile,
+            mounts=[self.rundir],
+            read_only=[REPO_ROOT],  # {root}
+            env=server_env(self.spec, self.values),
+            workdir=self.rundir,
+        )
+        self.record.server.docker_argv = argv
+        return argv
+
+    def wait_ready(self) -> None:
+        try:
+            ready_s = self.server.wait_ready(self.host, self.port, self.profile.ready_timeout)
+        except servers.ServerError as exc:
+            raise CellFailed(f"server did not start: {exc}") from None
+        self.record.server.ready_s = round(ready_s, 4)
+        self._read_backlog()
+        pattern = self.spec.get("interpreter_from_log")
+        if pattern:
+            found = re.search(pattern, self.log_path.read_text(errors="replace"), re.M)
+            self.record.server.interpreter = found.group(1) if found else None
+        self.record.server.pid = self.server.pid
+
+    def _docker_image(self) -> str:
+        """The language's image (made on first use); docker calls go to the engine that answers."""
+        try:
+            self.env = engine.connect(self.config, self.env)
+        except engine.EngineError as exc:
+            raise CellSkipped(f"docker isolation: {exc}") from None
+        try:
+            image = images.build_servers(self.config, self.spec["language"], self.env)
+        except images.ImageError as exc:
+            raise CellFailed(f"docker image: {exc}") from None
+        self.record.isolation_image = images.describe(image)
+        return image.tag
+
+    def _attach_container(self) -> None:
+        deadline = time.monotonic() + self.profile.ready_timeout
+        while not self.isolation.attach():
+            self.check_alive("container start")
+            if time.monotonic() > deadline:
+                raise servers.ServerError(f"container {self.isolation.container} did not start in time")
+            time.sleep(0.1)
+        self.record.isolation.update(self.isolation.describe())
+
+    def _configure_by_api(self, members) -> None:
+        """PUT the rendered config to the server's control socket (NGINX Unit)."""
+        control = self.spec["control"]
+        socket_path = servers.render_argv([control["socket"]], self.values)[0]
+        servers.wait_for_socket(socket_path, members, self.profile.ready_timeout)
+        body = Path(self.record.server.files[control["file"]]).read_bytes()
+        try:
+            status, answer = servers.put_control(socket_path, control["path"], body)
+        except OSError as exc:
+            raise servers.ServerError(f"control API on {socket_path} failed: {exc}") from None
+        self.record.server.control = {"status": status, "answer": answer.strip()[:2000]}
+        if status != 200:
+            raise servers.ServerError(f"control API refused the config ({status}): {answer.strip()[:500]}")
+
+    def oom_note(self) -> str:
+        kills = self.isolation.oom_kills() if self.isolation else None
+        return f" (cgroup OOM kills: {kills})" if kills else ""
+
+    def check_alive(self, during: str, raw_text: str = "") -> None:
+        """CellFailed if the server has exited (with what the tool printed so far)."""
+        code = self.server.exit_code()
+        if code is not None:
+            raise CellFailed(f"server exited with code {code} during {during}{self.oom_note()}", raw_text)
+
+    def stop(self) -> bool:
+        """Stop the server tree, release its isolation and network; True if a server was running."""
+        stopped = self.server is not None
+        if stopped:
+            # Read before the stop too: a container's cgroup goes with the container.
+            kills_before = self.isolation.oom_kills() if self.isolation is not None else None
+            self.record.server.stop = self.server.stop(self.profile.stop_grace)
+            if self.isolation is not None:
+                kills_after = self.isolation.oom_kills()
+                self.record.server.oom_kills = kills_after if kills_after is not None else kills_before
+            self.server = None
+        if self.isolation is not None:
+            self.isolation.cleanup()
+            self.isolation = None
+        if self.network is not None:
+            self.network.cleanup()
+            self.network = None
+        return stopped

@@ -1,0 +1,145 @@
+"""Measuring a started server: warm-up, the load with the monitor (and the
+socket sampler) running beside it, parsing the tool's report, fairness.
+
+Each step fills its part of the cell's record; ``raw_text`` keeps the load
+tool's own output for the file beside the result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+from serverbench.cell import fairness, loadgen, parsers, rate
+from serverbench.cell.errors import CellFailed, CellSkipped
+from serverbench.cell.launch import Launch
+from serverbench.cell.monitor import Monitor
+from serverbench.cell.selfcheck import self_checks, steady_state
+from serverbench.host.runenv import version_of
+from serverbench.plan.shapes import Cell, Profile
+from serverbench.plan.tools import is_open_loop, is_timed
+from serverbench.record.model import Autoscale, CellRecord, ClientSection, Fairness, LoadResult, Usage
+
+
+class Measure:
+    def __init__(self, config, cell: Cell, profile: Profile, record: CellRecord, launch: Launch, env, plan=None):
+        """``plan``: a rate cell's offered rate and duration (serverbench.plan.rates.plan)."""
+        self.cell, self.profile, self.record, self.launch, self.env = cell, profile, record, launch, env
+        self.plan = plan
+        self.tool_spec = config["load_tools"][cell.tool]
+        self.starved_share = config["flags"]["starved_share"]
+        workload = config["app_workloads"][cell.workload]
+        self.url = f"http://{launch.host}:{launch.port}{workload['path']}"
+        duration = plan["duration_s"] if plan else profile.duration
+        self.values = loadgen.tool_values(profile, cell.concurrency, self.url, duration)
+        if plan:
+            self.values["rate"] = f"{plan['offered_rps']:g}"
+        self.deadline = duration + profile.warmup + 10 * profile.timeout + 60
+        self.raw_text = ""
+        try:
+            self.argv = loadgen.build_argv(self.tool_spec, self.values, env["PATH"])
+        except loadgen.ToolMissing as exc:
+            raise CellSkipped(str(exc)) from None
+        record.client.argv = self.argv
+        record.client.version = version_of(self.tool_spec.get("version"), env)
+
+    def warm_up(self) -> None:
+        """Unmeasured load at the same concurrency; recorded when the tool had to be killed."""
+        profile = self.profile
+        values = dict(self.values, duration=f"{profile.warmup:g}")
+        values["requests"] = max(
+            self.cell.concurrency, round(self.values["requests"] * profile.warmup / profile.duration)
+        )
+        argv = loadgen.build_argv(self.tool_spec, values, self.env["PATH"])
+        run = loadgen.run(argv, profile.client_cpus, self.deadline, self.env, profile.client_cpu_quota)
+        self.record.warmup = {"wall_s": round(run.wall_s, 4), "exit_code": run.exit_code, "timed_out": run.timed_out}
+        self.launch.check_alive("warm-up")
+        if run.timed_out:
+            raise CellFailed(f"the warm-up was killed at its {self.deadline:g} s deadline: the server stalled")
+        if run.exit_code != 0:
+            first = next((line.strip() for line in run.output.splitlines() if line.strip()), "no output")
+            raise CellFailed(f"the warm-up's {self.cell.tool} exited with code {run.exit_code}: {first}", run.output)
+
+    def load(self, keepalive: str, mark_phase) -> None:
+        """The measured run: the tool pinned to the client CPUs, the monitor on the server."""
+        profile, record = self.profile, self.record
+        sampler = self._connection_sampler(keepalive)
+        with Monitor(self.launch.server, profile.sample_interval) as monitor:
+            with sampler:
+                run = loadgen.run(self.argv, profile.client_cpus, self.deadline, self.env, profile.client_cpu_quota)
+            if profile.idle_after:
+                # Keep watching the idle server: autoscaling servers shed workers now.
+                monitor.mark("idle")
+                mark_phase("idle")
+                time.sleep(profile.idle_after)
+        self.raw_text = run.output
+        record.server.usage = Usage.from_dict(monitor.summary())
+        record.server.samples = monitor.samples
+        record.server.autoscale = Autoscale.from_dict(monitor.scaling())
+        record.client = ClientSection(
+            argv=record.client.argv,
+            version=record.client.version,
+            cpu_quota=profile.client_cpu_quota,
+            exit_code=run.exit_code,
+            wall_s=round(run.wall_s, 4),
+            cpu_s=round(run.cpu_s, 4),
+            cpu_percent=round(run.cpu_percent, 2),
+            timed_out=run.timed_out,
+        )
+        self.launch.check_alive("load", raw_text=run.output)
+        record.load = self._parse(run, sampler)
+        if self.plan:
+            record.open_loop = rate.outcome(self.plan, record.load)
+        record.fairness = self._fairness(keepalive, sampler, record.load.requests_per_s)
+        record.checks = self_checks(record, closed_loop=not is_open_loop(self.tool_spec))
+        if isinstance(sampler, fairness.ConnectionSampler):
+            record.steady = steady_state(sampler.snapshots, record.load)
+        self.launch.check_alive("fairness probe", raw_text=run.output)
+        if not record.load.requests:
+            raise CellFailed(
+                f"no request completed in {record.load.duration_s:g} s with {self.cell.concurrency} connections"
+                " open: the server stalled",
+                run.output,
+            )
+
+    def _parse(self, run: loadgen.ToolRun, sampler) -> LoadResult:
+        try:
+            return LoadResult.from_dict(parsers.parse(self.tool_spec["parser"], run.output))
+        except parsers.ParseError as exc:
+            if run.timed_out:
+                why = f"{self.cell.tool} was killed at its {self.deadline:g} s deadline, unfinished"
+            else:
+                why = f"{self.cell.tool} gave no report (exit {run.exit_code}): {exc}"
+            if isinstance(sampler, fairness.ConnectionSampler):
+                # Which connections were left waiting is the likely story of a run that never ended.
+                self.record.fairness = Fairness.from_dict(sampler.summary(None, self.starved_share))
+            raise CellFailed(f"{why}{self.launch.oom_note()}", run.output) from None
+
+    def _connection_sampler(self, keepalive: str):
+        """Reads the client's sockets during the load when fairness is measured from them."""
+        if self.profile.fairness != "connections" or keepalive != "keeps" or self.plan:
+            return contextlib.nullcontext()
+        timed = is_timed(self.tool_spec)
+        interval = fairness.sampling_interval(float(self.values["duration"]) if timed else None)
+        return fairness.ConnectionSampler(self.launch.host, self.launch.port, interval, self.env)
+
+    def _fairness(self, keepalive: str, sampler, requests_per_s: float | None) -> Fairness:
+        """How evenly the connections were served (see serverbench.cell.fairness).
+
+        Only meaningful where connections are kept: a server that closes them
+        serves each request on a fresh connection.
+        """
+        method = self.profile.fairness
+        if method == "off":
+            return Fairness(status="off")
+        if self.plan:
+            return Fairness(method=method, status="not applicable", reason="open loop: the tool sets the pace")
+        if keepalive != "keeps":
+            reason = f"server keep-alive class is {keepalive}"
+            return Fairness(method=method, status="not applicable", reason=reason)
+        if method == "connections":
+            return Fairness.from_dict(sampler.summary(requests_per_s, self.starved_share))
+        probe = fairness.h2load_probe(
+            self.url, self.cell.concurrency, self.profile.fairness_duration, self.profile, self.env
+        )
+        return Fairness.from_dict(probe)

@@ -1,0 +1,59 @@
+"""Self-checks: figures that must agree with each other if the measurement
+is sound. Each is kept in the result (``checks``, ``steady``) and judged by a
+flag against a threshold from the config's ``flags``.
+
+- Little's law: in a closed loop every connection has one request in flight,
+  so connections ≈ req/s × mean latency. Far less means requests the tool
+  never counted (connections left waiting); far more, a tool anomaly (wrk's
+  mean is corrected for coordinated omission and runs high: for wrk only a
+  shortfall counts).
+- Connections: as many established as the tool was asked to open.
+- Steady state: the throughput of each second of the run, from the client
+  sockets' byte counts read during it (where they are read); a run whose
+  seconds vary too much never settled, or its warm-up was too short.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from serverbench.record.model import CellRecord, LoadResult
+
+STEADY_BIN_S = 1.0
+
+
+def self_checks(record: CellRecord, closed_loop: bool) -> dict:
+    load, concurrency = record.load, record.cell.concurrency
+    checks: dict = {}
+    if closed_loop and load.requests_per_s and load.latency_ms.mean is not None:
+        implied = load.requests_per_s * load.latency_ms.mean / 1000
+        checks["littles_law"] = {
+            "connections": concurrency,
+            "implied_in_flight": round(implied, 3),
+            "ratio": round(implied / concurrency, 4),
+            # wrk corrects its latency histogram for coordinated omission (it adds synthetic
+            # samples to slow answers), so its mean overstates W: only a shortfall means anything.
+            "mean_latency_corrected_by_tool": (load.source or "").startswith("wrk"),
+        }
+    established = (record.fairness.extra.get("connections_established_max") if record.fairness else None) or None
+    if established is not None:
+        checks["connections"] = {"asked": concurrency, "established_max": established}
+    return checks
+
+
+def steady_state(snapshots: list[tuple[float, dict[str, int]]], load: LoadResult) -> dict | None:
+    """Requests/s in each whole second of the run, from the bytes all client sockets received."""
+    if len(snapshots) < 3 or not load.requests or not load.transfer_bytes:
+        return None
+    bytes_per_answer = load.transfer_bytes / load.requests
+    start, per_second, mark, bytes_at_mark = snapshots[0][0], [], snapshots[0][0], sum(snapshots[0][1].values())
+    for taken, sockets in snapshots[1:]:
+        received = sum(sockets.values())
+        if taken - mark >= STEADY_BIN_S and received >= bytes_at_mark:
+            per_second.append(round((received - bytes_at_mark) / bytes_per_answer / (taken - mark), 1))
+            mark, bytes_at_mark = taken, received
+    if len(per_second) < 2:
+        return {"status": "too short", "series_rps": per_second, "bin_s": STEADY_BIN_S}
+    mean = statistics.fmean(per_second)
+    cv = statistics.stdev(per_second) / mean if mean else None
+    return {"status": "ok", "bin_s": STEADY_BIN_S, "from_s": round(start, 3), "series_rps": per_second, "cv": cv}

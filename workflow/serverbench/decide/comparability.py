@@ -1,0 +1,51 @@
+"""Whether a cell's figure may decide anything: the one rule, for the verdicts,
+a server's capacity, the charts and ``serverbench compare``.
+
+A cell is comparable when it was measured (status ``ok``, or ``partial``: some
+repeats ok), at least two of its repeats succeeded (one has no spread), and
+none of them carries a flag from ``comparisons.not_comparable_flags``. The
+reasons against it are returned as sentences; none means it is comparable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from serverbench.record import flags as flagging
+from serverbench.record.model import CellRecord, cell_status
+
+MEASURED = ("ok", "partial")
+MIN_REPEATS = 2
+
+
+def why_not_comparable(row, excluded: Iterable[str], starved_connections: int | None = None) -> list[str]:
+    """Why a cell (a row of summary.csv, or ``cell_of_records``) may decide nothing: it failed or
+    was skipped, has fewer than 2 good repeats, or carries a flag from ``excluded``."""
+    reasons = []
+    if row["status"] not in MEASURED:
+        reasons.append(f"{row['status']}: {row['reason']}")
+    elif row["repeats_ok"] < MIN_REPEATS:
+        reasons.append(f"only {row['repeats_ok']} successful repeat")
+    for flag in sorted(flagging.parsed(row["flags"]) & set(excluded)):
+        if flag == "starved" and starved_connections is not None:
+            reasons.append(f"starved: {starved_connections} of {row['concurrency']} connections got (almost) no answer")
+        else:
+            reasons.append(flag)
+    return reasons
+
+
+def comparable(row, excluded: Iterable[str]) -> bool:
+    return not why_not_comparable(row, excluded)
+
+
+def cell_of_records(records: list[CellRecord]) -> dict:
+    """A cell's repeats (records) in the shape of its summary row, as far as comparability reads it."""
+    ok = [record for record in records if record.status == "ok"]
+    reasons = sorted({record.reason for record in records if record.reason})
+    return {
+        "status": cell_status(record.status for record in records) if records else "failed",
+        "reason": " | ".join(reasons) if reasons else "no repeat",
+        "repeats_ok": len(ok),
+        "flags": flagging.joined(sorted({flag for record in ok for flag in record.flags})),
+        "concurrency": records[0].cell.concurrency if records else None,
+    }

@@ -1,0 +1,102 @@
+"""What the rate cells answer (latency under load): each server's knee, and for
+each declared pair the knees' ratio, p99 at equal fractions of each one's own
+capacity (tested) and p99 at one offered rate (interpolated, not tested)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from serverbench.decide import stats
+from serverbench.decide.pairs import best_of_languages, declared_pairs
+from serverbench.plan.rates import knee_multiples
+from serverbench.tables.knees import by_fraction, interpolated_p99, knee
+
+LATENCY_KINDS = ("knee", "knee ratio", "p99 at fraction", "p99 at equal load")
+BEST_KNEE = "best of language (highest knee)"
+
+
+def _server_groups(latency: pd.DataFrame) -> dict[tuple, dict[str, pd.DataFrame]]:
+    """Per condition (profile, workload, tool, connections): each server's rate cells."""
+    out: dict[tuple, dict[str, pd.DataFrame]] = {}
+    for key, group in latency.groupby(["profile", "workload", "tool", "concurrency", "server"], sort=True):
+        out.setdefault(key[:4], {})[key[4]] = group
+    return out
+
+
+def latency_verdicts(latency: pd.DataFrame, config: dict) -> list[dict]:
+    """Rows for verdicts.csv: each server's knee, and for each declared pair of servers with a
+    knee the knees' ratio and p99 at equal fractions and at equal offered load (before Holm)."""
+    confidence, seed = config["comparisons"]["confidence"], config["seed"]
+    rows = []
+    for condition, servers in _server_groups(latency).items():
+        base = dict(zip(["profile", "workload", "tool", "concurrency"], condition, strict=True))
+        multiple = knee_multiples(config)[base["profile"]]
+        found = {name: knee(group, multiple) for name, group in servers.items()}
+        languages = {name: group["language"].iloc[0] for name, group in servers.items()}
+        for name in sorted(servers):
+            rows.append({**base, "kind": "knee", "a": name, "language_a": languages[name], **_knee_row(found[name])})
+        for kind, a, b in latency_pairs(config, found):
+            pair = {**base, "a": a, "b": b, "language_a": languages[a], "language_b": languages[b], "why": kind}
+            rows.append({**pair, "kind": "knee ratio", **_knee_ratio(found[a], found[b])})
+            rows += [{**pair, **row} for row in _p99_at_fractions(servers[a], servers[b], confidence, seed)]
+            rows.append({**pair, "kind": "p99 at equal load", **_p99_at_equal_load(servers[a], servers[b], found)})
+    return rows
+
+
+def latency_pairs(config: dict, found: dict) -> list[tuple[str, str, str]]:
+    """Declared pairs among the servers with a knee (a server without one says why in its own row),
+    and the servers with the highest knee of each two languages."""
+    measured = sorted(name for name in found if found[name]["knee_rps"])
+    knees = {name: found[name]["knee_rps"] for name in measured}
+    best = best_of_languages(config, knees, measured).values()
+    return declared_pairs(config, measured) + [(BEST_KNEE, a, b) for a, b in best if a and b]
+
+
+def _knee_row(found: dict) -> dict:
+    if found["knee_rps"] is None:
+        return {"verdict": "not measured", "why": found["knee_note"]}
+    return {"median_a": found["knee_rps"], "verdict": "measured", "why": found["knee_note"]}
+
+
+def _knee_ratio(a: dict, b: dict) -> dict:
+    if not a["knee_rps"] or not b["knee_rps"]:
+        return {"verdict": "not comparable", "why": "a knee was not measured"}
+    ratio = a["knee_rps"] / b["knee_rps"]
+    return {"median_a": a["knee_rps"], "median_b": b["knee_rps"], "ratio": ratio, "verdict": "not tested"}
+
+
+def _p99_at_fractions(a: pd.DataFrame, b: pd.DataFrame, confidence: float, seed: int) -> list[dict]:
+    rows = []
+    for fraction in sorted(set(a["fraction"]) & set(b["fraction"])):
+        values = [
+            g[(g["fraction"] == fraction) & (g["status"] == "ok")]["latency_p99_ms"].dropna().tolist() for g in (a, b)
+        ]
+        row = {"kind": "p99 at fraction", "fraction": float(fraction)}
+        if not values[0] or not values[1]:
+            rows.append({**row, "verdict": "not comparable", "why": f"no latency at {fraction:g} on one side"})
+            continue
+        rows.append({**row, **stats.compare(values[0], values[1], confidence, seed).fields()})
+    return rows
+
+
+def _p99_at_equal_load(a: pd.DataFrame, b: pd.DataFrame, found: dict) -> dict:
+    """p99 of both at one offered rate: the lower knee, moved into the range of rates both were offered."""
+    names = (a["server"].iloc[0], b["server"].iloc[0])
+    ranges = [_offered_range(group) for group in (a, b)]
+    low, high = max(r[0] for r in ranges), min(r[1] for r in ranges)
+    if low > high:
+        return {"verdict": "not comparable", "why": "no offered rate lies within both servers' measured rates"}
+    rate = min(max(min(found[name]["knee_rps"] for name in names), low), high)
+    p99_a, p99_b = interpolated_p99(a, rate), interpolated_p99(b, rate)
+    return {"offered_rps": rate, "median_a": p99_a, "median_b": p99_b, "ratio": p99_a / p99_b, "verdict": "not tested"}
+
+
+def _offered_range(group: pd.DataFrame) -> tuple[float, float]:
+    rates = [p["offered_rps"] for p in by_fraction(group) if p["ok"] and p["offered_rps"]]
+    return min(rates), max(rates)
+
+
+def latency_verdict(row: dict, alpha: float) -> str:
+    """A p99 comparison's verdict: lower p99 is better, so a ratio (A/B) above 1 is ``higher p99``."""
+    decided = stats.verdict(row["ratio"], row["ci_low"], row["ci_high"], row["p_holm"], alpha)
+    return {"faster": "higher p99", "slower": "lower p99"}.get(decided, decided)

@@ -1,0 +1,47 @@
+"""The comparisons a run declares (``comparisons`` in config), at one condition.
+
+- *same server*: one product serving two languages (uWSGI python against uWSGI psgi);
+- *family*: one design in two languages (preforking gunicorn against Starman);
+- *named*: pairs listed in ``comparisons.pairs``;
+- *ceiling*: every server against ``comparisons.ceiling``.
+Languages come from the catalogue (``plan.languages``): any two compared ones.
+"""
+
+from __future__ import annotations
+
+from serverbench.plan import languages
+
+
+def declared_pairs(config: dict, servers: list[str]) -> list[tuple[str, str, str]]:
+    """(kind, a, b) for the servers present at one condition, as ``comparisons`` declares."""
+    spec, catalogue = config["comparisons"], config["catalogue"]
+    pairs = []
+    for a, b in languages.cross_language_servers(config, servers):
+        same_product = catalogue[a].get("product") and catalogue[a].get("product") == catalogue[b].get("product")
+        same_family = catalogue[a].get("family") and catalogue[a].get("family") == catalogue[b].get("family")
+        if spec["same_server"] and same_product:
+            pairs.append(("same server", a, b))
+        elif spec["families"] and same_family:
+            pairs.append(("family", a, b))
+    pairs += [("named", a, b) for a, b in spec["pairs"] if a in servers and b in servers]
+    ceiling = spec["ceiling"]
+    if ceiling in servers:
+        pairs += [("ceiling", server, ceiling) for server in servers if server != ceiling]
+    return pairs
+
+
+def best_of_languages(config: dict, candidates: dict[str, float], servers: list[str]) -> dict:
+    """For each pair of compared languages with servers present (``servers``): the best
+    candidate of each (highest score in ``candidates``, server → score), or None where a
+    language has no candidate. Keyed by the pair of languages."""
+    present = {languages.language_of(config, server) for server in servers}
+    out = {}
+    for pair in languages.pairs_of_languages(config):
+        if not set(pair) <= present:
+            continue
+        best = []
+        for language in pair:
+            members = [s for s in candidates if languages.language_of(config, s) == language]
+            best.append(max(members, key=lambda s: candidates[s]) if members else None)
+        out[pair] = tuple(best)
+    return out

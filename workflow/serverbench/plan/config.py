@@ -1,0 +1,324 @@
+"""Configuration: schema validation (the schema's defaults applied), semantic checks,
+the profile a cell runs with, and the config's digest.
+
+Every error names the key path it concerns, so a user can fix a config
+without reading a traceback.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import re
+import resource
+import string
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from serverbench import REPO_ROOT
+from serverbench.plan import scaling
+from serverbench.plan.shapes import DEFAULT_WORKLOAD, Profile
+from serverbench.plan.tools import is_open_loop, is_timed
+
+SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+SERVER_PLACEHOLDERS = frozenset(
+    {"host", "port", "workers", "workers_min", "threads", "backlog", "apps", "rundir", "root", "venv", "user"}
+)
+TOOL_PLACEHOLDERS = frozenset(
+    {
+        "url",
+        "concurrency",
+        "duration",
+        "requests",
+        "timeout",
+        "client_threads",
+        "wrk_report",
+        "rate",
+    }
+)
+# Top-level keys that, when set, replace the same key of every selected profile.
+PROFILE_OVERRIDES = (
+    "servers",
+    "tools",
+    "workloads",
+    "concurrency",
+    "repeats",
+    "duration",
+    "requests",
+    "rate",
+    "scale_down",
+    "network",
+    "isolation",
+)
+
+FD_RESERVE = 64
+
+DEFAULT_EXPECT = {"status": 200, "body": "Hello World!"}
+
+
+class ConfigError(ValueError):
+    """A configuration problem, with the key path it concerns."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(f"config error at {path or '<top>'}: {message}")
+
+
+def _key_path(parts) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def load_schema() -> dict:
+    return yaml.safe_load(SCHEMA_PATH.read_text())
+
+
+def placeholders(argv) -> list[str]:
+    names = []
+    for item in argv:
+        for _, name, _, _ in string.Formatter().parse(str(item)):
+            if name is not None:
+                names.append(name)
+    return names
+
+
+def available_cpus() -> set[int]:
+    return set(os.sched_getaffinity(0))
+
+
+def _filling_defaults(validator_class):
+    """A validator that also writes each property's schema ``default`` where the
+    config leaves it out, so defaults live in the schema alone."""
+    check_properties = validator_class.VALIDATORS["properties"]
+
+    def properties(validator, declared, instance, schema):
+        if isinstance(instance, dict):
+            for name, subschema in declared.items():
+                if "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        yield from check_properties(validator, declared, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": properties})
+
+
+DefaultingValidator = _filling_defaults(jsonschema.Draft202012Validator)
+
+
+def _check_schema(config: dict) -> None:
+    validator = DefaultingValidator(load_schema())
+    errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))
+    if not errors:
+        return
+    error = jsonschema.exceptions.best_match(errors)
+    path = _key_path(error.absolute_path)
+    message = error.message
+    if error.validator == "oneOf" and error.context:
+        # The nearest alternative says more than "is not valid under any of".
+        message = jsonschema.exceptions.best_match(error.context).message
+    if error.validator == "additionalProperties":
+        known = sorted(error.schema.get("properties", {}))
+        message += f"; known keys: {', '.join(known)}" if known else ""
+    raise ConfigError(path, message)
+
+
+def _check_argv(path: str, argv, allowed: frozenset) -> None:
+    for index, item in enumerate(argv):
+        try:
+            names = placeholders([item])
+        except ValueError as exc:
+            raise ConfigError(f"{path}[{index}]", f"malformed placeholder in {item!r}: {exc}") from None
+        for name in names:
+            if name not in allowed:
+                raise ConfigError(
+                    f"{path}[{index}]",
+                    f"unknown placeholder {{{name}}}; known: {', '.join(sorted(allowed))}",
+                )
+
+
+def selected_profiles(config: dict) -> list[str]:
+    chosen = config["profile"]
+    return [chosen] if isinstance(chosen, str) else list(chosen)
+
+
+def requested_profile(config: dict, name: str) -> dict:
+    """The profile as written, with the top-level overrides applied."""
+    profile = dict(config["profiles"][name])
+    for key in PROFILE_OVERRIDES:
+        if config.get(key) is not None:
+            profile[key] = config[key]
+    if profile["servers"] == "all":
+        profile["servers"] = list(config["catalogue"])
+    return profile
+
+
+def effective_profile(config: dict, name: str) -> Profile:
+    """The profile scaled to this host: CPU lists, worker counts, memory in bytes."""
+    resolved = scaling.resolve(requested_profile(config, name), sorted(available_cpus()), scaling.host_memory())
+    return Profile.from_dict(name, resolved)
+
+
+def _number(value):
+    """``--config`` hands numbers inside lists over as strings; read them back."""
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value.strip()):
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]*\.[0-9]+", value.strip()):
+        return float(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return value
+
+
+def normalise_overrides(config: dict) -> dict:
+    """Numbers given on the command line as text become numbers (in place)."""
+    for key in ("concurrency", "repeats", "duration", "requests", "rate"):
+        value = config.get(key)
+        if isinstance(value, list):
+            config[key] = [_number(v) for v in value]
+        elif value is not None:
+            config[key] = _number(value)
+    if config.get("scale_down") is not None:
+        config["scale_down"] = _number(config["scale_down"])
+    return config
+
+
+def validate(config: dict) -> dict:
+    """Check a config (after reading command-line numbers); raise ConfigError."""
+    normalise_overrides(config)
+    _check_schema(config)
+    for name, server in config["catalogue"].items():
+        _check_argv(f"catalogue.{name}.command", server["command"], SERVER_PLACEHOLDERS)
+        if "env" in server:
+            _check_argv(f"catalogue.{name}.env", list(server["env"].values()), SERVER_PLACEHOLDERS)
+        for key in ("backend", "interpreter"):
+            if key in server:
+                _check_argv(f"catalogue.{name}.{key}", server[key], SERVER_PLACEHOLDERS)
+        if "backend" in server and "backend_socket" not in server:
+            raise ConfigError(f"catalogue.{name}", "a server with a backend needs backend_socket")
+        control = server.get("control")
+        if control and control["file"] not in server.get("files", {}):
+            raise ConfigError(f"catalogue.{name}.control.file", f"{control['file']!r} is not one of the server's files")
+        for file_name, template in server.get("files", {}).items():
+            if not (REPO_ROOT / template).is_file():
+                raise ConfigError(f"catalogue.{name}.files.{file_name}", f"template {template!r} not found")
+        if server["language"] not in config["languages"]:
+            raise ConfigError(
+                f"catalogue.{name}.language",
+                f"unknown language {server['language']!r}; known: {', '.join(sorted(config['languages']))}",
+            )
+    for name, tool in config["load_tools"].items():
+        _check_argv(f"load_tools.{name}.command", tool["command"], TOOL_PLACEHOLDERS)
+    for name, path in (config.get("programs") or {}).items():
+        if path is not None and not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise ConfigError(f"programs.{name}", f"{path!r} is not an executable file")
+    for profile_name in selected_profiles(config):
+        if profile_name not in config["profiles"]:
+            raise ConfigError(
+                "profile", f"unknown profile {profile_name!r}; known: {', '.join(sorted(config['profiles']))}"
+            )
+        _check_profile(config, profile_name)
+    return config
+
+
+def _check_profile(config: dict, name: str) -> None:
+    where = f"profiles.{name}"
+
+    def origin(key):
+        return key if config.get(key) is not None else f"{where}.{key}"
+
+    requested = requested_profile(config, name)
+    for key, known, kind in (
+        ("servers", config["catalogue"], "server"),
+        ("tools", config["load_tools"], "tool"),
+        ("workloads", config["app_workloads"], "workload"),
+    ):
+        for index, item in enumerate(requested[key]):
+            if item not in known:
+                raise ConfigError(
+                    f"{origin(key)}[{index}]", f"unknown {kind} {item!r}; known: {', '.join(sorted(known))}"
+                )
+    try:
+        profile = effective_profile(config, name)
+    except scaling.ScaleError as exc:
+        raise ConfigError(f"{where}.{exc.key}", str(exc)) from None
+    if profile.isolation == "docker" and profile.network == "netns":
+        raise ConfigError(
+            f"{where}.network", "netns is not available with isolation: docker (containers use the host network)"
+        )
+    if profile.precision:
+        low, high = profile.min_repeats or profile.repeats, profile.max_repeats or profile.repeats
+        if low < 2:
+            raise ConfigError(f"{where}.min_repeats", "precision needs at least 2 repeats before it is judged")
+        if high < low:
+            raise ConfigError(f"{where}.max_repeats", f"{high} is fewer than min_repeats ({low})")
+    for tool in profile.tools:
+        spec = config["load_tools"][tool]
+        if spec["parser"] == "wrk" and is_timed(spec):
+            for key in ("duration", "warmup"):
+                if not float(getattr(profile, key)).is_integer():
+                    raise ConfigError(
+                        f"{origin(key)}", f"{tool} takes whole seconds: {getattr(profile, key)} cannot be its -d"
+                    )
+        if is_open_loop(spec) and not profile.rate:
+            raise ConfigError(f"{where}.rate", f"tool {tool!r} offers a constant rate: the profile needs `rate`")
+    if profile.open_loop:
+        _check_open_loop(config, f"{where}.open_loop", profile)
+    # Each connection is a file descriptor on both sides; keep room for the rest.
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    for index, concurrency in enumerate(profile.concurrency):
+        if concurrency > nofile - FD_RESERVE:
+            raise ConfigError(
+                f"{origin('concurrency')}[{index}]",
+                f"{concurrency} connections cannot fit the open-file limit {nofile} "
+                f"(less {FD_RESERVE} kept for the process itself)",
+            )
+
+
+def _check_open_loop(config: dict, where: str, profile: Profile) -> None:
+    spec = profile.open_loop
+    tool = config["load_tools"].get(spec["tool"])
+    if tool is None:
+        known = ", ".join(sorted(config["load_tools"]))
+        raise ConfigError(f"{where}.tool", f"unknown tool {spec['tool']!r}; known: {known}")
+    if not is_open_loop(tool):
+        raise ConfigError(f"{where}.tool", f"{spec['tool']!r} takes no {{rate}}: it cannot offer a constant rate")
+    if spec["min_duration"] > spec["max_duration"]:
+        raise ConfigError(f"{where}.min_duration", f"{spec['min_duration']} is above max_duration")
+    if profile.precision:
+        # A rate cell's rate comes from the capacity cells' planned repeats.
+        raise ConfigError(f"{where}", "open_loop cannot be combined with precision-driven repeats")
+
+
+def load(path: str | Path, overrides: dict | None = None) -> dict:
+    """Read a YAML config, merge overrides (as ``--config`` does) and validate."""
+    config = yaml.safe_load(Path(path).read_text()) or {}
+    config.update(overrides or {})
+    return validate(config)
+
+
+def expected_answer(server: dict, workload: dict | None = None, workload_name: str = DEFAULT_WORKLOAD) -> dict:
+    """What a correct answer looks like: the workload's, or the server's own for hello world."""
+    if workload_name == DEFAULT_WORKLOAD or workload is None:
+        return {**DEFAULT_EXPECT, **(workload or {}).get("expect", {}), **server.get("expect", {})}
+    return {"status": 200, **workload["expect"]}
+
+
+def serves(server: dict, workload_name: str) -> bool:
+    """Whether a server runs the apps' workloads (baselines answer hello world only)."""
+    return workload_name in server.get("workloads", [workload_name])
+
+
+# Where results go says nothing of how they were measured: two runs of one config
+# into two folders have one hash, so `serverbench compare` shows no false difference.
+NOT_HASHED = ("results",)
+
+
+def config_hash(config: dict) -> str:
+    measured = {key: value for key, value in config.items() if key not in NOT_HASHED}
+    return hashlib.sha256(json.dumps(measured, sort_keys=True, default=str).encode()).hexdigest()

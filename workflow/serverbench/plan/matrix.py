@@ -1,0 +1,141 @@
+"""The cell matrix of a validated config, computed once per matrix.
+
+``Matrix`` holds every selected profile resolved for this host, the cells in
+their seeded random order, and each cell's measuring conditions (a digest that
+makes Snakemake rerun exactly the cells whose conditions changed). The
+workflow builds one when it parses the Snakefile; every per-job question
+(priority, threads, memory, runtime, conditions) is then a lookup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from functools import cached_property
+from pathlib import Path
+
+from serverbench import REPO_ROOT
+from serverbench.plan.config import effective_profile, requested_profile, selected_profiles
+from serverbench.plan.shapes import Cell, Profile
+
+
+def planned_repeats(profile: dict) -> int:
+    """Repeats every cell of a (requested) profile gets before any precision is judged."""
+    return (profile["min_repeats"] or profile["repeats"]) if profile["precision"] else profile["repeats"]
+
+
+def cells(config: dict) -> list[Cell]:
+    """Every planned cell of the selected profiles, in a stable order (repeats a
+    precision-driven profile adds later are not planned: see Matrix.adaptive)."""
+    out = []
+    for profile_name in selected_profiles(config):
+        profile = requested_profile(config, profile_name)
+        for workload in profile["workloads"]:
+            for tool in profile["tools"]:
+                for server in profile["servers"]:
+                    for concurrency in profile["concurrency"]:
+                        for repeat in range(1, planned_repeats(profile) + 1):
+                            out.append(Cell(profile_name, tool, server, concurrency, repeat, workload))
+    return out
+
+
+def rate_cells(profiles: dict[str, Profile]) -> list[Cell]:
+    """The open-loop cells of profiles with ``open_loop``: per workload and server,
+    each fraction of the server's capacity, at the rate tool's connections."""
+    out = []
+    for name, profile in profiles.items():
+        spec = profile.open_loop
+        if not spec:
+            continue
+        connections = spec["connections"] or profile.workers
+        for workload in profile.workloads:
+            for server in profile.servers:
+                for fraction in spec["fractions"]:
+                    for repeat in range(1, spec["repeats"] + 1):
+                        out.append(Cell(name, spec["tool"], server, connections, repeat, workload, float(fraction)))
+    return out
+
+
+def shuffled(cells_in_order: list[Cell], seed: int) -> list[Cell]:
+    """The cells in the run's random order, reproducible from ``seed``.
+
+    Running cells in a shuffled order spreads slow drifts of the machine
+    (thermal, background load) over all servers instead of one.
+    """
+    order = list(cells_in_order)
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def file_digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+class Matrix:
+    def __init__(self, config: dict):
+        self.config = config
+        self.profiles: dict[str, Profile] = {
+            name: effective_profile(config, name) for name in selected_profiles(config)
+        }
+        self.cells = cells(config)
+        self.rate_cells = rate_cells(self.profiles)
+        # Rate cells wait for their capacity cells, so they come after them in any order.
+        self.order = shuffled(self.cells, config["seed"]) + shuffled(self.rate_cells, config["seed"])
+        self._positions = {cell.relpath: index for index, cell in enumerate(self.order, start=1)}
+        self._conditions: dict[tuple, str] = {}
+
+    def groups(self) -> list[Cell]:
+        """One cell per measured condition (its first repeat), in the stable order."""
+        return [cell for cell in self.cells if cell.repeat == 1]
+
+    def capacity_cells(self, profile: str, workload: str, server: str) -> list[Cell]:
+        """The closed-loop cells a server's capacity is measured by (every tool and concurrency)."""
+        return [
+            cell for cell in self.cells if (cell.profile, cell.workload, cell.server) == (profile, workload, server)
+        ]
+
+    def position(self, relpath: str) -> int | None:
+        """1 for the cell that runs first in the seeded order."""
+        return self._positions.get(relpath)
+
+    def priority(self, relpath: str) -> int:
+        """The bench rule's priority: the first cell of the seeded order runs first."""
+        position = self.position(relpath)
+        return len(self.order) - position + 1 if position else 0
+
+    @cached_property
+    def apps_digest(self) -> str:
+        return tree_digest(REPO_ROOT / "apps")
+
+    def conditions(self, profile: str, tool: str, server: str, workload: str) -> str:
+        """A digest of everything that shapes a cell's measurement (a rule parameter)."""
+        key = (profile, tool, server, workload)
+        if key not in self._conditions:
+            self._conditions[key] = self._digest(*key)
+        return self._conditions[key]
+
+    def _digest(self, profile: str, tool: str, server: str, workload: str) -> str:
+        config = self.config
+        server_spec = config["catalogue"][server]
+        spec = {
+            "profile": self.profiles[profile].measuring_conditions(),
+            "server": server_spec,
+            "templates": {name: file_digest(REPO_ROOT / path) for name, path in server_spec.get("files", {}).items()},
+            "apps": self.apps_digest,
+            "tool": config["load_tools"][tool],
+            "language": config["languages"][server_spec["language"]],
+            "flags": config["flags"],
+            "workload": config["app_workloads"].get(workload),
+        }
+        return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -1,0 +1,138 @@
+"""The declared shapes of the plan: a ``Cell`` (one measured job, and the one
+path format of its files) and a ``Profile`` (a profile resolved for this host,
+typed; its defaults come from the config schema, applied when the config is
+validated)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+DEFAULT_WORKLOAD = "hello"
+
+# A cell's files below results/cells/; also the bench rule's wildcard pattern.
+CELL_PATH = "{profile}/{workload}/{tool}/{server}/c{concurrency}/r{repeat}"
+# A rate cell (open loop at a fraction of the server's capacity): the bench_rate rule's pattern.
+RATE_CELL_PATH = "{profile}/{workload}/{tool}/{server}/c{concurrency}/f{fraction}/r{repeat}"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measured job: a server under one load at one repeat. A rate cell
+    (``fraction`` set) offers that fraction of the server's measured capacity
+    at a constant rate (open loop); the others are closed-loop cells."""
+
+    profile: str
+    tool: str
+    server: str
+    concurrency: int
+    repeat: int
+    workload: str = DEFAULT_WORKLOAD
+    fraction: float | None = None
+
+    @property
+    def relpath(self) -> str:
+        if self.fraction is None:
+            return CELL_PATH.format(**dataclasses.asdict(self))
+        return RATE_CELL_PATH.format(**{**dataclasses.asdict(self), "fraction": f"{self.fraction:g}"})
+
+    @property
+    def is_rate(self) -> bool:
+        return self.fraction is not None
+
+    @classmethod
+    def from_wildcards(cls, wildcards) -> Cell:
+        fraction = getattr(wildcards, "fraction", None)
+        return cls(
+            profile=wildcards.profile,
+            tool=wildcards.tool,
+            server=wildcards.server,
+            concurrency=int(wildcards.concurrency),
+            repeat=int(wildcards.repeat),
+            workload=wildcards.workload,
+            fraction=float(fraction) if fraction is not None else None,
+        )
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A profile as measured on this host: every key of the schema's profile,
+    CPU lists and worker counts resolved, memory in bytes (``scaling`` says
+    what was asked and whether it was scaled down)."""
+
+    name: str
+    description: str
+    study: str | None
+    servers: list[str]
+    tools: list[str]
+    workloads: list[str]
+    concurrency: list[int]
+    repeats: int
+    precision: float | None
+    min_repeats: int | None
+    max_repeats: int | None
+    duration: float
+    requests: int
+    rate: float | None
+    warmup: float
+    timeout: float
+    workers: int
+    workers_min: int
+    threads: int
+    client_threads: int | None
+    client_cpu_quota: float | None
+    backlog: int
+    server_cpus: list[int]
+    client_cpus: list[int]
+    harness_cpus: list[int]
+    scale_down: bool
+    network: str
+    isolation: str
+    memory_limit: int | None
+    ready_timeout: float
+    stop_grace: float
+    sample_interval: float
+    idle_after: float
+    fairness: str
+    fairness_duration: float
+    time_wait_max: int
+    cpu_latency_us: int | None
+    open_loop: dict | None
+    scaling: dict
+
+    @classmethod
+    def from_dict(cls, name: str, data: dict) -> Profile:
+        return cls(name=name, **data)
+
+    @property
+    def planned_repeats(self) -> int:
+        """Repeats every cell gets: all of them, or the first before precision is judged."""
+        return (self.min_repeats or self.repeats) if self.precision else self.repeats
+
+    def runtime_minutes(self) -> int:
+        """An upper bound of one cell's wall time, for executors that need one."""
+        seconds = (
+            self.ready_timeout
+            + self.warmup
+            + self.duration
+            + self.idle_after
+            + (self.open_loop["max_duration"] if self.open_loop else 0)
+            + (self.fairness_duration if self.fairness == "h2load" else 0)
+            + 2 * self.stop_grace
+            + 10 * self.timeout
+            + 90  # the TIME_WAIT drain's deadline
+            + 60
+        )
+        return max(1, -(-int(seconds) // 60))
+
+    def memory_mb(self) -> int:
+        """The server's memory limit plus room for the load tool and the harness."""
+        return (self.memory_limit or 2 * 1024**3) // 2**20 + 1024
+
+    def measuring_conditions(self) -> dict:
+        """What shapes a cell's measurement (the matrix's own lists left out)."""
+        out = dataclasses.asdict(self)
+        matrix_keys = ("servers", "tools", "workloads", "concurrency", "repeats", "min_repeats", "max_repeats")
+        for key in ("name", "description", "precision", *matrix_keys):
+            out.pop(key)
+        return out

@@ -1,0 +1,28 @@
+"""What kind of load a tool drives, from its command: the one place that knows.
+
+A closed-loop tool keeps a number of connections busy (each sends its next
+request when the last is answered); an open-loop tool offers a constant rate
+(``{rate}`` in its command) whatever the server does. A timed tool runs for
+``{duration}`` seconds rather than a number of requests.
+"""
+
+from __future__ import annotations
+
+
+def _takes(spec: dict, placeholder: str) -> bool:
+    return "{" + placeholder + "}" in " ".join(map(str, spec["command"]))
+
+
+def is_open_loop(spec: dict) -> bool:
+    """The tool offers a constant rate (its command takes ``{rate}``)."""
+    return _takes(spec, "rate")
+
+
+def is_timed(spec: dict) -> bool:
+    """The tool runs for a duration (its command takes ``{duration}``), not a number of requests."""
+    return _takes(spec, "duration")
+
+
+def closed_loop_tools(config: dict) -> set[str]:
+    """The names of the config's closed-loop tools."""
+    return {name for name, spec in config["load_tools"].items() if not is_open_loop(spec)}

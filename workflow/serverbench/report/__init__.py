@@ -1,0 +1,1 @@
+"""Stage 5, report: the Answers, the charts, the index page and its screenshots."""

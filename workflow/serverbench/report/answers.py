@@ -1,0 +1,51 @@
+"""The Answers: a run's verdict sentences grouped for a reader (the page, and the
+terminal when the workflow ends), decided ones first."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from serverbench.decide.latency import LATENCY_KINDS
+
+SKIPPED = re.compile(r"(\S+): skipped: ([^;]+)")
+
+
+def answers(verdicts: pd.DataFrame) -> dict[str, list[str]]:
+    """The sentences, decided ones first: what the run can say, then what it cannot and
+    why; servers that were not measured at all are named once, not in every comparison.
+    Latency under load (rate cells) comes last, each server's knee first."""
+    is_latency = verdicts["kind"].isin(LATENCY_KINDS)
+    latency, verdicts = verdicts[is_latency], verdicts[~is_latency]
+    # p99 at each fraction is in verdicts.csv; the Answers keep those a test decided.
+    latency = latency[(latency["kind"] != "p99 at fraction") | latency["verdict"].isin(["lower p99", "higher p99"])]
+    decided = verdicts[verdicts["verdict"].isin(["faster", "slower"])]
+    undecided = verdicts[verdicts["verdict"] == "no detectable difference"]
+    excluded = verdicts[verdicts["verdict"] == "not comparable"]
+    why = excluded["why"].fillna("").astype(str)
+    only_skipped = why.map(lambda text: bool(SKIPPED.search(text)) and not SKIPPED.sub("", text).strip("; "))
+    only_skipped = only_skipped.astype(bool)  # an empty run leaves it untyped
+    not_measured = sorted({f"{server} ({reason})" for text in why for server, reason in SKIPPED.findall(text)})
+    return {
+        "decided": decided["sentence"].tolist(),
+        "no detectable difference": undecided["sentence"].tolist(),
+        "not comparable": excluded[~only_skipped]["sentence"].tolist(),
+        "not measured": not_measured,
+        "latency under load": latency["sentence"].tolist(),
+    }
+
+
+def print_answers(path) -> None:
+    """The verdicts in the terminal when the workflow finishes."""
+    try:
+        verdicts = pd.read_csv(path)
+    except (OSError, pd.errors.EmptyDataError):
+        return
+    print(f"\nserverbench: {len(verdicts)} comparisons ({path})")
+    for title, sentences in answers(verdicts).items():
+        title = {"not measured": "not measured here (every comparison with them left out)"}.get(title, title)
+        if sentences:
+            print(f"\n{title} ({len(sentences)}):")
+            for text in sentences:
+                print(f"  - {text}")

@@ -1,0 +1,78 @@
+"""index.html: the answers first, then the charts, the sortable summary, failed and
+flagged cells, and the environment (Jinja2, ``templates/index.html.j2``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+from markupsafe import Markup
+
+from serverbench import files
+from serverbench.record.flags import FLAG_HELP
+from serverbench.report.answers import answers
+from serverbench.report.machine import steadiness_sentence
+
+# The summary's columns the page's table shows (summary.csv has them all).
+PAGE_COLUMNS = [
+    "profile", "tool", "server", "language", "family", "concurrency", "status", "repeats_ok",
+    "rps_trimmed_mean", "rps_cv", "latency_p50_ms", "latency_p99_ms", "error_rate",
+    "server_rss_peak_mb", "server_pss_peak_mb", "server_cpu_percent", "keepalive", "flags",
+]  # fmt: skip
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("serverbench.report", "templates"),
+    autoescape=jinja2.select_autoescape(default=True),
+    undefined=jinja2.StrictUndefined,
+)
+
+
+def _table(frame: pd.DataFrame, columns: list[str], sortable: bool = False) -> Markup:
+    present = [c for c in columns if c in frame.columns]
+    classes = "sortable" if sortable else None
+    # pandas escapes every cell (escape=True): the markup is safe to insert.
+    table = frame[present].to_html(
+        index=False, na_rep="", float_format=lambda v: f"{v:,.3g}", border=0, classes=classes
+    )
+    return Markup(table)
+
+
+def index_context(summary: pd.DataFrame, environment: dict, charts: dict, index_dir: Path) -> dict:
+    """What index.html shows: the charts (relative links), the tables, the environment."""
+    bad = summary[summary["status"] != "ok"]
+    flagged = summary[summary["flags"].fillna("") != ""]
+    return {
+        "cells": len(summary),
+        "statuses": ", ".join(f"{n} {s}" for s, n in summary["status"].value_counts().items()),
+        "environment": {key: environment.get(key) for key in ("cpu_model", "cpus", "kernel", "git_commit")},
+        "machine": steadiness_sentence(environment.get("host_speed")),
+        "charts": [
+            {
+                "title": title,
+                "links": {ext: Path(path).relative_to(index_dir).as_posix() for ext, path in outputs.items()},
+            }
+            for title, outputs in charts.items()
+        ],
+        "summary_table": _table(summary, PAGE_COLUMNS, sortable=True),
+        "failed_count": len(bad),
+        "failed_table": _table(bad, ["profile", "tool", "server", "concurrency", "status", "reason"])
+        if len(bad)
+        else None,
+        "flagged_count": len(flagged),
+        "flagged_table": _table(flagged, ["profile", "tool", "server", "concurrency", "flags"])
+        if len(flagged)
+        else None,
+        "flag_help": FLAG_HELP,
+        "environment_json": json.dumps(environment, indent=2),
+    }
+
+
+def write_index(summary_csv, verdicts_csv, environment_json, charts: dict, index_path) -> None:
+    """One page: the answers, then charts, the sortable summary, failed and flagged cells, the environment."""
+    index_path = Path(index_path)
+    summary = pd.read_csv(summary_csv)
+    environment = json.loads(Path(environment_json).read_text()) if environment_json else {}
+    context = index_context(summary, environment, charts, index_path.parent)
+    context["answers"] = answers(pd.read_csv(verdicts_csv))
+    files.write_atomic(index_path, TEMPLATES.get_template("index.html.j2").render(**context))

@@ -1,0 +1,68 @@
+"""runs.csv: a row per repeat, from the cells' records (columns: ``tables.columns.RUN_COLUMNS``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from serverbench.record import flags as flagging
+from serverbench.record.model import CellRecord, Fairness, LoadResult, Verification, load_record
+from serverbench.tables.columns import CELL_KEYS, ERROR_CLASSES, RUN_COLUMNS
+
+MB = 1024 * 1024
+
+
+def _mb(value):
+    return round(value / MB, 3) if value is not None else None
+
+
+def run_row(record: CellRecord, path: str | Path) -> dict:
+    """One row of runs.csv (columns: model.RUN_COLUMNS)."""
+    load = record.load or LoadResult()
+    usage, autoscale = record.server.usage, record.server.autoscale
+    verification = record.verify or Verification()
+    fairness = record.fairness or Fairness()
+    row = {**record.cell.to_dict(), "status": record.status, "reason": record.reason}
+    row.update(
+        requests=load.requests,
+        duration_s=load.duration_s,
+        rps=load.requests_per_s,
+        **{f"latency_{key}_ms": getattr(load.latency_ms, key) for key in ("mean", "p50", "p90", "p99", "max")},
+        transfer_bytes=load.transfer_bytes,
+        errors_total=load.errors_total if record.load else None,
+        error_rate=load.error_rate,
+        **{f"errors_{name}": getattr(load.errors, name) if record.load else None for name in ERROR_CLASSES},
+        server_cpu_s=usage.cpu_s,
+        server_cpu_percent=usage.cpu_percent,
+        server_rss_peak_mb=_mb(usage.rss_peak_bytes),
+        server_rss_mean_mb=_mb(usage.rss_mean_bytes),
+        server_pss_peak_mb=_mb(usage.pss_peak_bytes),
+        server_processes_max=usage.processes_max,
+        workers_start=autoscale.processes_start,
+        workers_peak=autoscale.processes_peak,
+        time_to_peak_s=autoscale.time_to_peak_s,
+        time_to_scale_down_s=autoscale.time_to_scale_down_s,
+        server_cpus=len(record.isolation.get("server_cpus") or []) or None,
+        scaled=(record.scaling or {}).get("scaled"),
+        client_cpu_percent=record.client.cpu_percent,
+        keepalive=verification.keepalive,
+        fairness_min_over_mean=fairness.min_over_mean,
+        starved_connections=fairness.starved_connections,
+        http_version=verification.http_version,
+        server_version=record.server.version,
+        interpreter=record.server.interpreter,
+        flags=flagging.joined(record.flags),
+        job_start=record.timing.get("job_start"),
+        job_end=record.timing.get("job_end"),
+        result=str(path),
+    )
+    return row
+
+
+def load_runs(paths) -> pd.DataFrame:
+    rows = [run_row(load_record(path), path) for path in sorted(map(str, paths))]
+    frame = pd.DataFrame(rows, columns=RUN_COLUMNS)
+    if not frame.empty:
+        frame = frame.sort_values(CELL_KEYS + ["repeat"], kind="stable").reset_index(drop=True)
+    return frame
