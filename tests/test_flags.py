@@ -3,6 +3,7 @@ made to fire by changing the one figure it judges, and silent otherwise.
 Thresholds come from the shipped config.yaml."""
 
 import copy
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -10,7 +11,8 @@ from conftest import RECORDS_V1
 from serverbench import REPO_ROOT
 from serverbench.plan import config as cfg
 from serverbench.record import flags
-from serverbench.record.model import RECORD_SCHEMA, Fairness, load_record
+from serverbench.record.model import RECORD_SCHEMA, load_record
+from serverbench.record.sections import Checks, Fairness, LittlesLaw
 from serverbench.tables import summary as summary_table
 from serverbench.tables.columns import AVERAGED_COLUMNS, CONTEXT_COLUMNS
 
@@ -22,7 +24,7 @@ def record():
     """uWSGI --http11-socket with 2 workers at 10 connections: starved, nothing else."""
     base = load_record(RECORDS_V1 / "cells/default/hello/wrk/uwsgi/c10/r1.json")
     assert flags.cell_flags(base, THRESHOLDS) == ["starved"]
-    base.fairness = Fairness(status="ok", method="connections", min_over_mean=0.8, starved_connections=0)
+    base = replace(base, fairness=Fairness(status="ok", method="connections", min_over_mean=0.8, starved_connections=0))
     assert flags.cell_flags(base, THRESHOLDS) == []
     return base
 
@@ -93,16 +95,17 @@ def test_server_idle_unless_the_client_is_the_limit(record):
 
 
 def test_starved_needs_a_starved_connection(record):
-    record.fairness = Fairness(status="ok", min_over_mean=0.05, starved_connections=1)
+    record = replace(record, fairness=Fairness(status="ok", min_over_mean=0.05, starved_connections=1))
     assert "starved" in flagged(record)
-    record.fairness = Fairness(status="ok", min_over_mean=0.05, starved_connections=0)
+    record = replace(record, fairness=Fairness(status="ok", min_over_mean=0.05, starved_connections=0))
     assert "starved" not in flagged(record)
-    record.fairness = Fairness(status="ok", method="h2load", min_over_mean=0.05)  # h2load gives no count
+    # h2load gives no count
+    record = replace(record, fairness=Fairness(status="ok", method="h2load", min_over_mean=0.05))
     assert "starved" in flagged(record)
 
 
 def test_no_traffic_is_not_starvation(record):
-    record.fairness = Fairness(status="no traffic", reason="no connection received a byte in 2.00 s")
+    record = replace(record, fairness=Fairness(status="no traffic", reason="no connection received a byte in 2.00 s"))
     assert "no_traffic" in flagged(record) and "starved" not in flagged(record)
 
 
@@ -114,7 +117,7 @@ def test_backlog_small_judges_the_backlog_the_server_listens_with(record):
 
 
 def test_a_failed_cell_has_no_flags(record):
-    record.status = "failed"
+    record = replace(record, status="failed")
     record.load.errors.non_2xx = 10
     assert flagged(record) == []
 
@@ -173,19 +176,24 @@ def test_records_keep_their_thresholds(tmp_path, base_config, no_leftovers):
     assert record["schema"] == RECORD_SCHEMA
 
 
+def with_littles_law(record, ratio: float, corrected: bool):
+    """The record with another Little's-law check (req/s × mean latency against the connections)."""
+    return replace(record, checks=Checks(littles_law=LittlesLaw(ratio=ratio, mean_latency_corrected_by_tool=corrected)))
+
+
 def test_littles_law_shortfall_fires_and_wrks_corrected_excess_does_not(record):
-    record.checks = {"littles_law": {"ratio": 0.2, "mean_latency_corrected_by_tool": True}}
+    record = with_littles_law(record, 0.2, corrected=True)
     assert "littles_law" in flagged(record)
-    record.checks = {"littles_law": {"ratio": 5.4, "mean_latency_corrected_by_tool": True}}
+    record = with_littles_law(record, 5.4, corrected=True)
     assert "littles_law" not in flagged(record)
-    record.checks = {"littles_law": {"ratio": 1.6, "mean_latency_corrected_by_tool": False}}
+    record = with_littles_law(record, 1.6, corrected=False)
     assert "littles_law" in flagged(record)
-    record.checks = {"littles_law": {"ratio": 0.95, "mean_latency_corrected_by_tool": False}}
+    record = with_littles_law(record, 0.95, corrected=False)
     assert "littles_law" not in flagged(record)
 
 
 def test_a_saturated_clients_shortfall_is_its_own_time_not_uncounted_requests(record):
-    record.checks = {"littles_law": {"ratio": 0.6, "mean_latency_corrected_by_tool": True}}
+    record = with_littles_law(record, 0.6, corrected=True)
     record.client.cpu_percent = 100 * THRESHOLDS["client_bound_share"] - 1
     assert "littles_law" in flagged(record)
     record.client.cpu_percent = 100 * THRESHOLDS["client_bound_share"]

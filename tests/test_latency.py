@@ -69,7 +69,7 @@ def test_rate_cells_offer_fractions_of_the_measured_capacity(latency_run):
     assert capacity["ci_low"] <= capacity["rps"] <= capacity["ci_high"]
     for fraction, record in rate_records(latency_run).items():
         assert record.status == "ok", record.reason
-        section = record.open_loop
+        section = record.open_loop.to_dict()
         assert section["capacity_rps"] == capacity["rps"]
         assert section["offered_rps"] == pytest.approx(fraction * capacity["rps"], abs=1e-3)
         # The tool was really asked for that rate, for the planned time.
@@ -98,7 +98,7 @@ def test_the_knee_lies_between_three_quarters_and_beyond_capacity(latency_run):
     # A quarter above capacity: the rate is not held, or p99 takes off (the queue grows).
     beyond = records[1.25]
     assert "rate_not_held" in beyond.flags or beyond.load.latency_ms.p99 > bound
-    assert beyond.open_loop["achieved_share"] < 1.0
+    assert beyond.open_loop.achieved_share < 1.0
     summary = pd.read_csv(latency_run / "summary.csv")
     row = summary[summary["tool"] == "wrk"].iloc[0]
     assert row["knee_fraction"] == found["knee_fraction"]

@@ -5,6 +5,7 @@ same tables, and decided as before the stage packages (verdicts*.csv beside
 them); unknown schemas are refused; a profile is exactly the schema's."""
 
 import copy
+import dataclasses
 import io
 import json
 
@@ -16,6 +17,7 @@ from serverbench import REPO_ROOT
 from serverbench.decide.verdicts import verdict_table
 from serverbench.plan import config as cfg
 from serverbench.plan.shapes import Profile
+from serverbench.record import sections
 from serverbench.record.model import CellRecord, RecordError, load_record
 from serverbench.tables import runs as run_table
 from serverbench.tables import summary as summary_table
@@ -160,3 +162,23 @@ def test_renamed_languages_give_the_same_verdicts():
     assert len(new) == len(old) > 0
     pd.testing.assert_frame_equal(new[DECIDED], old[DECIDED])
     assert set(new["language_a"].dropna()) <= {"snake", "camel"}
+
+
+def test_a_record_is_frozen_and_every_section_typed():
+    """A record is assembled once and frozen; its sections are declared types, not dicts read by key."""
+    record = load_record(next(path for path in RECORDS if "/uwsgi/c10/" in str(path)))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.status = "failed"
+    untyped = [item.name for item in dataclasses.fields(record) if type(getattr(record, item.name)) is dict]
+    assert untyped == ["timing"]  # phase → epoch seconds: a mapping, not a section
+    assert isinstance(record.isolation, sections.IsolationSection) and record.isolation.server_cpus == [0]
+    assert isinstance(record.order, sections.Order) and isinstance(record.raw, sections.Raw)
+
+
+def test_keys_a_section_no_longer_declares_are_kept():
+    """An older record's key that a typed section does not declare reads back, and is written again."""
+    data = json.loads(RECORDS[0].read_text())
+    data["isolation"]["from_an_older_version"] = 1
+    record = CellRecord.from_dict(data)
+    assert record.isolation.extra == {"from_an_older_version": 1}
+    assert record.to_dict()["isolation"]["from_an_older_version"] == 1

@@ -1,7 +1,8 @@
 """Launching a cell's server: placeholders and argv, network, versions,
 isolation (cgroup or container), start, the control API, readiness.
 
-``Launch`` fills its part of the cell's record as it goes and owns what it
+``Launch`` fills its own sections (``Launched``: the cell's phases put them in the
+record) as it goes, and owns what it
 started until ``stop``: whatever fails, the cell calls ``stop`` once.
 """
 
@@ -14,6 +15,7 @@ import shutil
 import sys
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from serverbench import REPO_ROOT
@@ -28,7 +30,7 @@ from serverbench.host.netns import Network, NetworkError
 from serverbench.host.runenv import resolve_program, version_of
 from serverbench.plan.config import expected_answer, serves
 from serverbench.plan.shapes import Cell, Profile
-from serverbench.record.model import CellRecord, Limits
+from serverbench.record.sections import Image, IsolationSection, Limits, NetworkSection, ServerSection, TimeWait
 
 
 def server_values(profile: Profile, host: str, port: int, rundir: Path) -> dict:
@@ -62,9 +64,22 @@ def server_env(spec: dict, values: dict) -> dict[str, str]:
     return dict(zip(extra, servers.render_argv(extra.values(), values), strict=True))
 
 
+@dataclass
+class Launched:
+    """What launching the server found out: the record's sections that are the launch's own."""
+
+    server: ServerSection = field(default_factory=ServerSection)
+    time_wait: TimeWait | None = None
+    network: NetworkSection | None = None
+    limits: Limits | None = None
+    isolation: IsolationSection | None = None
+    image: Image | None = None
+
+
 class Launch:
-    def __init__(self, config: dict, cell: Cell, profile: Profile, record: CellRecord, rundir: Path, log_path, env):
-        self.config, self.cell, self.profile, self.record = config, cell, profile, record
+    def __init__(self, config: dict, cell: Cell, profile: Profile, rundir: Path, log_path, env):
+        self.config, self.cell, self.profile = config, cell, profile
+        self.found = Launched()
         self.spec = config["catalogue"][cell.server]
         self.rundir, self.log_path, self.env = rundir, Path(log_path), env
         self.network: Network | None = None
@@ -93,28 +108,28 @@ class Launch:
 
     def prepare(self) -> None:
         """Network, placeholders, argv, templates, limits; the image in docker mode."""
-        record = self.record
+        found = self.found
         if not serves(self.spec, self.cell.workload):
             raise CellSkipped(
                 f"{self.cell.server} answers only {', '.join(self.spec['workloads'])}, "
                 f"not the {self.cell.workload} workload"
             )
-        record.time_wait = hostnet.drain_time_wait(self.profile.time_wait_max)
+        found.time_wait = TimeWait.from_dict(hostnet.drain_time_wait(self.profile.time_wait_max))
         try:
             self.network = Network(self.profile.network).setup()
         except NetworkError as exc:
             raise CellFailed(f"network setup failed: {exc}") from None
-        record.network = self.network.describe()
+        found.network = NetworkSection.from_dict(self.network.describe())
         host = self.network.server_address
         port = servers.free_port(host if self.network.namespace is None else "127.0.0.1")
         self.values = server_values(self.profile, host, port, self.rundir)
         if self.in_docker:
             self.values["venv"] = docker.IMAGE_VENV
         self.argv = render(self.config, self.spec["command"], self.values)
-        record.server.argv = self.argv
-        record.server.files = servers.render_files(self.spec.get("files", {}), self.values, self.rundir)
-        record.server.host, record.server.port = host, port
-        record.limits = self._limits()
+        found.server.argv = self.argv
+        found.server.files = servers.render_files(self.spec.get("files", {}), self.values, self.rundir)
+        found.server.host, found.server.port = host, port
+        found.limits = self._limits()
         if self.in_docker:
             self.image = self._docker_image()
         elif shutil.which(self.argv[0], path=self.env["PATH"]) is None:
@@ -132,7 +147,7 @@ class Launch:
 
     def _read_backlog(self) -> None:
         """The backlog the server really listens with (what the backlog_small flag judges)."""
-        limits = self.record.limits
+        limits = self.found.limits
         limits.listen_backlog = hostnet.listen_backlog(self.port, self.network.wrap, self.env)
         if limits.listen_backlog is not None:
             limits.effective_backlog = limits.listen_backlog
@@ -145,8 +160,8 @@ class Launch:
 
         language = self.config["languages"][self.spec["language"]]
         interpreter = self.spec.get("interpreter") or language.get("version")
-        self.record.server.version = version_of(inside(render(self.config, self.spec.get("version"))), self.env)
-        self.record.server.interpreter = version_of(inside(render(self.config, interpreter)), self.env)
+        self.found.server.version = version_of(inside(render(self.config, self.spec.get("version"))), self.env)
+        self.found.server.interpreter = version_of(inside(render(self.config, interpreter)), self.env)
 
     def isolate(self) -> None:
         limits = {
@@ -161,11 +176,15 @@ class Launch:
             self.isolation = DockerIsolation(**limits, container=container, docker_env=self.env).setup()
         else:
             self.isolation = Isolation(**limits).setup()
-        self.record.isolation = {
+        self._describe_isolation()
+
+    def _describe_isolation(self) -> None:
+        described = {
             **self.isolation.describe(),
             "server_cpus": self.profile.server_cpus,
             "client_cpus": self.profile.client_cpus,
         }
+        self.found.isolation = IsolationSection.from_dict(described)
 
     def start(self) -> None:
         """Start the backend (if any), then the server; configure it by API where it has one."""
@@ -173,7 +192,7 @@ class Launch:
         members = []
         if self.spec.get("backend"):
             backend_argv = render(self.config, self.spec["backend"], self.values)
-            self.record.server.backend_argv = backend_argv
+            self.found.server.backend_argv = backend_argv
             members.append(self._process(backend_argv, env))
         members.append(self._process(self._front_argv(), env))
         self.server = servers.ServerGroup(members)
@@ -208,7 +227,7 @@ class Launch:
             env=server_env(self.spec, self.values),
             workdir=self.rundir,
         )
-        self.record.server.docker_argv = argv
+        self.found.server.docker_argv = argv
         return argv
 
     def wait_ready(self) -> None:
@@ -216,13 +235,13 @@ class Launch:
             ready_s = self.server.wait_ready(self.host, self.port, self.profile.ready_timeout)
         except servers.ServerError as exc:
             raise CellFailed(f"server did not start: {exc}") from None
-        self.record.server.ready_s = round(ready_s, 4)
+        self.found.server.ready_s = round(ready_s, 4)
         self._read_backlog()
         pattern = self.spec.get("interpreter_from_log")
         if pattern:
             found = re.search(pattern, self.log_path.read_text(errors="replace"), re.M)
-            self.record.server.interpreter = found.group(1) if found else None
-        self.record.server.pid = self.server.pid
+            self.found.server.interpreter = found.group(1) if found else None
+        self.found.server.pid = self.server.pid
 
     def _docker_image(self) -> str:
         """The language's image (made on first use); docker calls go to the engine that answers."""
@@ -234,7 +253,7 @@ class Launch:
             image = images.build_servers(self.config, self.spec["language"], self.env)
         except images.ImageError as exc:
             raise CellFailed(f"docker image: {exc}") from None
-        self.record.isolation_image = images.describe(image)
+        self.found.image = Image.from_dict(images.describe(image))
         return image.tag
 
     def _attach_container(self) -> None:
@@ -244,19 +263,19 @@ class Launch:
             if time.monotonic() > deadline:
                 raise servers.ServerError(f"container {self.isolation.container} did not start in time")
             time.sleep(0.1)
-        self.record.isolation.update(self.isolation.describe())
+        self._describe_isolation()
 
     def _configure_by_api(self, members) -> None:
         """PUT the rendered config to the server's control socket (NGINX Unit)."""
         control = self.spec["control"]
         socket_path = servers.render_argv([control["socket"]], self.values)[0]
         servers.wait_for_socket(socket_path, members, self.profile.ready_timeout)
-        body = Path(self.record.server.files[control["file"]]).read_bytes()
+        body = Path(self.found.server.files[control["file"]]).read_bytes()
         try:
             status, answer = servers.put_control(socket_path, control["path"], body)
         except OSError as exc:
             raise servers.ServerError(f"control API on {socket_path} failed: {exc}") from None
-        self.record.server.control = {"status": status, "answer": answer.strip()[:2000]}
+        self.found.server.control = {"status": status, "answer": answer.strip()[:2000]}
         if status != 200:
             raise servers.ServerError(f"control API refused the config ({status}): {answer.strip()[:500]}")
 
@@ -276,10 +295,10 @@ class Launch:
         if stopped:
             # Read before the stop too: a container's cgroup goes with the container.
             kills_before = self.isolation.oom_kills() if self.isolation is not None else None
-            self.record.server.stop = self.server.stop(self.profile.stop_grace)
+            self.found.server.stop = self.server.stop(self.profile.stop_grace)
             if self.isolation is not None:
                 kills_after = self.isolation.oom_kills()
-                self.record.server.oom_kills = kills_after if kills_after is not None else kills_before
+                self.found.server.oom_kills = kills_after if kills_after is not None else kills_before
             self.server = None
         if self.isolation is not None:
             self.isolation.cleanup()

@@ -1,14 +1,16 @@
 """Measuring a started server: warm-up, the load with the monitor (and the
 socket sampler) running beside it, parsing the tool's report, fairness.
 
-Each step fills its part of the cell's record; ``raw_text`` keeps the load
-tool's own output for the file beside the result.
+Each step fills its own sections (``Measured``: the cell's phases put them in
+the record); ``raw_text`` keeps the load tool's own output for the file
+beside the result.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import dataclass, field
 
 from serverbench.cell import fairness, loadgen, parsers, rate
 from serverbench.cell.errors import CellFailed, CellSkipped
@@ -18,14 +20,43 @@ from serverbench.cell.selfcheck import self_checks, steady_state
 from serverbench.host.runenv import version_of
 from serverbench.plan.shapes import Cell, Profile
 from serverbench.plan.tools import is_open_loop, is_timed
-from serverbench.record.model import Autoscale, CellRecord, ClientSection, Fairness, LoadResult, Usage
+from serverbench.record.sections import (
+    Autoscale,
+    Checks,
+    ClientSection,
+    Fairness,
+    LoadResult,
+    OpenLoop,
+    Steady,
+    Usage,
+    Warmup,
+)
+
+
+@dataclass
+class Measured:
+    """What measuring found out: the record's sections that are the measurement's own."""
+
+    client: ClientSection = field(default_factory=ClientSection)
+    warmup: Warmup | None = None
+    usage: Usage = field(default_factory=Usage)
+    samples: list[dict] = field(default_factory=list)
+    autoscale: Autoscale = field(default_factory=Autoscale)
+    load: LoadResult | None = None
+    open_loop: OpenLoop | None = None
+    fairness: Fairness | None = None
+    checks: Checks | None = None
+    steady: Steady | None = None
 
 
 class Measure:
-    def __init__(self, config, cell: Cell, profile: Profile, record: CellRecord, launch: Launch, env, plan=None):
-        """``plan``: a rate cell's offered rate and duration (serverbench.plan.rates.plan)."""
-        self.cell, self.profile, self.record, self.launch, self.env = cell, profile, record, launch, env
+    def __init__(self, config, cell: Cell, profile: Profile, launch: Launch, plan=None):
+        """``plan``: a rate cell's offered rate and duration (serverbench.plan.rates.plan). The tools
+        run in the launch's environment (in docker mode, the one that reaches the engine)."""
+        self.cell, self.profile, self.launch, self.env = cell, profile, launch, launch.env
         self.plan = plan
+        self.found = Measured()
+        env = self.env
         self.tool_spec = config["load_tools"][cell.tool]
         self.starved_share = config["flags"]["starved_share"]
         workload = config["app_workloads"][cell.workload]
@@ -40,8 +71,7 @@ class Measure:
             self.argv = loadgen.build_argv(self.tool_spec, self.values, env["PATH"])
         except loadgen.ToolMissing as exc:
             raise CellSkipped(str(exc)) from None
-        record.client.argv = self.argv
-        record.client.version = version_of(self.tool_spec.get("version"), env)
+        self.found.client = ClientSection(argv=self.argv, version=version_of(self.tool_spec.get("version"), env))
 
     def warm_up(self) -> None:
         """Unmeasured load at the same concurrency; recorded when the tool had to be killed."""
@@ -52,7 +82,7 @@ class Measure:
         )
         argv = loadgen.build_argv(self.tool_spec, values, self.env["PATH"])
         run = loadgen.run(argv, profile.client_cpus, self.deadline, self.env, profile.client_cpu_quota)
-        self.record.warmup = {"wall_s": round(run.wall_s, 4), "exit_code": run.exit_code, "timed_out": run.timed_out}
+        self.found.warmup = Warmup(wall_s=round(run.wall_s, 4), exit_code=run.exit_code, timed_out=run.timed_out)
         self.launch.check_alive("warm-up")
         if run.timed_out:
             raise CellFailed(f"the warm-up was killed at its {self.deadline:g} s deadline: the server stalled")
@@ -62,7 +92,7 @@ class Measure:
 
     def load(self, keepalive: str, mark_phase) -> None:
         """The measured run: the tool pinned to the client CPUs, the monitor on the server."""
-        profile, record = self.profile, self.record
+        profile, found = self.profile, self.found
         sampler = self._connection_sampler(keepalive)
         with Monitor(self.launch.server, profile.sample_interval) as monitor:
             with sampler:
@@ -73,12 +103,11 @@ class Measure:
                 mark_phase("idle")
                 time.sleep(profile.idle_after)
         self.raw_text = run.output
-        record.server.usage = Usage.from_dict(monitor.summary())
-        record.server.samples = monitor.samples
-        record.server.autoscale = Autoscale.from_dict(monitor.scaling())
-        record.client = ClientSection(
-            argv=record.client.argv,
-            version=record.client.version,
+        found.usage, found.samples = Usage.from_dict(monitor.summary()), monitor.samples
+        found.autoscale = Autoscale.from_dict(monitor.scaling())
+        found.client = ClientSection(
+            argv=found.client.argv,
+            version=found.client.version,
             cpu_quota=profile.client_cpu_quota,
             exit_code=run.exit_code,
             wall_s=round(run.wall_s, 4),
@@ -87,19 +116,24 @@ class Measure:
             timed_out=run.timed_out,
         )
         self.launch.check_alive("load", raw_text=run.output)
-        record.load = self._parse(run, sampler)
+        found.load = self._parse(run, sampler)
+        self._judge(keepalive, sampler, run.output)
+
+    def _judge(self, keepalive: str, sampler, output: str) -> None:
+        """What the run achieved beyond its figures: the rate held, fairness, the self-checks."""
+        found = self.found
         if self.plan:
-            record.open_loop = rate.outcome(self.plan, record.load)
-        record.fairness = self._fairness(keepalive, sampler, record.load.requests_per_s)
-        record.checks = self_checks(record, closed_loop=not is_open_loop(self.tool_spec))
+            found.open_loop = OpenLoop.from_dict(rate.outcome(self.plan, found.load))
+        found.fairness = self._fairness(keepalive, sampler, found.load.requests_per_s)
+        found.checks = self_checks(found.load, found.fairness, self.cell.concurrency, not is_open_loop(self.tool_spec))
         if isinstance(sampler, fairness.ConnectionSampler):
-            record.steady = steady_state(sampler.snapshots, record.load)
-        self.launch.check_alive("fairness probe", raw_text=run.output)
-        if not record.load.requests:
+            found.steady = steady_state(sampler.snapshots, found.load)
+        self.launch.check_alive("fairness probe", raw_text=output)
+        if not found.load.requests:
             raise CellFailed(
-                f"no request completed in {record.load.duration_s:g} s with {self.cell.concurrency} connections"
+                f"no request completed in {found.load.duration_s:g} s with {self.cell.concurrency} connections"
                 " open: the server stalled",
-                run.output,
+                output,
             )
 
     def _parse(self, run: loadgen.ToolRun, sampler) -> LoadResult:
@@ -112,7 +146,7 @@ class Measure:
                 why = f"{self.cell.tool} gave no report (exit {run.exit_code}): {exc}"
             if isinstance(sampler, fairness.ConnectionSampler):
                 # Which connections were left waiting is the likely story of a run that never ended.
-                self.record.fairness = Fairness.from_dict(sampler.summary(None, self.starved_share))
+                self.found.fairness = Fairness.from_dict(sampler.summary(None, self.starved_share))
             raise CellFailed(f"{why}{self.launch.oom_note()}", run.output) from None
 
     def _connection_sampler(self, keepalive: str):

@@ -2,140 +2,127 @@
 
     prepare → start → ready → verify → warmup → load (→ idle) → stop → write
 
-Launching is ``serverbench.cell.launch``, measuring ``serverbench.cell.measure``. Whatever
-the server or load tool does is recorded: the job only fails (non-zero) on a
-harness bug, and even then the server tree is stopped first.
+Launching is ``serverbench.cell.launch``, measuring ``serverbench.cell.measure``; each
+fills its own sections, and the record is assembled from them once, at the end, and
+frozen (``serverbench.cell.assemble``). Whatever the server or load tool does is
+recorded: the job only fails (non-zero) on a harness bug, and even then the server
+tree is stopped and the record written first.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import shutil
 import signal
-import sys
 import time
 import traceback
 from pathlib import Path
 
-from serverbench import __version__, files
+from serverbench import files
 from serverbench.cell import rate, verify
+from serverbench.cell.assemble import Files, Outcome, assemble
 from serverbench.cell.errors import CellFailed, CellSkipped, Interrupted, raise_interrupted
-from serverbench.cell.launch import Launch
-from serverbench.cell.measure import Measure
+from serverbench.cell.launch import Launch, Launched
+from serverbench.cell.measure import Measure, Measured
 from serverbench.host.cgroups import HarnessPlacement
 from serverbench.host.cpuidle import IdleLatencyHold
 from serverbench.host.runenv import make_rundir, run_env
-from serverbench.plan.config import config_hash, effective_profile
+from serverbench.plan.config import effective_profile
 from serverbench.plan.shapes import Cell
-from serverbench.record import flags as flagging
-from serverbench.record.model import CellRecord, RecordCell
+from serverbench.record.model import CellRecord
 
 
 class CellRun:
     def __init__(self, config: dict, cell: Cell, json_path, raw_path, log_path, position=None, capacity_path=None):
         self.config, self.cell, self.capacity_path = config, cell, capacity_path
         self.profile = effective_profile(config, cell.profile)
-        spec = config["catalogue"][cell.server]
-        fields = dataclasses.asdict(cell)
-        self.record = CellRecord(cell=RecordCell(**fields, language=spec["language"], family=spec.get("family")))
-        # Where the cell stood in the seeded random order of its matrix (1 = first).
-        self.record.order = {"seed": config["seed"], "position": position}
-        self.json_path, self.raw_path, self.log_path = Path(json_path), Path(raw_path), Path(log_path)
+        self.files = Files(Path(json_path), Path(raw_path), Path(log_path))
+        self.outcome = Outcome(position=position)
         self.env = run_env()
         self.launch: Launch | None = None
-        self.raw_text = ""
-
-    def phase(self, name: str) -> None:
-        self.record.phase = name
-        self.record.timing[name] = round(time.time(), 4)
+        self.launched, self.measured = Launched(), Measured()
+        self.raw_text, self.interrupted = "", False
 
     def run(self) -> CellRecord:
-        record = self.record
-        record.timing["job_start"] = round(time.time(), 4)
-        # The harness's own interpreter (a fact of the run, not a language compared).
-        record.harness = dict(version=__version__, python=sys.version.split()[0], cpus=self.profile.harness_cpus)
+        self.outcome.timing["job_start"] = round(time.time(), 4)
         with (
             HarnessPlacement(self.profile.harness_cpus) as placement,
             IdleLatencyHold(self.profile.cpu_latency_us) as idle,
         ):
-            self._run()
-        record.harness.update(placement.describe())
-        record.cpu_idle = idle.describe()
-        self._write()
-        return record
+            try:
+                self._run()
+            except BaseException:
+                self._write(placement, idle)  # a harness error: the record says it (Interrupted never gets here)
+                raise
+        return self._write(placement, idle)
 
     def _run(self) -> None:
-        record = self.record
-        record.config_sha256 = config_hash(self.config)
-        record.thresholds = dict(self.config["flags"])
-        record.environment = os.path.relpath(Path(self.config["results"]) / "environment.json", self.json_path.parent)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.log_path.write_bytes(b"")
+        outcome = self.outcome
+        self.files.server_log.parent.mkdir(parents=True, exist_ok=True)
+        self.files.server_log.write_bytes(b"")
         rundir = make_rundir()
         try:
             self._measure(rundir)
-            record.status, record.reason = "ok", None
+            outcome.status, outcome.reason = "ok", None
         except CellSkipped as exc:
-            record.status, record.reason = "skipped", str(exc)
+            outcome.status, outcome.reason = "skipped", str(exc)
         except CellFailed as exc:
-            record.status, record.reason = "failed", str(exc)
+            outcome.status, outcome.reason = "failed", str(exc)
             self.raw_text = exc.raw_text or self.raw_text
         except Interrupted:
             # An interrupted cell was not measured: leave no result, so a rerun redoes it.
+            self.interrupted = True
             raise
         except BaseException as exc:
-            record.status, record.reason = "failed", f"harness error: {exc.__class__.__name__}: {exc}"
-            record.traceback = traceback.format_exc()
-            self._teardown()
-            self._write()
+            outcome.status, outcome.reason = "failed", f"harness error: {exc.__class__.__name__}: {exc}"
+            outcome.traceback = traceback.format_exc()
             raise
         finally:
             self._teardown()
             shutil.rmtree(rundir, ignore_errors=True)
-        ceiling = self.config.get("comparisons", {}).get("ceiling")
-        record.flags = flagging.cell_flags(record, self.config["flags"], ceiling)
 
     def _measure(self, rundir: Path) -> None:
-        record, profile = self.record, self.profile
-        record.scaling = profile.scaling
-        record.workload = {"name": self.cell.workload, "path": self.config["app_workloads"][self.cell.workload]["path"]}
-        self.phase("prepare")
+        profile, begin = self.profile, self.outcome.begin
+        begin("prepare")
         if self.cell.is_rate:
-            record.open_loop = rate.rate_plan(self.capacity_path, self.cell.fraction, profile.open_loop)
-        self.launch = launch = Launch(self.config, self.cell, profile, record, rundir, self.log_path, self.env)
+            self.outcome.plan = rate.rate_plan(self.capacity_path, self.cell.fraction, profile.open_loop)
+        self.launch = launch = Launch(self.config, self.cell, profile, rundir, self.files.server_log, self.env)
+        self.launched = launch.found
         launch.prepare()
-        measure = Measure(self.config, self.cell, profile, record, launch, self.env, plan=record.open_loop)
+        measure = Measure(self.config, self.cell, profile, launch, plan=self.outcome.plan)
+        self.measured = measure.found
         launch.isolate()
-        self.phase("start")
+        begin("start")
         launch.start()
-        self.phase("ready")
+        begin("ready")
         launch.wait_ready()
-        self.phase("verify")
-        check = verify.verify(
-            launch.host, launch.port, launch.expected_answer, record.workload["path"], profile.timeout
-        )
-        record.verify = check
+        begin("verify")
+        path = self.config["app_workloads"][self.cell.workload]["path"]
+        check = verify.verify(launch.host, launch.port, launch.expected_answer, path, profile.timeout)
+        self.outcome.verify = check
         if not check.ok:
             launch.check_alive("verification")
             raise CellFailed(f"wrong answer: {check.reason}{launch.oom_note()}")
         if profile.warmup > 0:
-            self.phase("warmup")
+            begin("warmup")
             measure.warm_up()
-        self.phase("load")
-        measure.load(check.keepalive, self.phase)
+        begin("load")
+        measure.load(check.keepalive, begin)
         self.raw_text = measure.raw_text
 
-    def _write(self) -> None:
-        self.record.timing["job_end"] = round(time.time(), 4)
-        self.record.raw = {"load": self.raw_path.name, "server_log": self.log_path.name}
-        files.write_atomic(self.raw_path, self.raw_text)
-        files.write_json(self.json_path, self.record.to_dict())
+    def _write(self, placement, idle) -> CellRecord | None:
+        """The record, assembled once and frozen, with the load tool's output beside it (none when interrupted)."""
+        if self.interrupted:
+            return None
+        parts = (self.launched, self.measured, placement.describe(), idle.describe())
+        record = assemble(self.config, self.cell, self.profile, self.outcome, parts, self.files)
+        files.write_atomic(self.files.raw, self.raw_text)
+        files.write_json(self.files.record, record.to_dict())
+        return record
 
     def _teardown(self) -> None:
         if self.launch is not None:
             if self.launch.server is not None:
-                self.phase("stop")
+                self.outcome.begin("stop")
             self.launch.stop()
             self.launch = None
 

@@ -17,31 +17,30 @@ from __future__ import annotations
 
 import statistics
 
-from serverbench.record.model import CellRecord, LoadResult
+from serverbench.record.sections import Checks, ConnectionsCheck, Fairness, LittlesLaw, LoadResult, Steady
 
 STEADY_BIN_S = 1.0
 
 
-def self_checks(record: CellRecord, closed_loop: bool) -> dict:
-    load, concurrency = record.load, record.cell.concurrency
-    checks: dict = {}
+def self_checks(load: LoadResult, fairness: Fairness | None, concurrency: int, closed_loop: bool) -> Checks:
+    littles_law = connections = None
     if closed_loop and load.requests_per_s and load.latency_ms.mean is not None:
         implied = load.requests_per_s * load.latency_ms.mean / 1000
-        checks["littles_law"] = {
-            "connections": concurrency,
-            "implied_in_flight": round(implied, 3),
-            "ratio": round(implied / concurrency, 4),
+        littles_law = LittlesLaw(
+            connections=concurrency,
+            implied_in_flight=round(implied, 3),
+            ratio=round(implied / concurrency, 4),
             # wrk corrects its latency histogram for coordinated omission (it adds synthetic
             # samples to slow answers), so its mean overstates W: only a shortfall means anything.
-            "mean_latency_corrected_by_tool": (load.source or "").startswith("wrk"),
-        }
-    established = (record.fairness.extra.get("connections_established_max") if record.fairness else None) or None
+            mean_latency_corrected_by_tool=(load.source or "").startswith("wrk"),
+        )
+    established = (fairness.extra.get("connections_established_max") if fairness else None) or None
     if established is not None:
-        checks["connections"] = {"asked": concurrency, "established_max": established}
-    return checks
+        connections = ConnectionsCheck(asked=concurrency, established_max=established)
+    return Checks(littles_law=littles_law, connections=connections)
 
 
-def steady_state(snapshots: list[tuple[float, dict[str, int]]], load: LoadResult) -> dict | None:
+def steady_state(snapshots: list[tuple[float, dict[str, int]]], load: LoadResult) -> Steady | None:
     """Requests/s in each whole second of the run, from the bytes all client sockets received."""
     if len(snapshots) < 3 or not load.requests or not load.transfer_bytes:
         return None
@@ -53,7 +52,7 @@ def steady_state(snapshots: list[tuple[float, dict[str, int]]], load: LoadResult
             per_second.append(round((received - bytes_at_mark) / bytes_per_answer / (taken - mark), 1))
             mark, bytes_at_mark = taken, received
     if len(per_second) < 2:
-        return {"status": "too short", "series_rps": per_second, "bin_s": STEADY_BIN_S}
+        return Steady(status="too short", series_rps=per_second, bin_s=STEADY_BIN_S)
     mean = statistics.fmean(per_second)
     cv = statistics.stdev(per_second) / mean if mean else None
-    return {"status": "ok", "bin_s": STEADY_BIN_S, "from_s": round(start, 3), "series_rps": per_second, "cv": cv}
+    return Steady(status="ok", bin_s=STEADY_BIN_S, from_s=round(start, 3), series_rps=per_second, cv=cv)

@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterable
 
 from serverbench.record.model import CellRecord
+from serverbench.record.sections import Checks, OpenLoop
 
 SEPARATOR = ";"
 
@@ -87,7 +88,7 @@ def _load_flags(record: CellRecord, thresholds: dict) -> list[str]:
 
 def _client_saturated(record: CellRecord, thresholds: dict) -> bool:
     """The load tool used nearly all of its allotment: its CPUs, or less where a quota caps it."""
-    cpus = len(record.isolation.get("client_cpus") or [1])
+    cpus = len(record.isolation.client_cpus or [1])
     if record.client.cpu_quota:
         cpus = min(cpus, record.client.cpu_quota)
     used = record.client.cpu_percent
@@ -125,33 +126,33 @@ def _fairness_flags(record: CellRecord, thresholds: dict) -> list[str]:
 
 
 def _self_check_flags(record: CellRecord, thresholds: dict) -> list[str]:
-    checks, flags = record.checks or {}, []
-    little = checks.get("littles_law")
+    checks, flags = record.checks or Checks(), []
+    little = checks.littles_law
     if little:
         # A saturated client holds every connection between an answer and its next request
         # (wrk writes it on a later turn of its event loop): time outside the server that no
         # latency counts. The shortfall is then the client's own, not requests gone uncounted.
-        short = little["ratio"] < 1 - thresholds["little_tolerance"] and not _client_saturated(record, thresholds)
-        over = little["ratio"] > 1 + thresholds["little_tolerance"] and not little["mean_latency_corrected_by_tool"]
+        short = little.ratio < 1 - thresholds["little_tolerance"] and not _client_saturated(record, thresholds)
+        over = little.ratio > 1 + thresholds["little_tolerance"] and not little.mean_latency_corrected_by_tool
         if short or over:
             flags.append("littles_law")
-    connections = checks.get("connections")
-    if connections and connections["established_max"] < connections["asked"]:
+    connections = checks.connections
+    if connections and connections.established_max < connections.asked:
         flags.append("connections_missing")
-    steady = record.steady or {}
-    if steady.get("cv") is not None and steady["cv"] > thresholds["steady_cv"]:
+    cv = record.steady.cv if record.steady else None
+    if cv is not None and cv > thresholds["steady_cv"]:
         flags.append("no_steady_state")
     return flags
 
 
-def open_loop_flags(section: dict | None, thresholds: dict) -> list[str]:
+def open_loop_flags(section: OpenLoop | None, thresholds: dict) -> list[str]:
     """``rate_not_held`` and ``thin_tail`` of a rate cell's record."""
-    if not section or section.get("achieved_share") is None:
+    if section is None or section.achieved_share is None:
         return []
     flags = []
-    if section["achieved_share"] < thresholds.get("rate_held_share", 0.95):
+    if section.achieved_share < thresholds.get("rate_held_share", 0.95):
         flags.append("rate_not_held")
-    if section["above_p99_9"] < section["tail_samples_wanted"]:
+    if section.above_p99_9 < section.tail_samples_wanted:
         flags.append("thin_tail")
     return flags
 

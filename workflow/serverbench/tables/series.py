@@ -48,10 +48,10 @@ def steady_series(paths) -> pd.DataFrame:
     rows = []
     for path in sorted(map(str, paths)):
         record = load_record(path)
-        steady = record.steady or {}
-        if record.status != "ok" or steady.get("status") != "ok":
+        steady = record.steady
+        if record.status != "ok" or steady is None or steady.status != "ok":
             continue
         cell = record.cell.to_dict()
-        for second, rps in enumerate(steady["series_rps"], start=1):
+        for second, rps in enumerate(steady.series_rps, start=1):
             rows.append({**{key: cell[key] for key in [*CELL_KEYS, "family", "repeat"]}, "second": second, "rps": rps})
     return pd.DataFrame(rows, columns=STEADY_COLUMNS)
