@@ -74,3 +74,15 @@ def test_no_module_names_a_language():
         if literal in ("python", "perl")
     ]
     assert not named, named
+
+
+def test_parsing_the_workflow_loads_no_charting_library():
+    """What workflow/rules/common.smk imports at parse time (every job parses the Snakefile) leaves Altair,
+    SciPy and statsmodels unloaded: chart names come from report.names."""
+    common = (REPO_ROOT / "workflow" / "rules" / "common.smk").read_text()
+    imports = [line for line in common.splitlines() if line.startswith("from serverbench")]
+    assert any("report.names" in line for line in imports)
+    probe = "\n".join([*imports, "import sys", "print(sorted({'altair', 'scipy', 'statsmodels'} & set(sys.modules)))"])
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

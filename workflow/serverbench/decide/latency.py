@@ -11,7 +11,6 @@ from serverbench.decide.pairs import best_of_languages, declared_pairs
 from serverbench.plan.rates import knee_multiples
 from serverbench.tables.knees import by_fraction, interpolated_p99, knee
 
-LATENCY_KINDS = ("knee", "knee ratio", "p99 at fraction", "p99 at equal load")
 BEST_KNEE = "best of language (highest knee)"
 
 

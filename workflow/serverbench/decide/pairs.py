@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from serverbench.plan import languages
 
+# The kinds of a verdicts.csv row about latency under load (decide.latency), not throughput.
+LATENCY_KINDS = ("knee", "knee ratio", "p99 at fraction", "p99 at equal load")
+
 
 def declared_pairs(config: dict, servers: list[str]) -> list[tuple[str, str, str]]:
     """(kind, a, b) for the servers present at one condition, as ``comparisons`` declares."""

@@ -17,8 +17,8 @@ import pandas as pd
 
 from serverbench.decide import stats
 from serverbench.decide.comparability import why_not_comparable
-from serverbench.decide.latency import LATENCY_KINDS, latency_verdict, latency_verdicts
-from serverbench.decide.pairs import best_of_languages, declared_pairs
+from serverbench.decide.latency import latency_verdict, latency_verdicts
+from serverbench.decide.pairs import LATENCY_KINDS, best_of_languages, declared_pairs
 from serverbench.decide.sentences import latency_sentence, sentence
 from serverbench.plan.languages import title
 

@@ -7,7 +7,7 @@ import re
 
 import pandas as pd
 
-from serverbench.decide.latency import LATENCY_KINDS
+from serverbench.decide.pairs import LATENCY_KINDS
 
 SKIPPED = re.compile(r"(\S+): skipped: ([^;]+)")
 
