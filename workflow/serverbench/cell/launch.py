@@ -21,9 +21,7 @@ from pathlib import Path
 from serverbench import REPO_ROOT
 from serverbench.cell import servers
 from serverbench.cell.errors import CellFailed, CellSkipped
-from serverbench.host import containers as docker
-from serverbench.host import engine, images
-from serverbench.host import sysctls as hostnet
+from serverbench.host import containers, engine, images, sysctls
 from serverbench.host.cgroups import Isolation, raise_nofile
 from serverbench.host.containers import DockerIsolation
 from serverbench.host.netns import Network, NetworkError
@@ -114,7 +112,7 @@ class Launch:
                 f"{self.cell.server} answers only {', '.join(self.spec['workloads'])}, "
                 f"not the {self.cell.workload} workload"
             )
-        found.time_wait = TimeWait.from_dict(hostnet.drain_time_wait(self.profile.time_wait_max))
+        found.time_wait = TimeWait.from_dict(sysctls.drain_time_wait(self.profile.time_wait_max))
         try:
             self.network = Network(self.profile.network).setup()
         except NetworkError as exc:
@@ -124,7 +122,7 @@ class Launch:
         port = servers.free_port(host if self.network.namespace is None else "127.0.0.1")
         self.values = server_values(self.profile, host, port, self.rundir)
         if self.in_docker:
-            self.values["venv"] = docker.IMAGE_VENV
+            self.values["venv"] = containers.IMAGE_VENV
         self.argv = render(self.config, self.spec["command"], self.values)
         found.server.argv = self.argv
         found.server.files = servers.render_files(self.spec.get("files", {}), self.values, self.rundir)
@@ -137,7 +135,7 @@ class Launch:
         self._probe_versions()
 
     def _limits(self) -> Limits:
-        somaxconn = hostnet.sysctl_int("net.core.somaxconn")
+        somaxconn = sysctls.sysctl_int("net.core.somaxconn")
         # Servers that never get {backlog} choose their own: unknown until read from the socket.
         templates = " ".join((REPO_ROOT / path).read_text() for path in self.spec.get("files", {}).values())
         takes_backlog = "{backlog}" in " ".join(map(str, self.spec["command"])) or "backlog" in templates
@@ -148,7 +146,7 @@ class Launch:
     def _read_backlog(self) -> None:
         """The backlog the server really listens with (what the backlog_small flag judges)."""
         limits = self.found.limits
-        limits.listen_backlog = hostnet.listen_backlog(self.port, self.network.wrap, self.env)
+        limits.listen_backlog = sysctls.listen_backlog(self.port, self.network.wrap, self.env)
         if limits.listen_backlog is not None:
             limits.effective_backlog = limits.listen_backlog
 
@@ -156,7 +154,7 @@ class Launch:
         """Versions are asked where the server runs: in docker mode, in its image."""
 
         def inside(command):
-            return docker.probe_argv(self.image, command) if self.in_docker and command else command
+            return containers.probe_argv(self.image, command) if self.in_docker and command else command
 
         language = self.config["languages"][self.spec["language"]]
         interpreter = self.spec.get("interpreter") or language.get("version")
@@ -215,7 +213,7 @@ class Launch:
     def _front_argv(self) -> list[str]:
         if not self.in_docker:
             return self.argv
-        argv = docker.run_argv(
+        argv = containers.run_argv(
             self.image,
             self.argv,
             name=self.isolation.container,

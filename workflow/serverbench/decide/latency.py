@@ -26,11 +26,10 @@ def latency_verdicts(latency: pd.DataFrame, config: dict) -> list[dict]:
     """Rows for verdicts.csv: each server's knee, and for each declared pair of servers with a
     knee the knees' ratio and p99 at equal fractions and at equal offered load (before Holm)."""
     confidence, seed = config["comparisons"]["confidence"], config["seed"]
-    rows = []
+    multiples, rows = knee_multiples(config), []
     for condition, servers in _server_groups(latency).items():
         base = dict(zip(["profile", "workload", "tool", "concurrency"], condition, strict=True))
-        multiple = knee_multiples(config)[base["profile"]]
-        found = {name: knee(group, multiple) for name, group in servers.items()}
+        found = {name: knee(group, multiples[base["profile"]]) for name, group in servers.items()}
         languages = {name: group["language"].iloc[0] for name, group in servers.items()}
         for name in sorted(servers):
             rows.append({**base, "kind": "knee", "a": name, "language_a": languages[name], **_knee_row(found[name])})

@@ -12,7 +12,7 @@ import time
 import psutil
 
 from serverbench import REPO_ROOT, __version__
-from serverbench.host import steadiness as hostspeed
+from serverbench.host import steadiness
 from serverbench.host.runenv import resolve_program, run_capture, run_env
 from serverbench.host.sysctls import sysctl
 from serverbench.plan.config import config_hash
@@ -95,5 +95,5 @@ def collect(config: dict) -> dict:
         "sysctl": {name: sysctl(name) for name in SYSCTLS},
         "versions": versions(Matrix(config), run_env()),
         # Every CPU this run may use, timed at once (serverbench.host.steadiness).
-        "host_speed": hostspeed.check(sorted(os.sched_getaffinity(0)), config.get("host_check_seconds", 0)),
+        "host_speed": steadiness.check(sorted(os.sched_getaffinity(0)), config.get("host_check_seconds", 0)),
     }

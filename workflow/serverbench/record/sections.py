@@ -28,7 +28,7 @@ class Section:
 
 def optional_section(name: str, doc: str, open_ended: bool = False, **kinds) -> type:
     """A record section whose every field may be missing (None): ``kinds`` maps
-    a kind (floats, ints, strings, bools, lists) to its field names, in order.
+    a kind (floats, ints, strings, bools, lists, dicts) to its field names, in order.
     An open-ended section keeps keys it does not declare in ``extra``."""
     types = {"floats": float, "ints": int, "strings": str, "bools": bool, "lists": list, "dicts": dict}
     declared = []
