@@ -2,15 +2,20 @@
 # Both install what is missing first (scripts/install, idempotent).
 VENV := .venv
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# NGINX Unit is built from a source tarball (scripts/install --unit): the one
+# named by UNIT_SOURCE, else the vendored copy beside the clone where there is one.
+UNIT_SOURCE ?= $(wildcard $(CURDIR)/../shared/vendor/unit-1.35.0.tar.gz)
+export UNIT_SOURCE
 
 .PHONY: install install-test bench test lint report clean
 
 install:
-	scripts/install
+	scripts/install --unit
 
-# The tests run the Docker backend too, so they install Debian's engine (not started).
+# The tests run the Docker backend too, so they install Debian's engine (not
+# started); and Unit, whose tests fail rather than skip when UNIT_SOURCE is set.
 install-test:
-	scripts/install --docker
+	scripts/install --docker --unit
 
 bench: install
 	snakemake --cores 4

@@ -14,7 +14,7 @@ import pytest
 from serverbench import REPO_ROOT
 from serverbench.cell.phases import run_cell
 from serverbench.files import read_json
-from serverbench.host.runenv import run_env
+from serverbench.host.runenv import resolve_program, run_env
 from serverbench.plan import config as cfg
 from serverbench.plan.shapes import Cell
 
@@ -23,13 +23,24 @@ RAW = Path(__file__).parent / "data" / "raw"
 RECORDS_V1 = Path(__file__).parent / "data" / "records-v1"
 
 
-# NGINX Unit is not packaged in Debian: found on PATH, in $UNITD, or at the
-# official packages' and a source build's usual paths.
-UNITD = (
-    os.environ.get("UNITD")
-    or shutil.which("unitd")
-    or shutil.which("unitd", path="/usr/sbin:/usr/local/sbin:/opt/unit/sbin")
-)
+def unitd_path() -> str | None:
+    """NGINX Unit's unitd as the harness finds it: $UNITD, else the config's
+    program_dirs (where scripts/install --unit builds it), else PATH."""
+    resolved = os.environ.get("UNITD") or resolve_program(cfg.load(REPO_ROOT / "config.yaml"), ["unitd"])[0]
+    return shutil.which(resolved, path=run_env()["PATH"])
+
+
+UNITD = unitd_path()
+
+
+def require_unitd() -> str:
+    """unitd, or a skip naming it; a failure when UNIT_SOURCE is set (the install
+    was given a source, so it should have built Unit)."""
+    if UNITD:
+        return UNITD
+    if os.environ.get("UNIT_SOURCE"):
+        pytest.fail(f"UNIT_SOURCE is set ({os.environ['UNIT_SOURCE']}) but no unitd was built (scripts/install --unit)")
+    pytest.skip("needs NGINX Unit's unitd: scripts/install --unit with UNIT_SOURCE=<unit-1.35.0.tar.gz> builds it")
 
 
 def require(*programs: str) -> None:

@@ -31,9 +31,8 @@ def snakemake(*args, timeout=1500):
 def smoke(tmp_path_factory):
     results = tmp_path_factory.mktemp("smoke") / "results"
     before = server_processes()
-    programs = [f"programs={{unitd: {UNITD}}}"] if UNITD else []
     # Only the table (the charts and the page are tested elsewhere): 36 servers are the point here.
-    done = snakemake(str(results / "summary.csv"), "--config", "profile=smoke", f"results={results}", *programs)
+    done = snakemake(str(results / "summary.csv"), "--config", "profile=smoke", f"results={results}")
     assert done.returncode == 0, done.stderr[-3000:]
     summary = pd.read_csv(results / "summary.csv").set_index("server")
     return results, summary, server_processes() - before

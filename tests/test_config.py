@@ -319,3 +319,22 @@ def test_snakemake_stops_before_any_job(tmp_path):
     assert done.returncode != 0
     assert "config error at repeats" in done.stderr
     assert not Path(tmp_path, "r").exists()
+
+
+def test_a_program_is_found_by_its_set_path_then_program_dirs_then_path(tmp_path):
+    from serverbench.host.runenv import resolve_program
+
+    built = tmp_path / "unit" / "sbin"
+    built.mkdir(parents=True)
+    (built / "unitd").write_text("#!/bin/sh\n")
+    (built / "unitd").chmod(0o755)
+    (built / "not-executable").write_text("")
+    config = {"programs": {"unitd": None}, "program_dirs": [str(tmp_path / "missing"), str(built)]}
+    argv = ["unitd", "--no-daemon"]
+    assert resolve_program(config, argv) == [str(built / "unitd"), "--no-daemon"]
+    # An explicit path wins over the built one.
+    assert resolve_program({**config, "programs": {"unitd": "/usr/sbin/unitd"}}, argv)[0] == "/usr/sbin/unitd"
+    # Nothing built: the bare name, for PATH (and a skipped cell naming it when absent).
+    assert resolve_program({"program_dirs": [str(tmp_path / "missing")]}, argv) == argv
+    assert resolve_program(config, ["not-executable"]) == ["not-executable"]
+    assert resolve_program(config, ["/bin/true"]) == ["/bin/true"]

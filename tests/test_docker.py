@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import add_server, measure_cell, require, run_snakemake
+from conftest import add_server, measure_cell, require, require_unitd, run_snakemake
 from serverbench import REPO_ROOT
 from serverbench.cell import servers
 from serverbench.cell.phases import run_cell
@@ -182,9 +182,12 @@ def test_the_image_is_built_once_and_its_log_kept(docker_run, base_config_module
     assert log and log.exists() and log.stat().st_size > 0
 
 
-@pytest.mark.parametrize("server", ["gunicorn", "starman"])
+@pytest.mark.parametrize("server", ["gunicorn", "starman", "unit-python", "unit-perl"])
 def test_a_cell_runs_in_a_container(server, base_config, docker_run, tmp_path, no_leftovers):
     session, image, _ = docker_run
+    if server.startswith("unit-"):
+        # The image builds Unit from the source the host's install verified and kept.
+        require_unitd()
     record = measure_cell(docker_config(base_config, docker_run, memory_limit="256M"), tmp_path, server)
     assert record["status"] == "ok", record["reason"]
     assert record["verify"]["ok"] and record["load"]["requests"] > 0

@@ -7,14 +7,13 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import UNITD, require, run_snakemake
+from conftest import UNITD, require, require_unitd, run_snakemake
 
 
 def snakemake(results, *config, outputs=("summary.csv", "runs.csv")):
     """The profile's tables (and only the ``outputs`` asked for: charts cost a job each)."""
-    programs = [f"programs={{unitd: {UNITD}}}"] if UNITD else []
     targets = [str(results / output) for output in outputs]
-    done = run_snakemake(["--cores", "4", *targets], [f"results={results}", *programs, *config], timeout=1200)
+    done = run_snakemake(["--cores", "4", *targets], [f"results={results}", *config], timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return pd.read_csv(results / "summary.csv"), pd.read_csv(results / "runs.csv")
 
@@ -54,12 +53,57 @@ def test_autoscale_records_workers_over_time(autoscale):
         assert by_server[name]["server"]["autoscale"]["scaled_up"], by_server[name]["server"]["autoscale"]
     if UNITD:
         # Unit spawns up to max (100) and sheds them after its idle_timeout.
-        unit = by_server["unit-python-dynamic"]["server"]["autoscale"]
-        assert unit["scaled_up"] and unit["processes_peak"] >= 50
-        assert unit["time_to_scale_down_s"] is not None
+        for name in ("unit-python-dynamic", "unit-perl-dynamic"):
+            unit = by_server[name]["server"]["autoscale"]
+            assert unit["scaled_up"] and unit["processes_peak"] >= 50, (name, unit)
+            assert unit["time_to_scale_down_s"] is not None, (name, unit)
     # min 5 workers, max 100: the rendered argv carries the profile's numbers
     argv = by_server["uwsgi-cheaper-backlog"]["server"]["argv"]
     assert argv[argv.index("--processes") + 1] == "100" and argv[argv.index("--cheaper") + 1] == "5"
+
+
+def test_seed_001_autoscale_workers_over_time_with_unit(autoscale):
+    """Seed 001's dynamic processes: in the workers-over-time table, Unit's
+    dynamic processes (both languages) and uWSGI's cheaper workers grow under
+    load and fall back when idle (Unit's idle_timeout is 10 s; 15 s are watched)."""
+    require_unitd()
+    workers = pd.read_csv(autoscale / "workers.csv")
+    for name in ("unit-python-dynamic", "unit-perl-dynamic", "uwsgi-cheaper-busyness"):
+        series = workers[workers["server"] == name].sort_values("t")
+        load, idle = series[series["phase"] == "load"], series[series["phase"] == "idle"]
+        start, peak = load["processes"].iloc[0], load["processes"].max()
+        assert peak > start, (name, load["processes"].tolist())
+        assert idle["processes"].iloc[-1] < peak, (name, idle["processes"].tolist())
+    unit = workers[workers["server"] == "unit-python-dynamic"]
+    assert unit[unit["phase"] == "idle"]["processes"].iloc[-1] <= unit[unit["phase"] == "load"]["processes"].iloc[0]
+
+
+def test_seed_001_low_with_unit(tmp_path):
+    """Seed 001's low spec, short: ab -k with 1,000 connections against Unit
+    (python and perl), uWSGI (both plugins) and Starman, 512 MB, 2*cpus workers.
+    Unit and uWSGI answer every connection. Starman's two workers hold a kept-alive
+    connection until its 1 s keep-alive timeout, so 1,000 connections take it
+    minutes (the seed's 199 req/s): a stall killed at the deadline is recorded as
+    that cell's failure, and the run goes on."""
+    require("uwsgi", "uwsgi-core", "starman", "ab")
+    require_unitd()
+    results = tmp_path / "results"
+    servers = ["unit-python", "unit-perl", "uwsgi", "uwsgi-psgi", "starman"]
+    summary, _ = snakemake(results, "profile=low", f"servers=[{', '.join(servers)}]", "requests=5000", "repeats=1")
+    assert set(summary["server"]) == set(servers)
+    status = summary.set_index("server")["status"]
+    assert set(status.drop("starman")) == {"ok"}, summary[["server", "reason"]]
+    starman = summary.set_index("server").loc["starman"]
+    assert starman["status"] == "ok" or "deadline" in starman["reason"], starman["reason"]
+    for record in records(results):
+        argv = record["client"]["argv"]
+        assert argv[0] == "ab" and "-k" in argv and argv[argv.index("-c") + 1] == "1000"
+        assert record["isolation"]["memory_limit_bytes"] == 512 * 2**20
+        if record["cell"]["server"] != "starman":
+            assert record["load"]["requests"] == 5000 and record["load"]["requests_per_s"] > 0
+    for name in ("unit-python", "unit-perl"):
+        record = next(r for r in records(results) if r["cell"]["server"] == name)
+        assert record["verify"]["keepalive"] == "keeps" and record["server"]["control"]["status"] == 200
 
 
 def test_autoscale_chart_and_table(autoscale):

@@ -28,3 +28,11 @@ RUN python3 -m venv /opt/serverbench/venv \
     && python3 -m venv /opt/serverbench/system-venv \
     && /opt/serverbench/system-venv/bin/pip install -q --cert /etc/ssl/certs/ca-certificates.crt \
        -r /opt/serverbench/envs/system-venv.txt
+# NGINX Unit, when the context carries its source (config docker.images.sources:
+# the tarball scripts/install --unit verified on the host), by the host's recipe
+# on this image's Python, into the same prefix (envs/unit.txt).
+RUN if [ -f /opt/serverbench/envs/sources/unit.tar.gz ]; then \
+        /opt/serverbench/envs/unit-build.sh /opt/serverbench/envs/sources/unit.tar.gz \
+            "$(/opt/serverbench/venv/bin/python -c 'import sysconfig as s; print(s.get_config_var("BINDIR") + "/python" + s.get_config_var("LDVERSION") + "-config")')" \
+            "$(awk '$1 == "prefix" {print $2}' /opt/serverbench/envs/unit.txt)"; \
+    fi

@@ -53,7 +53,7 @@ def render(config: dict, template, values: dict | None = None) -> list[str]:
     if not template:
         return []
     rendered = servers.render_argv(template, values) if values else [str(a) for a in template]
-    return resolve_program(config.get("programs"), rendered)
+    return resolve_program(config, rendered)
 
 
 def server_env(spec: dict, values: dict) -> dict[str, str]:

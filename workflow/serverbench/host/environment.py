@@ -64,9 +64,7 @@ def versions(matrix: Matrix, env: dict) -> dict:
         for name in sorted(names):
             argv = config[section][name].get("version")
             if argv:
-                found[f"{kind}:{name}"] = run_capture(
-                    resolve_program(config.get("programs"), list(map(str, argv))), env
-                )
+                found[f"{kind}:{name}"] = run_capture(resolve_program(config, list(map(str, argv))), env)
     # The programs that measure fairness are measuring instruments too.
     methods = {profile.fairness for profile in matrix.profiles.values()}
     for method, argv in (("connections", ["ss", "-V"]), ("h2load", ["h2load", "--version"])):

@@ -118,14 +118,31 @@ def build_servers(config: dict, language: str, env: dict) -> Image:
         raise ImageError(f"no docker.images entry for {language!r}")
     base = build_base(config, env)
     dockerfile = REPO_ROOT / spec["dockerfile"]
-    context = REPO_ROOT / spec.get("context", "envs")
-    digest = context_digest(context, extra=base.tag + dockerfile.read_text())
-    tag = f"{spec['image']}:{digest[:12]}"
-    argv = [
-        "docker", "build", "--network", "host", "--build-arg", f"BASE={base.tag}",
-        "--label", f"serverbench.digest={digest}", "--tag", tag, "--file", str(dockerfile), str(context),
-    ]  # fmt: skip
-    return _ensure(config, tag, digest, lambda log: _run_logged(argv, log, env), env)
+    with tempfile.TemporaryDirectory(prefix="context-", dir=state_dir(config)) as tmp:
+        context = with_sources(REPO_ROOT / spec.get("context", "envs"), spec.get("sources") or {}, Path(tmp))
+        digest = context_digest(context, extra=base.tag + dockerfile.read_text())
+        tag = f"{spec['image']}:{digest[:12]}"
+        argv = [
+            "docker", "build", "--network", "host", "--build-arg", f"BASE={base.tag}",
+            "--label", f"serverbench.digest={digest}", "--tag", tag, "--file", str(dockerfile), str(context),
+        ]  # fmt: skip
+        return _ensure(config, tag, digest, lambda log: _run_logged(argv, log, env), env)
+
+
+def with_sources(context: Path, sources: dict[str, str], tmp: Path) -> Path:
+    """The build context: ``context`` plus, under ``sources/``, each host file of
+    ``sources`` that exists (a source tarball scripts/install verified, such as
+    NGINX Unit's: built inside the image, never downloaded there). The image's
+    digest covers them, so it is rebuilt when one appears or changes."""
+    present = {name: Path(path) for name, path in sources.items() if Path(path).is_file()}
+    if not present:
+        return context
+    copy = tmp / "context"
+    shutil.copytree(context, copy)
+    (copy / "sources").mkdir()
+    for name, path in present.items():
+        shutil.copy(path, copy / "sources" / name)
+    return copy
 
 
 def _ensure(config: dict, tag: str, digest: str, make, env: dict) -> Image:

@@ -57,7 +57,14 @@ def version_of(argv, env: dict) -> str | None:
     return run_capture([str(a) for a in argv], env=env) if argv else None
 
 
-def resolve_program(programs: dict | None, argv: list[str]) -> list[str]:
-    """Replace the program of an argv by its configured path (``programs``), if one is set."""
-    path = (programs or {}).get(argv[0]) if argv else None
+def resolve_program(config: dict, argv: list[str]) -> list[str]:
+    """The argv with its program's path: the one set in ``programs``, else the first
+    of ``program_dirs`` that has it (where scripts/install builds what no package
+    holds, such as unitd), else the bare name for PATH to find."""
+    if not argv:
+        return []
+    path = (config.get("programs") or {}).get(argv[0])
+    if not path and "/" not in argv[0]:
+        found = (Path(folder) / argv[0] for folder in config.get("program_dirs") or [])
+        path = next((str(p) for p in found if p.is_file() and os.access(p, os.X_OK)), None)
     return [path, *argv[1:]] if path else list(argv)
