@@ -9,6 +9,7 @@ configfile: "config.yaml"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/conformance.smk"
 include: "workflow/rules/bench.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/charts.smk"
@@ -21,6 +22,7 @@ rule all:
         f"{RESULTS}/summary.csv",
         f"{RESULTS}/environment.json",
         f"{RESULTS}/verdicts.csv",
+        f"{RESULTS}/conformance.csv",
         f"{RESULTS}/index.html",
         *CHART_FILES,
         *SCREENSHOTS,
@@ -32,7 +34,7 @@ onstart:
 
 onsuccess:
     docker_down()
-    print_answers(f"{RESULTS}/verdicts.csv")
+    print_answers(f"{RESULTS}/verdicts.csv", f"{RESULTS}/conformance.csv")
 
 
 onerror:

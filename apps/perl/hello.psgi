@@ -5,10 +5,14 @@
 #   /big     a 100 KiB body
 #   /cpu     about 1 ms of CPU work (iterated SHA-256)
 #   /sleep   a 10 ms wait
+#   /echo    the request's body back (POST; conformance probes send chunked
+#            bodies and Expect: 100-continue to it)
+#   /lint    the hello world under Plack::Middleware::Lint
 use strict;
 use warnings;
 use Digest::SHA qw(sha256);
 use JSON::PP ();
+use Plack::Middleware::Lint;
 use Time::HiRes ();
 
 my $body       = 'Hello World!';
@@ -39,9 +43,23 @@ my %routes = (
     '/sleep' => sub { Time::HiRes::sleep(0.010); text($body) },
 );
 
+sub echo {
+    my $env = shift;
+    my ( $input, $content ) = ( $env->{'psgi.input'}, '' );
+    # A chunked body has no length: read until the server ends the stream.
+    while ( $input->read( my $chunk, 65536 ) ) { $content .= $chunk }
+    return text( $content, 'application/octet-stream' );
+}
+
+# The conformance job's paths: /lint is the hello world under Plack's Lint.
+my $linted = Plack::Middleware::Lint->wrap( sub { text($body) } );
+my %probed = ( '/echo' => \&echo, '/lint' => $linted );
+
 my $app = sub {
-    my $env   = shift;
-    my $route = $routes{ $env->{PATH_INFO} // '/' };
+    my $env  = shift;
+    my $path = $env->{PATH_INFO} // '/';
+    return $probed{$path}->($env) if exists $probed{$path};
+    my $route = $routes{$path};
     return $route ? $route->() : text($body);
 };
 

@@ -10,11 +10,16 @@ every server can keep the connection alive.
     /big     a 100 KiB body
     /cpu     about 1 ms of CPU work (iterated SHA-256)
     /sleep   a 10 ms wait
+    /echo    the request's body back (POST; conformance probes send chunked
+             bodies and Expect: 100-continue to it)
+    /lint    the hello world under the WSGI validator (wsgiref.validate): a
+             server that breaks the WSGI contract fails with its message
 """
 
 import hashlib
 import json
 import time
+from wsgiref.validate import validator
 
 BODY = b"Hello World!"
 BIG = b"0123456789abcdef" * 6400  # 100 KiB
@@ -42,11 +47,36 @@ def _sleep():
     return _text(BODY)
 
 
+def _echo(environ):
+    stream = environ["wsgi.input"]
+    length = environ.get("CONTENT_LENGTH")
+    # A chunked body has no length: the server ends the stream where it ends.
+    return _text(stream.read(int(length)) if length else stream.read(), "application/octet-stream")
+
+
 ROUTES = {"/json": _json, "/big": lambda: _text(BIG), "/cpu": _cpu, "/sleep": _sleep}
 
 
+def _hello(environ, start_response):
+    start_response(*_text(BODY)[:2])
+    return [BODY]
+
+
+def _echo_app(environ, start_response):
+    status, headers, body = _echo(environ)
+    start_response(status, headers)
+    return body
+
+
+# The conformance job's paths, answered whole by their own WSGI callables.
+PROBED = {"/echo": _echo_app, "/lint": validator(_hello)}
+
+
 def application(environ, start_response):
-    route = ROUTES.get(environ.get("PATH_INFO", "/"))
+    path = environ.get("PATH_INFO", "/")
+    if path in PROBED:
+        return PROBED[path](environ, start_response)
+    route = ROUTES.get(path)
     status, headers, body = route() if route else _text(BODY)
     start_response(status, headers)
     return body

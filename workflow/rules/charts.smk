@@ -34,6 +34,7 @@ rule index:
         summary=f"{RESULTS}/summary.csv",
         verdicts=f"{RESULTS}/verdicts.csv",
         environment=f"{RESULTS}/environment.json",
+        conformance=f"{RESULTS}/conformance.csv",
         charts=CHART_FILES,
     output:
         report(f"{RESULTS}/index.html", category="Overview"),

@@ -92,6 +92,14 @@ def capacity_cells(wildcards):
     return [f"{RESULTS}/cells/{cell.relpath}.json" for cell in cells]
 
 
+def conformance_results(wildcards=None):
+    """Every (profile, server) of the run's conformance result."""
+    pairs = sorted({(cell.profile, cell.server) for cell in MATRIX.cells})
+    return [
+        f"{RESULTS}/conformance/{profile}/{server}.json" for profile, server in pairs
+    ]
+
+
 def rate_cell_results(wildcards=None):
     """Every rate cell's result (open-loop profiles)."""
     return [f"{RESULTS}/cells/{cell.relpath}.json" for cell in MATRIX.rate_cells]

@@ -9,4 +9,11 @@ charts = {
     title: {ext: out.parent / "charts" / f"{name}.{ext}" for ext in ("html", "png", "svg")}
     for name, title in snakemake.params.charts.items()  # noqa: F821
 }
-write_index(snakemake.input.summary, snakemake.input.verdicts, snakemake.input.environment, charts, out)  # noqa: F821
+write_index(
+    snakemake.input.summary,  # noqa: F821
+    snakemake.input.verdicts,  # noqa: F821
+    snakemake.input.environment,  # noqa: F821
+    charts,
+    out,
+    conformance_csv=snakemake.input.conformance,  # noqa: F821
+)

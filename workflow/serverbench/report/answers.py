@@ -7,15 +7,18 @@ import re
 
 import pandas as pd
 
+from serverbench.decide.conformance import protocol_differences
 from serverbench.decide.pairs import LATENCY_KINDS
 
 SKIPPED = re.compile(r"(\S+): skipped: ([^;]+)")
 
 
-def answers(verdicts: pd.DataFrame) -> dict[str, list[str]]:
+def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> dict[str, list[str]]:
     """The sentences, decided ones first: what the run can say, then what it cannot and
     why; servers that were not measured at all are named once, not in every comparison.
-    Latency under load (rate cells) comes last, each server's knee first."""
+    Latency under load (rate cells) comes next, each server's knee first; last, the
+    HTTP checks a compared server fails and its counterpart passes."""
+    protocol = protocol_differences(verdicts, conformance) if conformance is not None else []
     is_latency = verdicts["kind"].isin(LATENCY_KINDS)
     latency, verdicts = verdicts[is_latency], verdicts[~is_latency]
     # p99 at each fraction is in verdicts.csv; the Answers keep those a test decided.
@@ -33,17 +36,25 @@ def answers(verdicts: pd.DataFrame) -> dict[str, list[str]]:
         "not comparable": excluded[~only_skipped]["sentence"].tolist(),
         "not measured": not_measured,
         "latency under load": latency["sentence"].tolist(),
+        "speaks HTTP differently": protocol,
     }
 
 
-def print_answers(path) -> None:
-    """The verdicts in the terminal when the workflow finishes."""
+def read_table(path) -> pd.DataFrame | None:
     try:
-        verdicts = pd.read_csv(path)
+        return pd.read_csv(path)
     except (OSError, pd.errors.EmptyDataError):
+        return None
+
+
+def print_answers(path, conformance_path=None) -> None:
+    """The verdicts in the terminal when the workflow finishes."""
+    verdicts = read_table(path)
+    if verdicts is None:
         return
     print(f"\nserverbench: {len(verdicts)} comparisons ({path})")
-    for title, sentences in answers(verdicts).items():
+    conformance = read_table(conformance_path) if conformance_path else None
+    for title, sentences in answers(verdicts, conformance).items():
         title = {"not measured": "not measured here (every comparison with them left out)"}.get(title, title)
         if sentences:
             print(f"\n{title} ({len(sentences)}):")

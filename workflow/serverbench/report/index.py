@@ -68,11 +68,42 @@ def index_context(summary: pd.DataFrame, environment: dict, charts: dict, index_
     }
 
 
-def write_index(summary_csv, verdicts_csv, environment_json, charts: dict, index_path) -> None:
+def conformance_matrix(table: pd.DataFrame) -> dict[str, dict]:
+    """Servers as rows, checks as columns, one matrix per language (the httplint
+    findings stay in conformance.csv)."""
+    table = table[table["check"] != "httplint"].fillna({"note": ""})
+    checks = list(dict.fromkeys(table["check"]))
+    matrices = {}
+    for language, rows in table.groupby("language", sort=True):
+        by_server = {
+            server: dict(zip(group["check"], group.itertuples(), strict=True))
+            for server, group in rows.groupby("server")
+        }
+        matrices[language] = {
+            "checks": checks,
+            "rows": [
+                {
+                    "server": server,
+                    "cells": [
+                        {"outcome": found[check].outcome, "note": found[check].note}
+                        if check in found
+                        else {"outcome": "", "note": ""}
+                        for check in checks
+                    ],
+                }
+                for server, found in by_server.items()
+            ],
+        }
+    return matrices
+
+
+def write_index(summary_csv, verdicts_csv, environment_json, charts: dict, index_path, conformance_csv=None) -> None:
     """One page: the answers, then charts, the sortable summary, failed and flagged cells, the environment."""
     index_path = Path(index_path)
     summary = pd.read_csv(summary_csv)
     environment = json.loads(Path(environment_json).read_text()) if environment_json else {}
     context = index_context(summary, environment, charts, index_path.parent)
-    context["answers"] = answers(pd.read_csv(verdicts_csv))
+    conformance = pd.read_csv(conformance_csv) if conformance_csv else None
+    context["answers"] = answers(pd.read_csv(verdicts_csv), conformance)
+    context["conformance"] = conformance_matrix(conformance) if conformance is not None else {}
     files.write_atomic(index_path, TEMPLATES.get_template("index.html.j2").render(**context))

@@ -1,0 +1,164 @@
+"""The conformance probes against servers written to break one rule each
+(tests/apps/http_server.py): each check fails on its broken server and passes
+on the correct one. Then the real catalogue's servers through the probe job."""
+
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO_ROOT, require
+from serverbench.cell import probes
+from serverbench.cell.conformance import run_conformance
+from serverbench.cell.servers import free_port
+from serverbench.tables.conformance import conformance_rows
+
+SERVER = REPO_ROOT / "tests" / "apps" / "http_server.py"
+
+
+@pytest.fixture
+def http_server():
+    """Starts tests/apps/http_server.py, correct or breaking one rule; stops it after."""
+    started = []
+
+    def start(breaks=None):
+        port = free_port("127.0.0.1")
+        argv = [sys.executable, str(SERVER), str(port), *(["--breaks", breaks] if breaks else [])]
+        process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+        assert process.stderr.readline().strip() == "ready"
+        started.append(process)
+        return probes.Target("127.0.0.1", port), process
+
+    yield start
+    for process in started:
+        process.kill()
+        process.wait()
+
+
+def test_a_correct_server_passes_every_check(http_server):
+    target, _ = http_server()
+    checks = {check.check: check for check in probes.probe(target.host, target.port)}
+    assert set(checks) == {run.__name__ for run in probes.PROBES}
+    judged = {name: check.outcome for name, check in checks.items() if name != "server_header"}
+    assert set(judged.values()) == {"pass"}, {name: checks[name].note for name in judged if judged[name] != "pass"}
+    assert checks["server_header"].outcome == "info"
+
+
+@pytest.mark.parametrize(
+    ("breaks", "probe"),
+    [
+        ("no-date", probes.date),
+        ("wrong-length", probes.content_length),
+        ("ignores-close", probes.connection_close),
+        ("ignores-close", probes.http10_closes),
+        ("pipeline-order", probes.pipelining),
+        ("head-body", probes.head),
+        ("crash-bad-line", probes.bad_request_line),
+    ],
+)
+def test_each_check_fails_on_the_server_that_breaks_it(http_server, breaks, probe):
+    target, process = http_server(breaks)
+    check = probe(target)
+    assert check.outcome == "fail", check
+    assert check.note
+    if breaks == "crash-bad-line":
+        # The probe's own request took the server down: the next client went unanswered.
+        assert "next client" in check.note and process.wait(5) == 3
+    # The same probe passes on the correct server.
+    correct, _ = http_server()
+    assert probe(correct).outcome == "pass"
+
+
+def test_evidence_is_kept_and_truncated(http_server):
+    target, _ = http_server()
+    check = probes.big_header(target)
+    assert check.sent.startswith("GET / HTTP/1.1") and check.sent.endswith("bytes)")
+    assert len(check.sent) < probes.EVIDENCE_BYTES + 40
+
+
+def test_a_slow_client_holds_up_a_single_threaded_server(tmp_path):
+    """A server that serves one connection at a time makes the second client wait
+    for the dribbling one: the created condition, not the machine's speed."""
+    script = tmp_path / "one_at_a_time.py"
+    script.write_text(
+        "import sys, http.server\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    protocol_version = 'HTTP/1.1'\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(200); self.send_header('Content-Length', '12'); self.end_headers()\n"
+        "        self.wfile.write(b'Hello World!')\n"
+        "    def log_message(self, *a): pass\n"
+        "server = http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H)\n"
+        "print('ready', file=sys.stderr, flush=True)\n"
+        "server.serve_forever()\n"
+    )
+    port = free_port("127.0.0.1")
+    process = subprocess.Popen([sys.executable, str(script), str(port)], stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr.readline().strip() == "ready"
+        check = probes.slow_client(probes.Target("127.0.0.1", port))
+    finally:
+        process.kill()
+        process.wait()
+    # Answered only once the slow client gave up (3 s of dribbling): held up, a warn.
+    assert check.outcome == "warn" and "held up" in check.note
+    assert float(check.received) >= 2.5
+
+
+@pytest.mark.parametrize("server", ["gunicorn", "starman", "uwsgi-debian", "unit-python", "unit-perl"])
+def test_a_catalogue_server_gets_a_full_row(base_config, tmp_path, no_leftovers, server):
+    command = base_config["catalogue"][server]["command"][0]
+    if command == "unitd":
+        from conftest import require_unitd
+
+        require_unitd()
+    else:
+        require(command)
+    result = run_conformance(base_config, "default", server, tmp_path / "c.json", tmp_path / "c.log")
+    assert result["status"] == "ok", result["reason"]
+    outcomes = {check["check"]: check["outcome"] for check in result["checks"]}
+    assert set(outcomes) == {run.__name__ for run in probes.PROBES} | {"app_lint"}
+    assert set(outcomes.values()) <= {"pass", "warn", "fail", "info"}
+    rows = conformance_rows([tmp_path / "c.json"])
+    assert set(rows["server"]) == {server} and len(rows) >= len(outcomes)
+
+
+def test_a_server_that_cannot_start_is_a_recorded_failure(base_config, tmp_path):
+    base_config["catalogue"]["gunicorn"]["command"] = [sys.executable, "-c", "raise SystemExit(3)"]
+    result = run_conformance(base_config, "default", "gunicorn", tmp_path / "c.json", tmp_path / "c.log")
+    assert result["status"] == "failed" and "could not be probed" in result["reason"]
+    rows = conformance_rows([tmp_path / "c.json"])
+    assert rows.iloc[0]["check"] == "probe" and rows.iloc[0]["outcome"] == "fail"
+
+
+def test_the_answers_say_when_a_compared_server_fails_what_its_counterpart_passes():
+    import pandas as pd
+    from serverbench.decide.conformance import protocol_differences
+    from serverbench.report.index import conformance_matrix
+
+    rows = [
+        ("default", "uwsgi-debian", "python", "head", "fail", "12 body bytes after a HEAD answer"),
+        ("default", "uwsgi-debian", "python", "date", "fail", "no Date header"),
+        ("default", "starman", "perl", "head", "fail", "12 body bytes after a HEAD answer"),
+        ("default", "starman", "perl", "date", "pass", "…"),
+        ("default", "gunicorn", "python", "head", "pass", "GET's headers, no body"),
+        ("default", "gunicorn", "python", "date", "pass", "…"),
+    ]
+    conformance = pd.DataFrame(rows, columns=["profile", "server", "language", "check", "outcome", "note"])
+    verdicts = pd.DataFrame(
+        [
+            {"kind": "family", "profile": "default", "a": "uwsgi-debian", "b": "starman"},
+            {"kind": "family", "profile": "default", "a": "gunicorn", "b": "starman"},
+            {"kind": "family", "profile": "default", "a": "gunicorn", "b": "starman"},  # another concurrency
+        ]
+    )
+    sentences = protocol_differences(verdicts, conformance)
+    # Both fail HEAD: no sentence for it; only uWSGI fails Date, which Starman passes.
+    assert sentences == [
+        "uwsgi-debian fails date (no Date header), which starman, compared with it, passes.",
+        "starman fails head (12 body bytes after a HEAD answer), which gunicorn, compared with it, passes.",
+    ]
+    matrix = conformance_matrix(conformance)
+    assert list(matrix) == ["perl", "python"]
+    assert matrix["python"]["checks"] == ["head", "date"]
+    uwsgi = next(row for row in matrix["python"]["rows"] if row["server"] == "uwsgi-debian")
+    assert [cell["outcome"] for cell in uwsgi["cells"]] == ["fail", "fail"]

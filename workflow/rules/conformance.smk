@@ -1,0 +1,31 @@
+# Does each server speak HTTP? One job per (profile, server), before that
+# server's cells: it starts the server as its cells would and probes it over
+# raw sockets (serverbench.cell.conformance). Its result never changes a req/s
+# figure; a server that cannot be probed is a recorded failure.
+
+
+rule conformance:
+    output:
+        f"{RESULTS}/conformance/{{profile}}/{{server}}.json",
+    log:
+        f"{RESULTS}/logs/conformance/{{profile}}/{{server}}.log",
+    conda:
+        "../../envs/workflow.yaml"
+    message:
+        "probing how {wildcards.server} speaks HTTP (profile {wildcards.profile})"
+    script:
+        "../scripts/conformance.py"
+
+
+# Every server's checks side by side: results/conformance.csv.
+rule conformance_table:
+    input:
+        conformance_results,
+    output:
+        report(f"{RESULTS}/conformance.csv", category="Tables"),
+    log:
+        f"{RESULTS}/logs/conformance.log",
+    conda:
+        "../../envs/workflow.yaml"
+    script:
+        "../scripts/conformance_table.py"

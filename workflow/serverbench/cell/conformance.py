@@ -1,0 +1,121 @@
+"""One server's conformance job: start it as a cell of the profile would
+(same argv, isolation, network), probe its HTTP behaviour over raw sockets
+(serverbench.cell.probes), lint its app at the application interface
+(the apps' ``/lint`` path: wsgiref.validate or Plack::Middleware::Lint around
+the hello world), run an answer it gave through httplint, stop it,
+and write one result. A server that cannot be started is a recorded failure,
+never a crash of the run; no check ever touches a req/s figure."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from serverbench import files
+from serverbench.cell import probes
+from serverbench.cell.errors import CellFailed, CellSkipped
+from serverbench.cell.launch import Launch
+from serverbench.cell.wire import Wire, WireError
+from serverbench.host.runenv import make_rundir, run_env
+from serverbench.plan.config import effective_profile, serves
+from serverbench.plan.shapes import Cell
+
+CONFORMANCE_SCHEMA = "conformance/1"
+# What the linters say in the server's log: wsgiref.validate's assertions and the
+# exceptions it raises on a missing key, Plack::Middleware::Lint's messages.
+LINT_PATTERN = re.compile(r"((?:\w+Error|WSGIWarning): .*|Missing mandatory .*|.*Plack/Middleware/Lint\.pm.*)$", re.M)
+
+
+@dataclass
+class ConformanceResult:
+    schema: str
+    profile: str
+    server: str
+    language: str
+    status: str = "ok"  # ok | skipped | failed (the server could not be probed)
+    reason: str | None = None
+    checks: list[dict] = field(default_factory=list)
+    lint_findings: list[dict] = field(default_factory=list)
+    seconds: float | None = None
+
+
+def app_lint(launch: Launch, log_path: Path, app: bool) -> probes.Check:
+    """The hello answer under the language's linter (``/lint``): an assertion or a
+    Lint error (a 500 and its message in the server's log) is a failed check."""
+    if not app:
+        return probes.Check("app_lint", "info", "not probed: the server answers only / (no app)")
+    before = log_path.stat().st_size if log_path.exists() else 0
+    try:
+        with Wire(launch.host, launch.port) as wire:
+            wire.send(probes.get("/lint"))
+            answer = wire.read_answer()
+    except (OSError, WireError) as exc:
+        return probes.Check("app_lint", "fail", f"no answer under the linter ({exc})")
+    time.sleep(0.2)  # a linter's complaint at close is logged after the answer
+    logged = log_path.read_text(errors="replace")[before:] if log_path.exists() else ""
+    complaints = LINT_PATTERN.findall(logged)
+    if answer.status != 200 or complaints:
+        note = complaints[0] if complaints else f"status {answer.status} under the linter"
+        return probes.Check("app_lint", "fail", note[:300], received=probes.shown(answer.raw))
+    return probes.Check("app_lint", "pass", "no assertion or Lint error", received=probes.shown(answer.raw))
+
+
+def lint_answers(host: str, port: int) -> list[dict]:
+    """httplint's notes on the server's answer to a plain GET (listed, not judged)."""
+    from httplint import HttpResponseLinter
+
+    with Wire(host, port) as wire:
+        wire.send(probes.get())
+        answer = wire.read_answer()
+    linter = HttpResponseLinter()
+    linter.process_response_topline(answer.version.encode(), str(answer.status).encode(), answer.reason.encode())
+    linter.process_headers([(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers])
+    linter.feed_content(answer.body)
+    linter.finish_content(True)
+    return [
+        {"level": note.level.value, "subject": note.subject, "note": str(note)[:200]}
+        for note in linter.notes
+        if note.level.value in ("bad", "warning")
+    ]
+
+
+def run_conformance(config: dict, profile_name: str, server: str, json_path, log_path) -> dict:
+    """Probe one server of a profile and write its result (returned as written)."""
+    profile = effective_profile(config, profile_name)
+    spec = config["catalogue"][server]
+    cell = Cell(profile_name, profile.tools[0], server, min(profile.concurrency), 0)
+    result = ConformanceResult(CONFORMANCE_SCHEMA, profile_name, server, spec["language"])
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_bytes(b"")
+    # Baselines answer only /: the checks that need the apps' paths say so.
+    app = all(serves(spec, workload) for workload in config["app_workloads"])
+    rundir = make_rundir()
+    launch = Launch(config, cell, profile, rundir, log_path, run_env())
+    started = time.monotonic()
+    try:
+        launch.prepare()
+        launch.isolate()
+        launch.start()
+        launch.wait_ready()
+        checks = [*probes.probe(launch.host, launch.port, app), app_lint(launch, log_path, app)]
+        result.checks = [asdict(check) for check in checks]
+        result.lint_findings = lint_answers(launch.host, launch.port)
+    except CellSkipped as exc:
+        result.status, result.reason = "skipped", str(exc)
+    except (CellFailed, OSError, WireError) as exc:
+        result.status, result.reason = "failed", f"could not be probed: {exc}"
+    except Exception as exc:  # a harness bug: recorded, and the server's cells still run
+        result.status, result.reason = "failed", f"harness error: {exc.__class__.__name__}: {exc}"
+        with log_path.open("a") as log:
+            log.write(traceback.format_exc())
+    finally:
+        launch.stop()
+        shutil.rmtree(rundir, ignore_errors=True)
+    result.seconds = round(time.monotonic() - started, 2)
+    files.write_json(json_path, asdict(result))
+    return asdict(result)

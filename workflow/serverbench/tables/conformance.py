@@ -1,0 +1,35 @@
+"""conformance.csv: a row per (profile, server, check) with its outcome and
+evidence, from the conformance jobs' results. A server that could not be
+probed has one row, check ``probe``, outcome ``fail``, with the reason."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from serverbench import files
+
+CONFORMANCE_COLUMNS = ["profile", "server", "language", "check", "outcome", "note", "sent", "received"]
+
+
+def conformance_rows(paths) -> pd.DataFrame:
+    rows = []
+    for path in sorted(map(str, paths)):
+        result = files.read_json(path)
+        where = {key: result[key] for key in ("profile", "server", "language")}
+        if result["status"] == "skipped":
+            continue
+        if result["status"] != "ok":
+            rows.append({**where, "check": "probe", "outcome": "fail", "note": result["reason"]})
+            continue
+        rows.extend({**where, **check} for check in result["checks"])
+        for finding in result.get("lint_findings") or []:
+            rows.append(
+                {**where, "check": "httplint", "outcome": "info", "note": f"{finding['level']}: {finding['note']}"}
+            )
+    return pd.DataFrame(rows, columns=CONFORMANCE_COLUMNS)
+
+
+def write_conformance(paths, csv_path) -> pd.DataFrame:
+    table = conformance_rows(paths)
+    files.write_atomic(csv_path, table.to_csv(index=False))
+    return table
