@@ -11,6 +11,7 @@ import pytest
 import yaml
 from conftest import UNITD, server_processes
 from serverbench import REPO_ROOT
+from serverbench.cell.probes import PROBES
 from serverbench.host.runenv import run_env
 
 pytestmark = pytest.mark.e2e
@@ -32,7 +33,8 @@ def smoke(tmp_path_factory):
     results = tmp_path_factory.mktemp("smoke") / "results"
     before = server_processes()
     # Only the table (the charts and the page are tested elsewhere): 36 servers are the point here.
-    done = snakemake(str(results / "summary.csv"), "--config", "profile=smoke", f"results={results}")
+    targets = [str(results / "summary.csv"), str(results / "conformance.csv")]
+    done = snakemake(*targets, "--config", "profile=smoke", f"results={results}")
     assert done.returncode == 0, done.stderr[-3000:]
     summary = pd.read_csv(results / "summary.csv").set_index("server")
     return results, summary, server_processes() - before
@@ -66,6 +68,11 @@ def test_catalogue_server(smoke, server):
     if CATALOGUE[server]["language"] != "none":
         assert record["server"]["interpreter"], "the interpreter really run is recorded"
     assert record["server"]["stop"]["survivors"] == []
+    # A full conformance row: every check, each with an outcome (the matrix's row).
+    conformance = pd.read_csv(results / "conformance.csv")
+    row = conformance[(conformance["server"] == server) & (conformance["check"] != "httplint")]
+    assert set(row["check"]) == {probe.__name__ for probe in PROBES} | {"app_lint"}, row[["check", "note"]]
+    assert set(row["outcome"]) <= {"pass", "warn", "fail", "info"}
 
 
 def test_smoke_leaves_nothing_running(smoke):

@@ -30,7 +30,8 @@ def tiny_run(tmp_path_factory):
 
 def test_every_output_exists(tiny_run):
     results, _, _ = tiny_run
-    for name in ("runs.csv", "summary.csv", "index.html", "environment.json", "charts/rps.html", "charts/rps.png"):
+    outputs = ("runs.csv", "summary.csv", "conformance.csv", "index.html", "environment.json", "charts/rps.html")
+    for name in (*outputs, "charts/rps.png"):
         assert (results / name).stat().st_size > 0, name
     cells = sorted((results / "cells").rglob("r*.json"))
     assert len(cells) == 4
@@ -69,6 +70,20 @@ def test_chart_is_self_contained_and_index_links_it(tiny_run):
     assert (results / "charts" / "rps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     index = (results / "index.html").read_text()
     assert "charts/rps.html" in index and "gunicorn" in index and "starman" in index
+
+
+def test_each_server_was_probed_before_its_cells(tiny_run):
+    results, _, _ = tiny_run
+    conformance = pd.read_csv(results / "conformance.csv")
+    assert set(conformance["server"]) == {"gunicorn", "starman"}
+    assert set(conformance["outcome"]) <= {"pass", "warn", "fail", "info"}
+    runs = pd.read_csv(results / "runs.csv")
+    for server in ("gunicorn", "starman"):
+        probed = json.loads((results / "conformance" / "default" / f"{server}.json").read_text())
+        assert probed["status"] == "ok", probed["reason"]
+        assert probed["ended_at"] <= runs.loc[runs["server"] == server, "job_start"].min()
+    index = (results / "index.html").read_text()
+    assert "Does it speak HTTP?" in index and 'class="conformance"' in index
 
 
 def test_bench_jobs_never_overlap(tiny_run):

@@ -12,7 +12,7 @@ rule environment:
         f"{RESULTS}/logs/environment.log",
     # Before every cell, so its steadiness check of the CPUs runs alone: the other jobs
     # ready then are cells, which wait for the bench slot it holds (profiles/default).
-    priority: len(MATRIX.order) + 1
+    priority: len(MATRIX.order) + 2
     conda:
         "../../envs/workflow.yaml"
     params:

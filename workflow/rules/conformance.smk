@@ -9,6 +9,9 @@ rule conformance:
         f"{RESULTS}/conformance/{{profile}}/{{server}}.json",
     log:
         f"{RESULTS}/logs/conformance/{{profile}}/{{server}}.log",
+    # Every server's probes before any cell (after the steadiness check), so the
+    # cells keep their seeded order instead of following whichever server was probed.
+    priority: len(MATRIX.order) + 1
     conda:
         "../../envs/workflow.yaml"
     message:

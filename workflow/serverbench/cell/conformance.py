@@ -19,7 +19,7 @@ from serverbench import files
 from serverbench.cell import probes
 from serverbench.cell.errors import CellFailed, CellSkipped
 from serverbench.cell.launch import Launch
-from serverbench.cell.wire import Wire, WireError
+from serverbench.cell.wire import Wire, WireError, request
 from serverbench.host.runenv import make_rundir, run_env
 from serverbench.plan.config import effective_profile, serves
 from serverbench.plan.shapes import Cell
@@ -41,6 +41,8 @@ class ConformanceResult:
     checks: list[dict] = field(default_factory=list)
     lint_findings: list[dict] = field(default_factory=list)
     seconds: float | None = None
+    started_at: float | None = None  # wall clock, as the cells' timing: the job ran before them
+    ended_at: float | None = None
 
 
 def app_lint(launch: Launch, log_path: Path, app: bool) -> probes.Check:
@@ -64,23 +66,28 @@ def app_lint(launch: Launch, log_path: Path, app: bool) -> probes.Check:
     return probes.Check("app_lint", "pass", "no assertion or Lint error", received=probes.shown(answer.raw))
 
 
-def lint_answers(host: str, port: int) -> list[dict]:
-    """httplint's notes on the server's answer to a plain GET (listed, not judged)."""
+def lint_answers(host: str, port: int, app: bool) -> list[dict]:
+    """httplint's warnings on the server's answers to GET / (and /big) and HEAD /,
+    each named by its request: listed, not judged, not re-implemented."""
     from httplint import HttpResponseLinter
 
-    with Wire(host, port) as wire:
-        wire.send(probes.get())
-        answer = wire.read_answer()
-    linter = HttpResponseLinter()
-    linter.process_response_topline(answer.version.encode(), str(answer.status).encode(), answer.reason.encode())
-    linter.process_headers([(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers])
-    linter.feed_content(answer.body)
-    linter.finish_content(True)
-    return [
-        {"level": note.level.value, "subject": note.subject, "note": str(note)[:200]}
-        for note in linter.notes
-        if note.level.value in ("bad", "warning")
-    ]
+    asked = [("GET", "/"), *([("GET", "/big")] if app else []), ("HEAD", "/")]
+    findings = []
+    for method, path in asked:
+        with Wire(host, port) as wire:
+            wire.send(request(method, path, "HTTP/1.1", [("Host", "localhost")]))
+            answer = wire.read_answer(method)
+        linter = HttpResponseLinter(no_content=method == "HEAD")
+        linter.process_response_topline(answer.version.encode(), str(answer.status).encode(), answer.reason.encode())
+        linter.process_headers([(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers])
+        linter.feed_content(answer.body)
+        linter.finish_content(True)
+        findings += [
+            {"request": f"{method} {path}", "level": note.level.value, "subject": note.subject, "note": str(note)[:200]}
+            for note in linter.notes
+            if note.level.value in ("bad", "warning")
+        ]
+    return findings
 
 
 def run_conformance(config: dict, profile_name: str, server: str, json_path, log_path) -> dict:
@@ -97,6 +104,7 @@ def run_conformance(config: dict, profile_name: str, server: str, json_path, log
     rundir = make_rundir()
     launch = Launch(config, cell, profile, rundir, log_path, run_env())
     started = time.monotonic()
+    result.started_at = round(time.time(), 4)
     try:
         launch.prepare()
         launch.isolate()
@@ -104,7 +112,7 @@ def run_conformance(config: dict, profile_name: str, server: str, json_path, log
         launch.wait_ready()
         checks = [*probes.probe(launch.host, launch.port, app), app_lint(launch, log_path, app)]
         result.checks = [asdict(check) for check in checks]
-        result.lint_findings = lint_answers(launch.host, launch.port)
+        result.lint_findings = lint_answers(launch.host, launch.port, app)
     except CellSkipped as exc:
         result.status, result.reason = "skipped", str(exc)
     except (CellFailed, OSError, WireError) as exc:
@@ -117,5 +125,6 @@ def run_conformance(config: dict, profile_name: str, server: str, json_path, log
         launch.stop()
         shutil.rmtree(rundir, ignore_errors=True)
     result.seconds = round(time.monotonic() - started, 2)
+    result.ended_at = round(time.time(), 4)
     files.write_json(json_path, asdict(result))
     return asdict(result)

@@ -23,9 +23,8 @@ def conformance_rows(paths) -> pd.DataFrame:
             continue
         rows.extend({**where, **check} for check in result["checks"])
         for finding in result.get("lint_findings") or []:
-            rows.append(
-                {**where, "check": "httplint", "outcome": "info", "note": f"{finding['level']}: {finding['note']}"}
-            )
+            note = f"{finding.get('request', 'GET /')}: {finding['level']}: {finding['note']}"
+            rows.append({**where, "check": "httplint", "outcome": "info", "note": note})
     return pd.DataFrame(rows, columns=CONFORMANCE_COLUMNS)
 
 
