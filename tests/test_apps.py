@@ -1,6 +1,7 @@
 """The hello apps: WSGI conformance, PSGI conformance (prove + Plack::Test),
 and byte-identical answers across languages."""
 
+import io
 import json
 import subprocess
 import sys
@@ -46,6 +47,29 @@ def test_wsgi_app_passes_wsgiref_validate(path):
         assert body == b"Hello World!"
 
 
+def test_the_conformance_paths_echo_and_lint():
+    """POST /echo returns the body (with a length, and chunked: no CONTENT_LENGTH);
+    /lint is the hello world under wsgiref.validate, which the app applies itself."""
+    for length in ("5", None):
+        environ = {}
+        wsgiref.util.setup_testing_defaults(environ)
+        environ.update(PATH_INFO="/echo", REQUEST_METHOD="POST", **{"wsgi.input": io.BytesIO(b"hello")})
+        if length:
+            environ["CONTENT_LENGTH"] = length
+        statuses = []
+        body = b"".join(hello.application(environ, lambda status, headers, seen=statuses: seen.append(status)))
+        assert (statuses, body) == (["200 OK"], b"hello")
+    status, headers, body = wsgi_answer("/lint")
+    assert (status, body) == ("200 OK", b"Hello World!")
+    # The validator really is in the way: an environ without SCRIPT_NAME is refused.
+    environ = {}
+    wsgiref.util.setup_testing_defaults(environ)
+    environ.update(PATH_INFO="/lint", QUERY_STRING="")
+    del environ["SCRIPT_NAME"]
+    with pytest.raises((AssertionError, KeyError)):
+        hello.application(environ, lambda status, headers: None)
+
+
 def test_workload_answers_are_what_they_say():
     assert len(wsgi_answer("/big")[2]) == 100 * 1024
     assert json.loads(wsgi_answer("/json")[2])["numbers"] == [1, 2, 3]
@@ -62,12 +86,12 @@ def test_python_and_perl_answer_byte_for_byte_alike():
         "print encode_json(\\%out)"
     )
     done = subprocess.run(
-        ["perl", "-e", code, str(REPO_ROOT / "apps/perl/hello.psgi"), *PATHS],
+        ["perl", "-e", code, str(REPO_ROOT / "apps/perl/hello.psgi"), *PATHS, "/lint"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     perl = json.loads(done.stdout)
-    for path in PATHS:
+    for path in [*PATHS, "/lint"]:
         status, headers, body = wsgi_answer(path)
         assert perl[path] == [int(status.split()[0]), headers["Content-Type"], body.hex()], path
 

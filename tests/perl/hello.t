@@ -16,6 +16,20 @@ test_psgi $app, sub {
     is $res->content, 'Hello World!', 'body';
     is $res->header('Content-Type'), 'text/plain', 'content type';
     is $res->header('Content-Length'), 12, 'content length';
+
+    # The conformance job's paths: the body back, and the hello world under Lint.
+    $res = $cb->( POST '/echo', Content => 'ping-pong' );
+    is $res->content, 'ping-pong', 'POST /echo returns the body';
+    $res = $cb->( GET '/lint' );
+    is $res->content, 'Hello World!', '/lint answers under Plack::Middleware::Lint';
 };
+
+# Lint is really in the way of /lint: an environment without SCRIPT_NAME dies.
+my %env = ( REQUEST_METHOD => 'GET', PATH_INFO => '/lint', SERVER_NAME => 'x', SERVER_PORT => 80,
+    SERVER_PROTOCOL => 'HTTP/1.1', 'psgi.version' => [ 1, 1 ], 'psgi.url_scheme' => 'http',
+    'psgi.input' => \*STDIN, 'psgi.errors' => \*STDERR, 'psgi.multithread' => 0, 'psgi.multiprocess' => 0,
+    'psgi.run_once' => 0, 'psgi.nonblocking' => 0, 'psgi.streaming' => 0, QUERY_STRING => '' );
+ok !eval { $app->( \%env ); 1 }, 'Lint refuses an environment without SCRIPT_NAME';
+like $@, qr/SCRIPT_NAME/, "Lint's message names it";
 
 done_testing;
