@@ -1,6 +1,7 @@
 """conformance.csv: a row per (profile, server, check) with its outcome and
 evidence, from the conformance jobs' results. A server that could not be
-probed has one row, check ``probe``, outcome ``fail``, with the reason."""
+probed has a row, check ``probe``, outcome ``fail``, with the reason (and the
+checks that ran before it broke)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ def conformance_rows(paths) -> pd.DataFrame:
             continue
         if result["status"] != "ok":
             rows.append({**where, "check": "probe", "outcome": "fail", "note": result["reason"]})
-            continue
         rows.extend({**where, **check} for check in result["checks"])
         for finding in result.get("lint_findings") or []:
             note = f"{finding.get('request', 'GET /')}: {finding['level']}: {finding['note']}"
