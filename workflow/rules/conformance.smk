@@ -12,12 +12,12 @@ rule conformance:
     # Every server's probes before any cell (after the steadiness check), so the
     # cells keep their seeded order instead of following whichever server was probed.
     priority: len(MATRIX.order) + 1
+    conda:
+        "../../envs/workflow.yaml"
     # The server runs pinned and limited as in its cells.
     threads: cell_threads
     resources:
         mem_mb=cell_mem_mb,
-    conda:
-        "../../envs/workflow.yaml"
     message:
         "probing how {wildcards.server} speaks HTTP (profile {wildcards.profile})"
     script:
