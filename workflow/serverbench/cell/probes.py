@@ -82,14 +82,18 @@ def keepalive_http11(target: Target) -> Check:
     return Check("keepalive_http11", "pass" if ok else "fail", note, shown(sent), shown(second.raw))
 
 
-def http10_closes(target: Target) -> Check:
-    sent = get("/", "HTTP/1.0")
+def _answered_then_closed(target: Target, name: str, sent: bytes, kept_open: str) -> Check:
     with target.wire() as wire:
         wire.send(sent)
         answer = wire.read_answer()
         closed = wire.closed(2.0)
-    note = "closed after the answer" if closed else "kept open 2 s without Connection: keep-alive"
-    return Check("http10_closes", "pass" if closed else "fail", note, shown(sent), shown(answer.raw))
+    note = "answered, then closed" if closed else f"kept the connection open 2 s {kept_open}"
+    return Check(name, "pass" if closed else "fail", note, shown(sent), shown(answer.raw))
+
+
+def http10_closes(target: Target) -> Check:
+    sent = get("/", "HTTP/1.0")
+    return _answered_then_closed(target, "http10_closes", sent, "without Connection: keep-alive")
 
 
 def http10_keepalive(target: Target) -> Check:
@@ -115,12 +119,7 @@ def http10_keepalive(target: Target) -> Check:
 
 def connection_close(target: Target) -> Check:
     sent = get("/", "HTTP/1.1", ("Connection", "close"))
-    with target.wire() as wire:
-        wire.send(sent)
-        answer = wire.read_answer()
-        closed = wire.closed(2.0)
-    note = "answered, then closed" if closed else "kept the connection open 2 s after Connection: close"
-    return Check("connection_close", "pass" if closed else "fail", note, shown(sent), shown(answer.raw))
+    return _answered_then_closed(target, "connection_close", sent, "after Connection: close")
 
 
 def pipelining(target: Target) -> Check:
