@@ -7,6 +7,7 @@ rule chart:
         workers=f"{RESULTS}/workers.csv",
         steady=f"{RESULTS}/steady.csv",
         latency=f"{RESULTS}/latency.csv",
+        verdicts=f"{RESULTS}/verdicts.csv",
     output:
         html=report(
             f"{RESULTS}/charts/{{chart}}.html",

@@ -10,5 +10,6 @@ chart = charts.build(
     workers=pd.read_csv(snakemake.input.workers),  # noqa: F821
     steady=pd.read_csv(snakemake.input.steady),  # noqa: F821
     latency_rows=pd.read_csv(snakemake.input.latency),  # noqa: F821
+    verdicts=pd.read_csv(snakemake.input.verdicts),  # noqa: F821
 )
 charts.save_chart(chart, snakemake.output.html, snakemake.output.png, snakemake.output.svg)  # noqa: F821

@@ -1,44 +1,49 @@
 """``serverbench compare A B``: two result sets (before and after an upgrade,
 two machines, two configurations) cell by cell.
 
-Cells are matched by their conditions (profile, workload, tool, server,
-concurrency). For each: the ratio of median req/s B/A with its bootstrap
-interval, a Mann-Whitney test, Holm's correction across all matched cells,
-and a verdict (``faster``, ``slower``, ``no detectable difference``, ``not
-comparable`` with why). Differences between the two environments are printed,
-never hidden. ``--fail-above 5%`` exits 1 when some cell is significantly
-slower in B by more than 5%, so it can guard a CI pipeline.
+Two runs differ by more than their repeats show: hours apart, a shared machine
+is a different machine, and that drift between runs is larger than the spread
+within one. So each run is first normalised by something it measured itself
+(each server against the run's ceiling at the same condition, from the rounds
+model), and the interval of a change B/A carries, beside both runs' own error,
+the run-to-run variance the two runs' other servers show (their changes'
+excess over their own error, a moment estimate about zero, with a t quantile
+on as many degrees of freedom as cells it came from). Holm's procedure across
+the matched cells sets each interval's level; the outcome is read against the
+margin.
+
+``--fail-above 5%`` exits 1 when some cell is shown slower by more than 5%
+(its whole interval below 0.95), 0 when every cell is shown within 5%, and 3
+when the runs cannot tell, printing the change each cell could have shown.
+To check a change for a regression, measure both variants inside one run
+(two catalogue entries, declared as a pair): rounds interleave them and no
+run-to-run drift enters the comparison.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from scipy import stats
 
 from serverbench import REPO_ROOT
-from serverbench.decide import stats
+from serverbench.decide import inference
 from serverbench.decide.comparability import why_not_comparable
 from serverbench.plan import config as cfg
 
+CONDITION = ["profile", "workload", "tool", "concurrency"]
 MATCH = ["profile", "workload", "tool", "server", "concurrency"]
 COLUMNS = [
-    *MATCH,
-    "n_a",
-    "n_b",
-    "median_a",
-    "median_b",
-    "ratio",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "p_holm",
-    "verdict",
-    "why",
-]
+    *MATCH, "reference", "n_a", "n_b", "median_a", "median_b", "ratio", "ci_low", "ci_high", "level",
+    "run_sd", "p_value", "p_holm", "detectable_drop", "verdict", "why",
+]  # fmt: skip
 ENVIRONMENT_KEYS = [
     "kernel",
     "cpu_model",
@@ -49,6 +54,10 @@ ENVIRONMENT_KEYS = [
     "config_sha256",
     "harness_python",
 ]
+# With fewer other cells than this, the run-to-run spread is not estimated but assumed.
+MIN_CELLS_FOR_RUN_SD = 3
+ASSUMED_RUN_SD = 0.1  # log units: what this project's VMs show between runs hours apart
+EXIT_REGRESSION, EXIT_CANNOT_TELL = 1, 3
 
 
 def read_set(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
@@ -69,32 +78,125 @@ def _excluded_because(summary: pd.DataFrame, key: tuple, excluded: set[str]) -> 
     return why_not_comparable(rows.iloc[0], excluded) if len(rows) else ["not measured"]
 
 
-def compare_sets(a: tuple, b: tuple, excluded: set[str], confidence: float, seed: int) -> pd.DataFrame:
+@dataclass(frozen=True)
+class Change:
+    """One cell's log change B/A after normalising, and its error within the two runs."""
+
+    log_change: float
+    within_var: float
+
+
+def _by_round(runs: pd.DataFrame) -> dict[tuple, pd.Series]:
+    """Each cell's good req/s, indexed by round (repeat r of every cell ran in round r)."""
+    good = runs[(runs["status"] == "ok") & runs["rps"].notna()]
+    return {key: group.set_index("repeat")["rps"].astype(float) for key, group in good.groupby(MATCH)}
+
+
+def _log_and_var(found: inference.Estimate) -> tuple[float, float]:
+    """A log ratio and its variance: the model's se, or the rank interval's width at 95%."""
+    if found.se is not None:
+        return found.log_ratio, found.se**2
+    low, high = found.interval(0.05)
+    return found.log_ratio, ((math.log(high) - math.log(low)) / (2 * stats.norm.ppf(0.975))) ** 2
+
+
+def _change(run_a: dict, run_b: dict, key: tuple, reference: str | None) -> Change | None:
+    """The cell's change B/A: each run's ratio to its reference (rounds model), or, without
+    a reference, the two runs' repeats against each other (Hodges–Lehmann)."""
+    empty = pd.Series(dtype=float)
+    if reference is None:
+        found = inference.by_ranks(run_b.get(key, empty).to_numpy(), run_a.get(key, empty).to_numpy())
+        return None if found is None else Change(*_log_and_var(found))
+    ref_key = (*key[:3], reference, key[4])
+    within = [inference.estimate(run.get(key, empty), run.get(ref_key, empty)) for run in (run_a, run_b)]
+    if None in within:
+        return None
+    (log_a, var_a), (log_b, var_b) = (_log_and_var(found) for found in within)
+    return Change(log_b - log_a, var_a + var_b)
+
+
+def _reference(config: dict, key: tuple, comparable: set[tuple]) -> str | None:
+    """The run's ceiling at the cell's condition, where both runs measured it comparably."""
+    ceiling = config["comparisons"]["ceiling"]
+    if not ceiling or key[3] == ceiling or (*key[:3], ceiling, key[4]) not in comparable:
+        return None
+    return ceiling
+
+
+def _run_sd(changes: dict[tuple, Change], key: tuple) -> tuple[float, float]:
+    """The run-to-run spread of a change, from the cells of the two runs' other servers.
+
+    Under "nothing changed" every other cell's change is drift between the runs, so
+    its square, less its within-run variance, estimates that drift's variance —
+    about zero, not about the cells' mean: a shift common to every cell (the
+    reference's own drift) is run-to-run variance too. Returns the spread and the
+    degrees of freedom of its estimate (infinite when assumed).
+    """
+    others = [c for k, c in changes.items() if k[3] != key[3]]
+    if len(others) < MIN_CELLS_FOR_RUN_SD:
+        return ASSUMED_RUN_SD, math.inf
+    excess = np.mean([c.log_change**2 - c.within_var for c in others])
+    return math.sqrt(max(0.0, float(excess))), float(len(others))
+
+
+def compare_sets(a: tuple, b: tuple, config: dict, margin: float | None = None) -> pd.DataFrame:
     """One row per cell measured in both sets."""
     (runs_a, summary_a, _), (runs_b, summary_b, _) = a, b
-    good_a = runs_a[runs_a["status"] == "ok"].groupby(MATCH)["rps"].apply(list)
-    good_b = runs_b[runs_b["status"] == "ok"].groupby(MATCH)["rps"].apply(list)
+    spec = config["comparisons"]
+    margin = spec["margin"] if margin is None else margin
+    excluded, alpha = set(spec["not_comparable_flags"]), 1 - spec["confidence"]
     keys = sorted(
         set(map(tuple, runs_a[MATCH].drop_duplicates().to_numpy()))
         & set(map(tuple, runs_b[MATCH].drop_duplicates().to_numpy()))
     )
+    reasons = {
+        key: [f"A: {r}" for r in _excluded_because(summary_a, key, excluded)]
+        + [f"B: {r}" for r in _excluded_because(summary_b, key, excluded)]
+        for key in keys
+    }
+    comparable = {key for key in keys if not reasons[key]}
+    references = {key: _reference(config, key, comparable) for key in comparable}
+    cells_a, cells_b = _by_round(runs_a), _by_round(runs_b)
+    changes = {key: _change(cells_a, cells_b, key, references[key]) for key in comparable}
+    changes = {key: change for key, change in changes.items() if change is not None}
     rows = []
     for key in keys:
         row = dict(zip(MATCH, key, strict=True))
-        why = [f"A: {r}" for r in _excluded_because(summary_a, key, excluded)]
-        why += [f"B: {r}" for r in _excluded_because(summary_b, key, excluded)]
-        if why:
-            rows.append({**row, "verdict": "not comparable", "why": "; ".join(why)})
+        old, new = cells_a.get(key, pd.Series(dtype=float)), cells_b.get(key, pd.Series(dtype=float))
+        row.update(n_a=len(old), n_b=len(new), median_a=old.median(), median_b=new.median())
+        if key not in changes:
+            rows.append({**row, "verdict": "not comparable", "why": "; ".join(reasons[key]) or "too few repeats"})
             continue
-        result = stats.compare(good_b.get(key, []), good_a.get(key, []), confidence, seed)
-        rows.append({**row, "n_a": result.n_b, "n_b": result.n_a, "median_a": result.median_b,
-                     "median_b": result.median_a, "ratio": result.ratio, "ci_low": result.ci_low,
-                     "ci_high": result.ci_high, "p_value": result.p_value})  # fmt: skip
-    for row, adjusted in zip(rows, stats.holm([row.get("p_value") for row in rows]), strict=True):
-        row["p_holm"] = adjusted
-        if row.get("verdict") != "not comparable":
-            row["verdict"] = stats.verdict(row["ratio"], row["ci_low"], row["ci_high"], adjusted, 1 - confidence)
+        change, (run_sd, df) = changes[key], _run_sd(changes, key)
+        se = math.sqrt(change.within_var + run_sd**2)
+        p_value = float(2 * stats.t.sf(abs(change.log_change) / se, df)) if se else float(change.log_change == 0)
+        rows.append({**row, "reference": references[key], "ratio": math.exp(change.log_change), "run_sd": run_sd,
+                     "p_value": p_value, "_log": change.log_change, "_se": se, "_df": df})  # fmt: skip
+    return _decided(rows, alpha, margin)
+
+
+def _decided(rows: list[dict], alpha: float, margin: float) -> pd.DataFrame:
+    adjusted, levels = inference.holm_levels([row.get("p_value") for row in rows], alpha)
+    for row, p_holm, level in zip(rows, adjusted, levels, strict=True):
+        log, se, df = row.pop("_log", None), row.pop("_se", None), row.pop("_df", None)
+        if level is None:
+            continue
+        crit = stats.t.ppf(1 - level / 2, df)
+        row.update(p_holm=p_holm, level=level, ci_low=math.exp(log - crit * se), ci_high=math.exp(log + crit * se))
+        row["verdict"] = _outcome(row["ci_low"], row["ci_high"], margin)
+        row["detectable_drop"] = 1 - (1 - margin) * math.exp(-(crit + stats.t.ppf(inference.POWER, df)) * se)
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _outcome(low: float, high: float, share: float) -> str:
+    """A change B/A against ±share: slower means below 1 - share."""
+    if high < 1 - share:
+        return inference.SLOWER
+    if low > 1 + share:
+        return inference.FASTER
+    if low >= 1 - share and high <= 1 + share:
+        return inference.EQUIVALENT
+    return inference.UNDETERMINED
 
 
 def environment_differences(env_a: dict, env_b: dict) -> list[str]:
@@ -117,7 +219,8 @@ def render(table: pd.DataFrame, form: str) -> str:
     for column in ("ratio", "ci_low", "ci_high"):
         shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
     shown["p_holm"] = shown["p_holm"].map(lambda v: "" if pd.isna(v) else f"{v:.3g}")
-    columns = [*MATCH, "ratio", "ci_low", "ci_high", "p_holm", "verdict", "why"]
+    shown["detectable_drop"] = shown["detectable_drop"].map(lambda v: "" if pd.isna(v) else f"{v:.0%}")
+    columns = [*MATCH, "ratio", "ci_low", "ci_high", "p_holm", "detectable_drop", "verdict", "why"]
     if form == "markdown":
         lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
         lines += [
@@ -127,9 +230,22 @@ def render(table: pd.DataFrame, form: str) -> str:
     return shown[columns].fillna("").to_string(index=False) + "\n"
 
 
-def regressions(table: pd.DataFrame, fail_above: float) -> pd.DataFrame:
-    """Cells significantly slower in B by more than ``fail_above`` (a share, 0.05 for 5%)."""
-    return table[(table["verdict"] == "slower") & (table["ratio"] < 1 - fail_above)]
+def exit_status(table: pd.DataFrame, fail_above: float) -> tuple[int, str]:
+    """1 when a cell is shown slower by more than ``fail_above`` (a share), 0 when every
+    comparable cell is shown within it, 3 when the runs cannot tell; and why, in words."""
+    judged = table[table["verdict"] != "not comparable"]
+    worse = judged[judged["ci_high"] < 1 - fail_above]
+    if len(worse):
+        return EXIT_REGRESSION, f"{len(worse)} cell(s) shown slower by more than {fail_above:.0%}"
+    within = (judged["ci_low"] >= 1 - fail_above) & (judged["ci_high"] <= 1 + fail_above)
+    if len(judged) and within.all():
+        return 0, f"every cell shown within {fail_above:.0%}"
+    unsure = judged[~within]
+    could = ", ".join(f"{row.server} c={row.concurrency}: {row.detectable_drop:.0%}" for row in unsure.itertuples())
+    return EXIT_CANNOT_TELL, (
+        f"cannot tell whether {len(unsure)} cell(s) stayed within {fail_above:.0%}; the drop each could have "
+        f"shown: {could or 'none comparable'}. Measure both variants in one run for a sharper check (README)"
+    )
 
 
 def _share(text: str) -> float:
@@ -145,17 +261,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=REPO_ROOT / "config.yaml", help="whose comparisons section")
     args = parser.parse_args(argv)
     config = cfg.load(args.config)
-    spec = config["comparisons"]
     a, b = read_set(args.a), read_set(args.b)
-    table = compare_sets(a, b, set(spec["not_comparable_flags"]), spec["confidence"], config["seed"])
+    table = compare_sets(a, b, config, args.fail_above)
     differences = environment_differences(a[2], b[2])
     out = sys.stdout
     if differences and args.format != "csv":
         out.write("Environments differ:\n" + "".join(f"  {line}\n" for line in differences) + "\n")
     out.write(render(table, args.format))
-    if args.fail_above is not None:
-        worse = regressions(table, args.fail_above)
-        if len(worse):
-            sys.stderr.write(f"serverbench compare: {len(worse)} cell(s) slower by more than {args.fail_above:.0%}\n")
-            return 1
-    return 0
+    if args.fail_above is None:
+        return 0
+    status, why = exit_status(table, args.fail_above)
+    sys.stderr.write(f"serverbench compare: {why}\n")
+    return status

@@ -3,7 +3,9 @@
 - *same server*: one product serving two languages (uWSGI python against uWSGI psgi);
 - *family*: one design in two languages (preforking gunicorn against Starman);
 - *named*: pairs listed in ``comparisons.pairs``;
-- *ceiling*: every server against ``comparisons.ceiling``.
+- *ceiling*: every server against ``comparisons.ceiling``;
+- *A/A*: a catalogue alias (``alias_of``) against its original: the same
+  server twice, whose outcome must never be faster or slower.
 Languages come from the catalogue (``plan.languages``): any two compared ones.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 from serverbench.plan import languages
 
+AA = "A/A"
 # The kinds of a verdicts.csv row about latency under load (decide.latency), not throughput.
 LATENCY_KINDS = ("knee", "knee ratio", "p99 at fraction", "p99 at equal load")
 
@@ -27,9 +30,11 @@ def declared_pairs(config: dict, servers: list[str]) -> list[tuple[str, str, str
         elif spec["families"] and same_family:
             pairs.append(("family", a, b))
     pairs += [("named", a, b) for a, b in spec["pairs"] if a in servers and b in servers]
+    aliases = {server: catalogue[server]["alias_of"] for server in servers if catalogue[server].get("alias_of")}
+    pairs += [(AA, alias, original) for alias, original in aliases.items() if original in servers]
     ceiling = spec["ceiling"]
     if ceiling in servers:
-        pairs += [("ceiling", server, ceiling) for server in servers if server != ceiling]
+        pairs += [("ceiling", server, ceiling) for server in servers if server not in (ceiling, *aliases)]
     return pairs
 
 

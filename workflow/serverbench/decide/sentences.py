@@ -30,7 +30,27 @@ def _claim(row: dict, interval: str, config: dict) -> str:
     return f"{who_a} serves {times} the requests/s of {who_b} ({interval})"
 
 
-def sentence(row: dict, confidence: float, config: dict) -> str:
+def confidence_label(level: float) -> str:
+    """The confidence of an interval drawn at ``level`` (0.0025 → "99.8%")."""
+    return f"{(1 - level) * 100:.3g}%"
+
+
+def outcome_words(row: dict) -> str:
+    """A throughput outcome in words, with the margin and what the run could have told."""
+    margin, verdict = row.get("margin"), row["verdict"]
+    if verdict in ("faster", "slower"):
+        return f"{verdict} by more than {margin:.0%}"
+    if verdict == "equivalent":
+        return f"equivalent (within ±{margin:.0%})"
+    if verdict == "undetermined":
+        detectable = row["detectable_ratio"]
+        return (
+            f"undetermined (this run could have told a ratio beyond {detectable:.2f}× or below {1 / detectable:.2f}×)"
+        )
+    return verdict
+
+
+def sentence(row: dict, config: dict) -> str:
     """A throughput verdict in plain words."""
     where = f"Under {row['tool']} at {row['concurrency']} connections"
     why = f" ({row['why']})" if row.get("why") else ""
@@ -38,10 +58,11 @@ def sentence(row: dict, confidence: float, config: dict) -> str:
         if not row.get("a"):
             return f"{where}, best of each language: not comparable, {row['why']}"
         return f"{where}, {row['a']} against {row['b']}: not comparable, {row['why']}"
-    interval = f"{confidence:.0%} CI {row['ci_low']:.2f}–{row['ci_high']:.2f}"
+    confidence = confidence_label(row["level"])
+    interval = f"{confidence} CI {row['ci_low']:.2f}–{row['ci_high']:.2f}"
     if row["kind"] == "ceiling":
-        interval = f"{confidence:.0%} CI {row['ci_low']:.0%}–{row['ci_high']:.0%}"
-    return f"{where}, {_claim(row, interval, config)}: {row['verdict']}{why}"
+        interval = f"{confidence} CI {row['ci_low']:.0%}–{row['ci_high']:.0%}"
+    return f"{where}, {_claim(row, interval, config)}: {outcome_words(row)}{why}"
 
 
 def latency_sentence(row: dict, confidence: float) -> str:

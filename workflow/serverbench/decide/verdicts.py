@@ -1,11 +1,17 @@
 """Verdicts: for each declared comparison at each condition (profile,
-workload, tool, concurrency), which server is faster and how sure we are.
+workload, tool, concurrency), which server is faster, whether they are
+equivalent, or that the run could not tell — and how small a difference it
+could have told.
 
-A comparison is the ratio of median req/s (A/B) with its bootstrap interval,
-a Mann-Whitney test, and Holm's correction across every comparison of the
-run. Only comparable cells decide (``decide.comparability``); one that is not
-makes its comparisons ``not comparable``, with the reason, and is never the
-best of its language.
+Each comparison is estimated from a model of the run (``decide.inference``:
+server and round effects, or Hodges–Lehmann without rounds). The Holm family
+is what config declares (same server, family, ceiling, named pairs) and only
+the tests that can reach significance at their repeat counts; each interval is
+drawn at the level Holm used for it, and read against ``comparisons.margin``.
+The best of each language is chosen after seeing the data, so it is described
+(its ratio and 95% interval), not tested. Only comparable cells decide
+(``decide.comparability``); one that is not makes its comparisons ``not
+comparable``, with the reason, and is never the best of its language.
 """
 
 from __future__ import annotations
@@ -15,30 +21,33 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from serverbench.decide import stats
+from serverbench.decide import inference
 from serverbench.decide.comparability import why_not_comparable
 from serverbench.decide.latency import latency_verdict, latency_verdicts
 from serverbench.decide.pairs import LATENCY_KINDS, best_of_languages, declared_pairs
 from serverbench.decide.sentences import latency_sentence, sentence
+from serverbench.decide.stats import smallest_p
 from serverbench.plan.languages import title
 
 CONDITION = ["profile", "workload", "tool", "concurrency"]
 VERDICT_COLUMNS = [
     "kind", *CONDITION, "fraction", "offered_rps", "a", "b", "language_a", "language_b", "n_a", "n_b",
-    "median_a", "median_b",
-    "ratio", "ci_low", "ci_high", "p_value", "p_holm", "verdict", "why", "sentence",
+    "median_a", "median_b", "method",
+    "ratio", "ci_low", "ci_high", "level", "p_value", "p_holm", "margin", "detectable_ratio", "verdict", "why",
+    "sentence",
 ]  # fmt: skip
+NOT_TESTED = "not tested"
 BEST_OF_LANGUAGE = "best of language"
 
 
 @dataclass
 class Measured:
-    """One cell's repeats and whether they may decide anything."""
+    """One cell's good repeats (req/s by round) and whether they may decide anything."""
 
     server: str
     language: str
     concurrency: int
-    rps: list[float]
+    rps: pd.Series
     why_not: list[str] = field(default_factory=list)
 
     @property
@@ -53,7 +62,9 @@ def measured_cells(runs: pd.DataFrame, summary: pd.DataFrame, excluded: set[str]
     by_condition: dict[tuple, dict[str, Measured]] = {}
     for _, row in summary.iterrows():
         repeats = repeats_of.get(tuple(row[keys]), runs.iloc[:0])
-        good = repeats[repeats["status"] == "ok"]["rps"].dropna().tolist()
+        ok = repeats[(repeats["status"] == "ok") & repeats["rps"].notna()]
+        # Repeat r of every cell is measured in round r (plan.matrix.in_rounds).
+        good = ok.set_index("repeat")["rps"].astype(float)
         starved = repeats["starved_connections"].max() if repeats["starved_connections"].notna().any() else None
         why = why_not_comparable(row, excluded, None if starved is None else int(starved))
         cell = Measured(row["server"], row["language"], int(row["concurrency"]), good, why)
@@ -61,21 +72,30 @@ def measured_cells(runs: pd.DataFrame, summary: pd.DataFrame, excluded: set[str]
     return by_condition
 
 
-def judge(kind: str, condition: tuple, a: Measured, b: Measured, confidence: float, seed: int, why: str = "") -> dict:
-    """One comparison, before Holm's correction decides the verdict."""
+def judge(kind: str, condition: tuple, a: Measured, b: Measured, why: str = "") -> dict:
+    """One comparison's estimate, before Holm's procedure sets the level of its interval."""
     row = dict(zip(CONDITION, condition, strict=True))
     row.update(kind=kind, a=a.server, b=b.server, language_a=a.language, language_b=b.language, why=why)
     reasons = [f"{cell.server}: {reason}" for cell in (a, b) for reason in cell.why_not]
     if reasons:
         return {**row, "verdict": "not comparable", "why": "; ".join(filter(None, [*reasons, why]))}
-    return {**row, **stats.compare(a.rps, b.rps, confidence, seed).fields()}
+    estimate = inference.estimate(a.rps, b.rps)
+    row.update(n_a=len(a.rps), n_b=len(b.rps), median_a=float(a.rps.median()), median_b=float(b.rps.median()))
+    if estimate is None:
+        return {**row, "verdict": "not comparable", "why": "fewer than 2 repeats on a side"}
+    return {**row, "method": estimate.method, "ratio": estimate.ratio, "p_value": estimate.p_value,
+            "_estimate": estimate}  # fmt: skip
 
 
 def best_of_each_language(config: dict, condition: tuple, cells: dict[str, Measured]) -> list[dict]:
     """The best comparable server of one language against the best of another, for each two
     compared languages present at the condition (highest median req/s)."""
-    confidence, seed = config["comparisons"]["confidence"], config["seed"]
-    usable = {name: statistics.median(c.rps) for name, c in cells.items() if c.comparable and c.rps}
+    catalogue = config["catalogue"]
+    usable = {
+        name: statistics.median(c.rps)
+        for name, c in cells.items()
+        if c.comparable and len(c.rps) and not catalogue.get(name, {}).get("alias_of")
+    }
     rows = []
     for (first, second), best in best_of_languages(config, usable, list(cells)).items():
         members = [c for language in (first, second) for c in cells.values() if c.language == language]
@@ -87,50 +107,70 @@ def best_of_each_language(config: dict, condition: tuple, cells: dict[str, Measu
             row = dict(zip(CONDITION, condition, strict=True))
             rows.append({**row, "kind": BEST_OF_LANGUAGE, "verdict": "not comparable", "why": detail})
             continue
-        rows.append(judge(BEST_OF_LANGUAGE, condition, cells[best[0]], cells[best[1]], confidence, seed, why))
+        rows.append(judge(BEST_OF_LANGUAGE, condition, cells[best[0]], cells[best[1]], why))
     return rows
 
 
 def verdict_table(
     runs: pd.DataFrame, summary: pd.DataFrame, config: dict, latency: pd.DataFrame | None = None
 ) -> pd.DataFrame:
-    """Every declared comparison of a run, with verdicts after Holm's correction; where rate
+    """Every declared comparison of a run, decided after Holm's procedure; where rate
     cells ran (``latency``, latency.csv), each server's knee and the pairs' latencies too."""
     spec = config["comparisons"]
-    confidence, seed = spec["confidence"], config["seed"]
     rows = []
     for condition, cells in sorted(measured_cells(runs, summary, set(spec["not_comparable_flags"])).items()):
         for kind, a, b in declared_pairs(config, sorted(cells)):
-            rows.append(judge(kind, condition, cells[a], cells[b], confidence, seed))
+            rows.append(judge(kind, condition, cells[a], cells[b]))
         if spec["best_of_language"]:
             rows += best_of_each_language(config, condition, cells)
     if latency is not None and not latency.empty:
         rows += latency_verdicts(latency, config)
-    for row, adjusted in zip(rows, stats.holm([row.get("p_value") for row in rows]), strict=True):
-        row["p_holm"] = adjusted
+    alpha = 1 - spec["confidence"]
+    family = [row for row in rows if _in_family(row, alpha)]
+    adjusted, levels = inference.holm_levels([row["p_value"] for row in family], alpha)
+    for row, p_holm, level in zip(family, adjusted, levels, strict=True):
+        row.update(p_holm=p_holm, level=level)
+    for row in rows:
         if row["kind"] in LATENCY_KINDS:
-            _decide_latency(row, confidence)
-            continue
-        if row.get("verdict") != "not comparable":
-            row["verdict"], row["why"] = _verdict(row, 1 - confidence)
-        row["sentence"] = sentence(row, confidence, config)
+            _decide_latency(row, spec["confidence"])
+        else:
+            _decide(row, alpha, spec["margin"])
+            row["sentence"] = sentence(row, config)
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def _in_family(row: dict, alpha: float) -> bool:
+    """Tested under Holm: a declared comparison (or p99 test) whose repeats can reach significance."""
+    if row.get("p_value") is None or row.get("verdict") or row["kind"] == BEST_OF_LANGUAGE:
+        return False
+    estimate = row.get("_estimate")
+    reachable = estimate.can_reach(alpha) if estimate else smallest_p(row["n_a"], row["n_b"]) < alpha
+    if not reachable:
+        left_out = f"{row['n_a']} against {row['n_b']} repeats cannot reach p < {alpha:g}: left out of the Holm family"
+        row["why"] = "; ".join(filter(None, [row.get("why"), left_out]))
+    return reachable
+
+
+def _decide(row: dict, alpha: float, margin: float) -> None:
+    """The outcome of one throughput comparison, from its interval at its Holm level."""
+    estimate = row.pop("_estimate", None)
+    if row.get("verdict") == "not comparable" or estimate is None:
+        return
+    row["margin"] = margin
+    if row.get("level") is None:  # described or left out: the unadjusted interval, no outcome
+        row["ci_low"], row["ci_high"] = estimate.interval(alpha)
+        row.update(level=alpha, verdict=NOT_TESTED)
+        if row["kind"] == BEST_OF_LANGUAGE:
+            chosen = "described, not tested: the best of each language is chosen after seeing the data"
+            row["why"] = "; ".join(filter(None, [chosen, row.get("why")]))
+        return
+    row["ci_low"], row["ci_high"] = estimate.interval(row["level"])
+    row["verdict"] = inference.outcome(row["ci_low"], row["ci_high"], margin)
+    row["detectable_ratio"] = estimate.detectable_ratio(row["level"], margin)
 
 
 def _decide_latency(row: dict, confidence: float) -> None:
     if not row.get("verdict"):
-        tested = row.get("p_value") is not None
-        row["verdict"] = latency_verdict(row, 1 - confidence) if tested else "not tested"
+        tested = row.get("p_holm") is not None
+        row["verdict"] = latency_verdict(row, 1 - confidence) if tested else NOT_TESTED
     row["sentence"] = latency_sentence(row, confidence)
-
-
-def _verdict(row: dict, alpha: float) -> tuple[str, str]:
-    why = row.get("why") or ""
-    decided = stats.verdict(row["ratio"], row["ci_low"], row["ci_high"], row["p_holm"], alpha)
-    if decided != "no detectable difference":
-        return decided, why
-    n_a, n_b = row.get("n_a") or 0, row.get("n_b") or 0
-    if stats.smallest_p(n_a, n_b) >= alpha:
-        too_few = f"{n_a} against {n_b} repeats cannot show a difference at this confidence"
-        why = "; ".join(filter(None, [why, too_few]))
-    return "no detectable difference", why

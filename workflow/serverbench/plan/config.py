@@ -188,9 +188,24 @@ def normalise_overrides(config: dict) -> dict:
     return config
 
 
+def expand_aliases(config: dict) -> None:
+    """Fill each catalogue alias (``alias_of``) from its original: the same server under a
+    second name, without the product and family that would pair it with other servers."""
+    catalogue = config.get("catalogue") or {}
+    for name, entry in catalogue.items():
+        original = entry.get("alias_of") if isinstance(entry, dict) else None
+        if original is None:
+            continue
+        if original not in catalogue or "alias_of" in catalogue[original]:
+            raise ConfigError(f"catalogue.{name}.alias_of", f"{original!r} is not a catalogue server (nor an alias)")
+        copied = {key: value for key, value in catalogue[original].items() if key not in ("product", "family")}
+        catalogue[name] = {**copied, **entry}
+
+
 def validate(config: dict) -> dict:
     """Check a config (after reading command-line numbers); raise ConfigError."""
     normalise_overrides(config)
+    expand_aliases(config)
     _check_schema(config)
     for name, server in config["catalogue"].items():
         _check_argv(f"catalogue.{name}.command", server["command"], SERVER_PLACEHOLDERS)

@@ -1,7 +1,7 @@
 """The cell matrix of a validated config, computed once per matrix.
 
 ``Matrix`` holds every selected profile resolved for this host, the cells in
-their seeded random order, and each cell's measuring conditions (a digest that
+their rounds (each in its own seeded random order), and each cell's measuring conditions (a digest that
 makes Snakemake rerun exactly the cells whose conditions changed). The
 workflow builds one when it parses the Snakefile; every per-job question
 (priority, threads, memory, runtime, conditions) is then a lookup.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import secrets
 from functools import cached_property
 from pathlib import Path
 
@@ -57,15 +58,30 @@ def rate_cells(profiles: dict[str, Profile]) -> list[Cell]:
     return out
 
 
-def shuffled(cells_in_order: list[Cell], seed: int) -> list[Cell]:
-    """The cells in the run's random order, reproducible from ``seed``.
+def in_rounds(cells_in_order: list[Cell], seed: int) -> list[Cell]:
+    """The cells in rounds, reproducible from ``seed``: round r holds repeat r of
+    every cell, in its own random order.
 
-    Running cells in a shuffled order spreads slow drifts of the machine
-    (thermal, background load) over all servers instead of one.
+    A slow drift of a shared machine (a busy neighbour for minutes) then falls on
+    every server of a round alike, and the rounds model (``decide.inference``)
+    takes it out of each comparison, instead of leaving it in as noise or, with
+    one fixed order, always on the same cells.
     """
-    order = list(cells_in_order)
-    random.Random(seed).shuffle(order)
+    rng = random.Random(seed)
+    order: list[Cell] = []
+    for repeat in sorted({cell.repeat for cell in cells_in_order}):
+        one_round = [cell for cell in cells_in_order if cell.repeat == repeat]
+        rng.shuffle(one_round)
+        order += one_round
     return order
+
+
+def run_seed(config: dict) -> int:
+    """The run's seed: ``seed`` from config, else a new one, written back into the
+    config so every job of the run (and its records) carries the same one."""
+    if config.get("seed") is None:
+        config["seed"] = secrets.randbelow(2**31)
+    return config["seed"]
 
 
 def file_digest(path: Path) -> str | None:
@@ -91,7 +107,8 @@ class Matrix:
         self.cells = cells(config)
         self.rate_cells = rate_cells(self.profiles)
         # Rate cells wait for their capacity cells, so they come after them in any order.
-        self.order = shuffled(self.cells, config["seed"]) + shuffled(self.rate_cells, config["seed"])
+        seed = run_seed(config)
+        self.order = in_rounds(self.cells, seed) + in_rounds(self.rate_cells, seed)
         self._positions = {cell.relpath: index for index, cell in enumerate(self.order, start=1)}
         self._conditions: dict[tuple, str] = {}
 

@@ -32,7 +32,7 @@ FLAG_HELP = {
         "rather than worked, so the figure is not its capacity"
     ),
     "unstable": (
-        "requests/s varied across the repeats the estimate uses more than flags.cv"
+        "requests/s varied across all ok repeats more than flags.cv (information only: it decides nothing)"
         " (where the machine's CPUs change speed, see its steadiness under Answers, that may be the machine's)"
     ),
     "cpu_contended": (

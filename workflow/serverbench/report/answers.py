@@ -24,7 +24,6 @@ def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> 
     # p99 at each fraction is in verdicts.csv; the Answers keep those a test decided.
     latency = latency[(latency["kind"] != "p99 at fraction") | latency["verdict"].isin(["lower p99", "higher p99"])]
     decided = verdicts[verdicts["verdict"].isin(["faster", "slower"])]
-    undecided = verdicts[verdicts["verdict"] == "no detectable difference"]
     excluded = verdicts[verdicts["verdict"] == "not comparable"]
     why = excluded["why"].fillna("").astype(str)
     only_skipped = why.map(lambda text: bool(SKIPPED.search(text)) and not SKIPPED.sub("", text).strip("; "))
@@ -32,12 +31,36 @@ def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> 
     not_measured = sorted({f"{server} ({reason})" for text in why for server, reason in SKIPPED.findall(text)})
     return {
         "decided": decided["sentence"].tolist(),
-        "no detectable difference": undecided["sentence"].tolist(),
-        "not comparable": excluded[~only_skipped]["sentence"].tolist(),
+        "equivalent": of(verdicts, "equivalent"),
+        "undetermined": of(verdicts, "undetermined"),
+        "described, not tested": of(verdicts, "not tested"),
+        "not comparable": grouped_reasons(excluded[~only_skipped]),
         "not measured": not_measured,
         "latency under load": latency["sentence"].tolist(),
         "speaks HTTP differently": protocol,
     }
+
+
+def headline(verdicts: pd.DataFrame) -> str:
+    """One paragraph for "which language, and with which server?": the best of each
+    language (described) and the same program serving both (tested), per condition."""
+    rows = verdicts[verdicts["kind"].isin(["best of language", "same server"]) & verdicts["ratio"].notna()]
+    return " ".join(rows.sort_values(["tool", "concurrency", "kind"])["sentence"])
+
+
+def grouped_reasons(excluded: pd.DataFrame) -> list[str]:
+    """One line per reason a comparison could not be made, listing the comparisons it stopped."""
+    by_reason: dict[str, list[str]] = {}
+    for row in excluded.itertuples():
+        who = f"{row.a} against {row.b}" if isinstance(row.b, str) else "best of each language"
+        where = f"{who} ({row.tool}, c={row.concurrency})"
+        for reason in str(row.why or "not comparable").split("; "):
+            by_reason.setdefault(reason, []).append(where)
+    return [f"{reason}: {', '.join(dict.fromkeys(cells))}" for reason, cells in by_reason.items()]
+
+
+def of(verdicts: pd.DataFrame, outcome: str) -> list[str]:
+    return verdicts[verdicts["verdict"] == outcome]["sentence"].tolist()
 
 
 def read_table(path) -> pd.DataFrame | None:

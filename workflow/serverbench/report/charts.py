@@ -19,9 +19,11 @@ import altair as alt
 import pandas as pd
 
 from serverbench.decide.comparability import comparable
+from serverbench.decide.verdicts import VERDICT_COLUMNS
 from serverbench.plan import languages
 from serverbench.plan.rates import knee_multiples
 from serverbench.plan.shapes import DEFAULT_WORKLOAD
+from serverbench.report.forest import forest_chart
 from serverbench.report.load_chart import load_chart
 from serverbench.report.names import CHARTS, METRIC_TITLES
 from serverbench.report.panels import panel_of
@@ -313,6 +315,7 @@ def build(
     workers: pd.DataFrame | None = None,
     steady: pd.DataFrame | None = None,
     latency_rows: pd.DataFrame | None = None,
+    verdicts: pd.DataFrame | None = None,
 ):
     """The chart ``name`` (one of ``report.names.CHARTS``) from the run's tables."""
     not_comparable = set(config["comparisons"]["not_comparable_flags"])
@@ -323,6 +326,9 @@ def build(
         "workers": lambda: workers_chart(workers if workers is not None else pd.DataFrame()),
         "steady": lambda: steady_chart(steady),
         "load": lambda: load_chart(latency_rows, knee_multiples(config)),
+        "forest": lambda: forest_chart(
+            verdicts if verdicts is not None else pd.DataFrame(columns=VERDICT_COLUMNS), config["comparisons"]["margin"]
+        ),  # fmt: skip
     }
     assert set(builders) == set(CHARTS), "every chart in report.names has a builder"
     if name not in builders:

@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from serverbench import files
 from serverbench.record.flags import FLAG_HELP
-from serverbench.report.answers import answers
+from serverbench.report.answers import answers, headline
 from serverbench.report.machine import steadiness_sentence
 
 # The summary's columns the page's table shows (summary.csv has them all).
@@ -104,6 +104,8 @@ def write_index(summary_csv, verdicts_csv, environment_json, charts: dict, index
     environment = json.loads(Path(environment_json).read_text()) if environment_json else {}
     context = index_context(summary, environment, charts, index_path.parent)
     conformance = pd.read_csv(conformance_csv) if conformance_csv else None
-    context["answers"] = answers(pd.read_csv(verdicts_csv), conformance)
+    verdicts = pd.read_csv(verdicts_csv)
+    context["answers"] = answers(verdicts, conformance)
+    context["headline"] = headline(verdicts)
     context["conformance"] = conformance_matrix(conformance) if conformance is not None else {}
     files.write_atomic(index_path, TEMPLATES.get_template("index.html.j2").render(**context))

@@ -9,10 +9,12 @@ METRIC_TITLES = {
     "cpu": "Server CPU",
 }
 EXTRA_TITLES = {
+    "forest": "Every comparison at a glance",
     "languages": "One language against another",
     "ceiling": "Share of the ceiling",
     "workers": "Workers over time (autoscaling)",
     "steady": "Requests/s second by second (steady state)",
     "load": "Latency against offered load (open loop)",
 }
-CHARTS = METRIC_TITLES | EXTRA_TITLES
+# The forest plot comes first on the page, right under the Answers.
+CHARTS = {"forest": EXTRA_TITLES["forest"]} | METRIC_TITLES | EXTRA_TITLES

@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 
 import pandas as pd
+from scipy import stats
 
 from serverbench.record import flags as flagging
 from serverbench.record.model import cell_status
@@ -33,12 +34,13 @@ def trimmed_mean(values) -> float | None:
     return statistics.fmean(kept) if kept else None
 
 
-def kept_cv(values) -> float | None:
-    """Coefficient of variation of the same kept values: the spread of the estimate's own inputs."""
-    kept = kept_values(values)
+def spread(values) -> float | None:
+    """Coefficient of variation of every ok repeat (trimming the best and worst would
+    hide the very spread it reports); ``unstable`` reads it, for information only."""
+    kept = [v for v in values if v is not None and not pd.isna(v)]
     if len(kept) < 2 or statistics.fmean(kept) == 0:
         return None
-    return statistics.stdev(kept) / statistics.fmean(kept)
+    return float(stats.variation(kept, ddof=1))
 
 
 def _cell_row(key, group: pd.DataFrame, thresholds: dict, confidence: float, seed: int, targets: dict) -> dict:
@@ -55,7 +57,7 @@ def _cell_row(key, group: pd.DataFrame, thresholds: dict, confidence: float, see
     row["rps_median"] = statistics.median(rps) if rps else None
     row["rps_min"] = min(rps) if rps else None
     row["rps_max"] = max(rps) if rps else None
-    row["rps_cv"] = kept_cv(rps)
+    row["rps_cv"] = spread(rps)
     row["rps_ci_low"], row["rps_ci_high"] = estimates.median_ci(rps, confidence, seed)
     row["precision_reached"] = estimates.relative_half_width(rps, confidence, seed)
     row["precision_target"] = targets.get(row["profile"])

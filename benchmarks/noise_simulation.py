@@ -1,0 +1,209 @@
+"""The old design against the new on a simulated noisy machine.
+
+Servers with known ratios (1.0 — an A/A pair —, 1.1, 1.3, 2.0 against a base)
+are measured on a machine whose CPU drops to half speed in seconds-long
+episodes, 15–70% of the time (the share itself drifting during a run), as
+this project's VMs do. Each design measures every server ``repeats`` times:
+
+- *old*: one shuffle of every (server, repeat) job with the same seed every
+  run; ratio of medians with a percentile bootstrap, Mann–Whitney, Holm, and
+  faster/slower/"no detectable difference";
+- *new*: rounds (each a new random order of every server), the rounds model
+  (``serverbench.decide.inference``), intervals at Holm's level, and
+  faster/slower/equivalent/undetermined against a 5% margin.
+
+It prints, per design and ratio: the share of runs deciding a direction (at
+1.0 that is the false-verdict rate, target ≤ 5%), the share deciding the wrong
+one, the coverage of the 95% interval per repeat count (target ≥ 93%), and the
+reversal rate between two replicate runs (target 0).
+
+    .venv/bin/python benchmarks/noise_simulation.py [--runs 400] [--repeats 3 5 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from serverbench import REPO_ROOT
+from serverbench.decide import compare, inference, stats
+from serverbench.plan import config as cfg
+
+STEP = 0.1  # seconds per step of the machine's speed trace
+JOB_SECONDS = (1.0, 2.0, 2.0)  # warm-up, measured load, start and stop: a job of the default profile
+SLOW_SPEED = 0.5
+EPISODE_SECONDS = 2.0
+RATIOS = {"base": 1.0, "alias": 1.0, "x1.1": 1.1, "x1.3": 1.3, "x2.0": 2.0}
+MARGIN = 0.05
+ALPHA = 0.05
+
+
+@dataclass
+class Machine:
+    """A CPU whose speed halves in episodes; the slow share wanders between 15% and 70%."""
+
+    rng: np.random.Generator
+
+    def trace(self, seconds: float) -> np.ndarray:
+        steps = int(seconds / STEP) + 1
+        share = np.clip(self.rng.uniform(0.15, 0.7) + np.cumsum(self.rng.normal(0, 0.01, steps)), 0.15, 0.7)
+        leave_slow = STEP / EPISODE_SECONDS
+        enter_slow = leave_slow * share / (1 - share)
+        slow = np.empty(steps, dtype=bool)
+        slow[0] = self.rng.random() < share[0]
+        draws = self.rng.random(steps)
+        for i in range(1, steps):
+            slow[i] = draws[i] >= leave_slow if slow[i - 1] else draws[i] < enter_slow[i]
+        return np.where(slow, SLOW_SPEED, 1.0)
+
+
+def measure(order: list[tuple[str, int]], machine: Machine, base_rps: float = 10_000.0) -> pd.DataFrame:
+    """Run the jobs in ``order`` on one machine trace: req/s = true rate × the mean speed
+    over the measured seconds × a small jitter."""
+    warmup, load, overhead = JOB_SECONDS
+    job = warmup + load + overhead
+    speed = machine.trace(job * len(order))
+    rows = []
+    for position, (server, repeat) in enumerate(order):
+        start = int((position * job + warmup) / STEP)
+        window = speed[start : start + int(load / STEP)]
+        jitter = math.exp(machine.rng.normal(0, 0.02))
+        rows.append((server, repeat, base_rps * RATIOS[server] * float(window.mean()) * jitter))
+    return pd.DataFrame(rows, columns=["server", "round", "rps"])
+
+
+def old_order(repeats: int) -> list[tuple[str, int]]:
+    jobs = [(server, repeat) for server in RATIOS for repeat in range(1, repeats + 1)]
+    np.random.default_rng(20261122).shuffle(jobs)  # the same seed every run
+    return jobs
+
+
+def rounds_order(repeats: int, rng: np.random.Generator) -> list[tuple[str, int]]:
+    order = []
+    for round_ in range(1, repeats + 1):
+        servers = list(RATIOS)
+        rng.shuffle(servers)
+        order += [(server, round_) for server in servers]
+    return order
+
+
+def old_verdicts(data: pd.DataFrame) -> pd.DataFrame:
+    rps = data.groupby("server")["rps"].apply(list)
+    rows = [(s, stats.compare(rps[s], rps["base"], 1 - ALPHA, 1)) for s in RATIOS if s != "base"]
+    adjusted = stats.holm([c.p_value for _, c in rows])
+    return pd.DataFrame(
+        [(s, c.ratio, c.ci_low, c.ci_high, stats.verdict(c.ratio, c.ci_low, c.ci_high, p, ALPHA))
+         for (s, c), p in zip(rows, adjusted, strict=True)],
+        columns=["server", "ratio", "low95", "high95", "outcome"],
+    )  # fmt: skip
+
+
+def new_verdicts(data: pd.DataFrame) -> pd.DataFrame:
+    by_server = {s: g.set_index("round")["rps"] for s, g in data.groupby("server")}
+    estimates = [(s, inference.estimate(by_server[s], by_server["base"])) for s in RATIOS if s != "base"]
+    _, levels = inference.holm_levels([e.p_value for _, e in estimates], ALPHA)
+    rows = []
+    for (server, estimate), level in zip(estimates, levels, strict=True):
+        low95, high95 = estimate.interval(ALPHA)
+        outcome = inference.outcome(*estimate.interval(level), MARGIN)
+        rows.append((server, estimate.ratio, low95, high95, outcome))
+    return pd.DataFrame(rows, columns=["server", "ratio", "low95", "high95", "outcome"])
+
+
+def simulate(design: str, repeats: int, runs: int, seed: int) -> pd.DataFrame:
+    """``runs`` replicate pairs of runs; one row per (pair, run, server)."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for pair in range(runs):
+        for replicate in (1, 2):
+            machine = Machine(rng)
+            if design == "old":
+                table = old_verdicts(measure(old_order(repeats), machine))
+            else:
+                table = new_verdicts(measure(rounds_order(repeats, rng), machine))
+            frames.append(table.assign(pair=pair, replicate=replicate, repeats=repeats, design=design))
+    return pd.concat(frames, ignore_index=True)
+
+
+def summarise(results: pd.DataFrame) -> pd.DataFrame:
+    """Per design, repeats and true ratio: decided, wrong, coverage, reversals."""
+    true = results["server"].map(RATIOS)
+    decided = results["outcome"].isin(["faster", "slower"])
+    results = results.assign(
+        true=true,
+        decided=decided,
+        wrong=((true > 1) & (results["outcome"] == "slower")) | ((true == 1) & decided),
+        covered=(results["low95"] <= true) & (true <= results["high95"]),
+        equivalent=results["outcome"] == "equivalent",
+    )  # fmt: skip
+    first, second = (
+        results[results["replicate"] == r].set_index(["design", "repeats", "pair", "server"]) for r in (1, 2)
+    )
+    reversed_ = first["outcome"].isin(["faster", "slower"]) & second["outcome"].isin(["faster", "slower"])
+    reversed_ &= first["outcome"] != second["outcome"]
+    reversal = reversed_.groupby(["design", "repeats", "server"]).mean().rename("reversal")
+    keys = ["design", "repeats", "server"]
+    table = results.groupby(keys)[["decided", "wrong", "covered", "equivalent"]].mean().join(reversal)
+    return table.reset_index()
+
+
+# serverbench compare on simulated pairs of runs: every server of each run shifted by its own
+# factor exp(N(0, RUN_SD)) — the drift between runs hours apart — on top of noisy repeats in rounds.
+RUN_SD = 0.1
+COMPARE_SERVERS = {"nginx-baseline": 40_000.0, "a": 20_000.0, "b": 15_000.0, "c": 9_000.0, "d": 3_500.0}
+
+
+def simulated_run(rng: np.random.Generator, repeats: int = 7, slower: str | None = None, factor: float = 1.0):
+    """(runs, summary, environment) of one simulated run at two conditions."""
+    rows = []
+    for concurrency in (2, 20):
+        drift = rng.normal(0, 0.05, repeats)  # a round's speed, shared by every server in it
+        for server, rps in COMPARE_SERVERS.items():
+            level = rps * math.exp(rng.normal(0, RUN_SD)) * (factor if server == slower else 1.0)
+            noise = rng.normal(0, 0.08, repeats)
+            for repeat in range(1, repeats + 1):
+                value = level * math.exp(drift[repeat - 1] + noise[repeat - 1])
+                rows.append(("default", "hello", "wrk", server, concurrency, repeat, "ok", value))
+    runs = pd.DataFrame(
+        rows, columns=["profile", "workload", "tool", "server", "concurrency", "repeat", "status", "rps"]
+    )
+    keys = ["profile", "workload", "tool", "server", "concurrency"]
+    summary = runs.drop_duplicates(keys)[keys].assign(status="ok", reason=None, flags="", repeats_ok=repeats)
+    return runs, summary, {}
+
+
+def compare_exits(config: dict, pairs: int, seed: int, factor: float = 1.0) -> pd.Series:
+    """Exit statuses of ``--fail-above 5%`` over ``pairs`` simulated pairs of runs (B's
+    server "a" slowed by ``factor``)."""
+    rng = np.random.default_rng(seed)
+    statuses = []
+    for _ in range(pairs):
+        before, after = simulated_run(rng), simulated_run(rng, slower="a", factor=factor)
+        table = compare.compare_sets(before, after, config, 0.05)
+        statuses.append(compare.exit_status(table, 0.05)[0])
+    return pd.Series(statuses).value_counts(normalize=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=400, help="replicate pairs of runs per design and repeat count")
+    parser.add_argument("--repeats", type=int, nargs="+", default=[3, 5, 7])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--compare-pairs", type=int, default=1000, help="simulated pairs of runs for compare")
+    args = parser.parse_args()
+    frames = [simulate(design, n, args.runs, args.seed) for design in ("old", "new") for n in args.repeats]
+    table = summarise(pd.concat(frames, ignore_index=True))
+    with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
+        print(table.to_string(index=False))
+    config = cfg.load(REPO_ROOT / "config.yaml")
+    for factor in (1.0, 0.8):
+        exits = compare_exits(config, args.compare_pairs, args.seed, factor)
+        shares = ", ".join(f"exit {code}: {share:.1%}" for code, share in sorted(exits.items()))
+        print(f"compare --fail-above 5%, runs shifted by sd {RUN_SD}, server a x{factor}: {shares}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""The forest plot: every throughput comparison of the run, its ratio with its
+interval on a log axis, the ±margin band around 1, coloured by outcome — what
+the run decided, what it found equivalent, and what it could not tell, at a
+glance."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+from serverbench.decide.pairs import LATENCY_KINDS
+
+OUTCOMES = ["faster", "slower", "equivalent", "undetermined", "not tested"]
+COLOURS = ["#1b7837", "#b2182b", "#2166ac", "#888888", "#c7a04a"]
+
+
+def forest_rows(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The throughput comparisons that have a ratio and an interval, labelled for the axis."""
+    rows = verdicts[~verdicts["kind"].isin(LATENCY_KINDS) & verdicts["ci_low"].notna() & verdicts["ratio"].notna()]
+    rows = rows.assign(
+        comparison=rows["a"] + " / " + rows["b"] + " · " + rows["kind"] + " · c=" + rows["concurrency"].astype(str),
+        confidence=(1 - rows["level"]).map(lambda c: f"{c:.3g}"),
+    )
+    return rows
+
+
+def forest_chart(verdicts: pd.DataFrame, margin: float) -> alt.LayerChart:
+    rows = forest_rows(verdicts)
+    if rows.empty:
+        return (
+            alt.Chart(pd.DataFrame({"text": ["no comparison with an interval in this run"]}))
+            .mark_text()
+            .encode(text="text:N")
+        )
+    # An unbounded rank interval (too few repeats for its level) is drawn to the edge of the axis.
+    finite = pd.concat([rows["ci_low"], rows["ci_high"]]).replace([float("inf"), 0.0], pd.NA).dropna()
+    low, high = min(finite.min(), 1 / (1 + margin)) * 0.9, max(finite.max(), 1 + margin) * 1.1
+    rows = rows.assign(ci_low=rows["ci_low"].clip(lower=low), ci_high=rows["ci_high"].clip(upper=high))
+    x = alt.X("ratio:Q", scale=alt.Scale(type="log", domain=[low, high]), title="ratio A / B (log)")
+    y = alt.Y("comparison:N", sort=None, title=None)
+    colour = alt.Color("verdict:N", scale=alt.Scale(domain=OUTCOMES, range=COLOURS), title="outcome")
+    tooltip = ["comparison", "verdict", "ratio", "ci_low", "ci_high", "confidence", "detectable_ratio", "sentence"]
+    band = (
+        alt.Chart(pd.DataFrame({"low": [1 / (1 + margin)], "high": [1 + margin]}))
+        .mark_rect(color="#dddddd", opacity=0.6)
+        .encode(x="low:Q", x2="high:Q")
+    )
+    one = alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(color="#444").encode(x="one:Q")
+    bars = alt.Chart(rows).mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", scale=x.scale), x2="ci_high:Q", y=y,
+                                                            color=colour, tooltip=tooltip)  # fmt: skip
+    points = alt.Chart(rows).mark_point(filled=True, size=50).encode(x=x, y=y, color=colour, tooltip=tooltip)
+    title = f"Every comparison: ratio and interval at its Holm level; grey band: within ±{margin:.0%} (equivalent)"
+    return (band + one + bars + points).properties(width=520, height=max(120, 18 * len(rows)), title=title)
