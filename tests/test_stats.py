@@ -178,5 +178,5 @@ def test_a_run_without_comparisons_still_has_answers(tmp_path):
     pd.DataFrame(columns=verdicts.VERDICT_COLUMNS).to_csv(path, index=False)
     assert answers(pd.read_csv(path)) == {
         "decided": [], "no detectable difference": [], "not comparable": [], "not measured": [],
-        "latency under load": [],
+        "latency under load": [], "speaks HTTP differently": [],
     }  # fmt: skip
