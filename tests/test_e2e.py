@@ -135,9 +135,7 @@ def test_verdicts_and_answers(tiny_run):
 def test_report_packs_the_run(tiny_run, tmp_path):
     results, _, _ = tiny_run
     report = tmp_path / "report.zip"
-    done = run_snakemake(
-        ["--report", str(report)], [*TINY_MATRIX, f"results={results}"], timeout=600, conformance=True
-    )
+    done = run_snakemake(["--report", str(report)], [*TINY_MATRIX, f"results={results}"], timeout=600, conformance=True)
     assert done.returncode == 0, done.stderr[-3000:]
     with zipfile.ZipFile(report) as packed:
         names = packed.namelist()
