@@ -23,7 +23,7 @@ def tiny_run(tmp_path_factory):
     require("gunicorn", "starman", "wrk")
     results = tmp_path_factory.mktemp("e2e") / "results"
     before = server_processes()
-    done = run_snakemake(["--cores", "4"], [*TINY_MATRIX, f"results={results}"], timeout=600)
+    done = run_snakemake(["--cores", "4"], [*TINY_MATRIX, f"results={results}"], timeout=600, conformance=True)
     assert done.returncode == 0, done.stderr[-3000:]
     return results, done, server_processes() - before
 
@@ -135,7 +135,7 @@ def test_verdicts_and_answers(tiny_run):
 def test_report_packs_the_run(tiny_run, tmp_path):
     results, _, _ = tiny_run
     report = tmp_path / "report.zip"
-    done = run_snakemake(["--report", str(report)], [*TINY_MATRIX, f"results={results}"], timeout=600)
+    done = run_snakemake(["--report", str(report)], [*TINY_MATRIX, f"results={results}"], timeout=600, conformance=True)
     assert done.returncode == 0, done.stderr[-3000:]
     with zipfile.ZipFile(report) as packed:
         names = packed.namelist()

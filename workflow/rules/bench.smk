@@ -9,7 +9,7 @@
 rule bench:
     input:
         # Not read: the server's conformance job runs before its cells.
-        conformance=f"{RESULTS}/conformance/{{profile}}/{{server}}.json",
+        conformance=server_conformance,
     output:
         result=f"{CELL_PATTERN}.json",
         raw=f"{CELL_PATTERN}.load.txt",

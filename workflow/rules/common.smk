@@ -93,11 +93,20 @@ def capacity_cells(wildcards):
 
 
 def conformance_results(wildcards=None):
-    """Every (profile, server) of the run's conformance result."""
+    """Every (profile, server) of the run's conformance result (none with conformance off)."""
+    if not config["conformance"]:
+        return []
     pairs = sorted({(cell.profile, cell.server) for cell in MATRIX.cells})
     return [
         f"{RESULTS}/conformance/{profile}/{server}.json" for profile, server in pairs
     ]
+
+
+def server_conformance(wildcards):
+    """The server's conformance result, which its cells wait for (none with conformance off)."""
+    if not config["conformance"]:
+        return []
+    return f"{RESULTS}/conformance/{wildcards.profile}/{wildcards.server}.json"
 
 
 def rate_cell_results(wildcards=None):

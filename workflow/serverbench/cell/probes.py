@@ -51,6 +51,9 @@ class Target:
     host: str
     port: int
     app: bool = True  # serves the apps' paths (/big, /echo, /lint), not only /
+    # The first answer and when it came: the date probe, run last, compares its Date with a
+    # later one, so the 2 s it needs pass while the other probes run.
+    first: tuple[float, Answer] | None = None
 
     def wire(self, timeout: float = 2.0) -> Wire:
         return Wire(self.host, self.port, timeout)
@@ -160,7 +163,7 @@ def head(target: Target) -> Check:
 
 
 def date(target: Target) -> Check:
-    first = target.exchange(get())
+    started, first = target.first or (time.monotonic(), target.exchange(get()))
     value = first.header("Date")
     if value is None:
         return Check("date", "fail", "no Date header", shown(get()), shown(first.raw))
@@ -168,7 +171,7 @@ def date(target: Target) -> Check:
         time.strptime(value, IMF_FIXDATE)
     except ValueError:
         return Check("date", "fail", f"Date not in IMF-fixdate form: {value!r}", shown(get()), shown(first.raw))
-    time.sleep(2.1)
+    time.sleep(max(0.0, started + 2.1 - time.monotonic()))
     later = target.exchange(get()).header("Date") or ""
     try:
         advanced = parsedate_to_datetime(later) > parsedate_to_datetime(value)
@@ -351,15 +354,19 @@ def slow_client(target: Target) -> Check:
 
 
 PROBES = [
-    keepalive_http11, http10_closes, http10_keepalive, connection_close, pipelining, head, date,
+    keepalive_http11, http10_closes, http10_keepalive, connection_close, pipelining, head,
     content_length, server_header, chunked_body, expect_continue, bad_request_line, big_header,
-    missing_host, length_and_chunked, slow_client,
+    missing_host, length_and_chunked, slow_client, date,
 ]  # fmt: skip
 
 
 def probe(host: str, port: int, app: bool = True) -> list[Check]:
     """Every probe against one server; a probe that breaks is its own failed check."""
     target = Target(host, port, app)
+    try:
+        target.first = (time.monotonic(), target.exchange(get()))
+    except (OSError, WireError):
+        pass  # the date probe asks again, and fails as a check of its own
     checks = []
     for run in PROBES:
         try:
