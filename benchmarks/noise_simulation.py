@@ -31,6 +31,8 @@ import pandas as pd
 from serverbench import REPO_ROOT
 from serverbench.decide import compare, inference, stats
 from serverbench.plan import config as cfg
+from serverbench.plan.rates import KneeBound
+from serverbench.tables import knees
 
 STEP = 0.1  # seconds per step of the machine's speed trace
 JOB_SECONDS = (1.0, 2.0, 2.0)  # warm-up, measured load, start and stop: a job of the default profile
@@ -187,12 +189,49 @@ def compare_exits(config: dict, pairs: int, seed: int, factor: float = 1.0) -> p
     return pd.Series(statuses).value_counts(normalize=True)
 
 
+# A planted knee: p99 flat at BASE_MS up to KNEE_AT of capacity, then rising steeply; every
+# repeat's p99 noisy (lognormal, sd KNEE_NOISE), one repeat in ten hit by a stall (x4).
+KNEE_FRACTIONS = (0.25, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1)
+KNEE_AT, BASE_MS, KNEE_NOISE = 0.74, 2.0, 0.25
+
+
+def planted_latency(rng: np.random.Generator, repeats: int = 3, capacity: float = 1000.0) -> pd.DataFrame:
+    rows = []
+    for fraction in KNEE_FRACTIONS:
+        for repeat in range(1, repeats + 1):
+            true = BASE_MS * (1 + max(0.0, fraction - KNEE_AT) * 60)
+            p99 = true * math.exp(rng.normal(0, KNEE_NOISE)) * (4 if rng.random() < 0.1 else 1)
+            rows.append({"fraction": fraction, "repeat": repeat, "status": "ok", "latency_p99_ms": p99, "flags": "",
+                         "offered_rps": fraction * capacity, "capacity_rps": capacity, "capacity_ci_low": None,
+                         "capacity_ci_high": None, "reason": None})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def planted_knee_rps(bound: KneeBound, capacity: float = 1000.0) -> float:
+    """Where the planted p99 curve crosses the bound (in req/s)."""
+    return (KNEE_AT + (bound.of(BASE_MS) / BASE_MS - 1) / 60) * capacity
+
+
+def knee_coverage(cases: int, seed: int, bound: KneeBound | None = None) -> dict:
+    """How often the knee's interval holds the planted knee, and how often a knee is found."""
+    bound = bound or KneeBound()
+    rng = np.random.default_rng(seed)
+    planted, held, found = planted_knee_rps(bound), 0, 0
+    for case in range(cases):
+        result = knees.knee(planted_latency(rng), bound, 0.95, seed + case)
+        found += result["knee_rps"] is not None
+        low, high = result["knee_ci_low"], result["knee_ci_high"]
+        held += low is not None and low <= planted and (high is None or planted <= high)
+    return {"cases": cases, "planted_rps": planted, "covered": held / cases, "found": found / cases}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=400, help="replicate pairs of runs per design and repeat count")
     parser.add_argument("--repeats", type=int, nargs="+", default=[3, 5, 7])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--compare-pairs", type=int, default=1000, help="simulated pairs of runs for compare")
+    parser.add_argument("--knee-cases", type=int, default=500, help="simulated servers with a planted knee")
     args = parser.parse_args()
     frames = [simulate(design, n, args.runs, args.seed) for design in ("old", "new") for n in args.repeats]
     table = summarise(pd.concat(frames, ignore_index=True))
@@ -203,6 +242,9 @@ def main() -> None:
         exits = compare_exits(config, args.compare_pairs, args.seed, factor)
         shares = ", ".join(f"exit {code}: {share:.1%}" for code, share in sorted(exits.items()))
         print(f"compare --fail-above 5%, runs shifted by sd {RUN_SD}, server a x{factor}: {shares}")
+    coverage = knee_coverage(args.knee_cases, args.seed)
+    print(f"planted knee at {coverage['planted_rps']:.0f} req/s: interval holds it in {coverage['covered']:.1%}"
+          f" of {coverage['cases']} cases")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""Repeats set by the spread, through the real workflow: a steady cell stops at
-min_repeats, one whose repeats never agree goes on to max_repeats."""
+"""Rounds set by the comparisons, through the real workflow: a profile whose
+comparison is decided stops at min_repeats rounds; one whose comparison never
+settles goes on, a whole round at a time, to max_repeats."""
 
 import json
 
@@ -9,50 +10,57 @@ import yaml
 from conftest import require, run_snakemake
 
 SINGLE = ["python", "{root}/tests/apps/single.py", "{port}"]
+PROFILE = {
+    "servers": [], "tools": ["wrk"], "concurrency": [4],
+    "repeats": 3, "precision": 0.10, "min_repeats": 3, "max_repeats": 5,
+    "duration": 1, "requests": 1000, "warmup": 0, "timeout": 5, "workers": 1, "threads": 1,
+    "backlog": 64, "server_cpus": [0], "client_cpus": [1], "memory_limit": None,
+    "ready_timeout": 15, "stop_grace": 3, "sample_interval": 0.1, "fairness": "off",
+    "time_wait_max": 10**6,
+}  # fmt: skip
 
 
 @pytest.mark.e2e
-def test_a_steady_cell_stops_early_and_a_noisy_one_reaches_max_repeats(tmp_path):
+def test_a_decided_profile_stops_early_and_an_open_one_adds_whole_rounds(tmp_path):
     require("wrk")
     results = tmp_path / "results"
+    counter = {"SERVERBENCH_TEST_COUNTER": str(tmp_path / "starts")}
     extra = {
         "catalogue": {
+            # Throughput set by sleeping: half as fast on any machine, so decided at once.
             "steady": {"language": "python", "command": [*SINGLE, "faults:steady_10ms"]},
-            "noisy": {
-                "language": "python",
-                "command": [*SINGLE, "faults:alternating"],
-                "env": {"SERVERBENCH_TEST_COUNTER": str(tmp_path / "starts")},
-            },
+            "steady-half": {"variant_of": "steady", "command": [*SINGLE, "faults:steady_20ms"]},
+            # 5 ms or 100 ms per answer by start, alternating across both names: never settles.
+            "noisy": {"language": "python", "command": [*SINGLE, "faults:alternating"], "env": counter},
+            "noisy-again": {"alias_of": "noisy"},
         },
         "profiles": {
-            "adaptive": {
-                "description": "precision-driven repeats",
-                "servers": ["steady", "noisy"], "tools": ["wrk"], "concurrency": [10],
-                "repeats": 2, "precision": 0.3, "min_repeats": 2, "max_repeats": 4,
-                "duration": 1, "requests": 1000, "warmup": 0, "timeout": 5, "workers": 1, "threads": 1,
-                "backlog": 64, "server_cpus": [0], "client_cpus": [1], "memory_limit": None,
-                "ready_timeout": 15, "stop_grace": 3, "sample_interval": 0.1, "fairness": "off",
-                "time_wait_max": 10**6,
-            }
+            "settles": {**PROFILE, "description": "a decided comparison", "servers": ["steady", "steady-half"]},
+            "never": {**PROFILE, "description": "an open comparison", "servers": ["noisy", "noisy-again"]},
         },
-    }  # fmt: skip
+        "comparisons": {"ceiling": None, "best_of_language": False},
+    }
     configfile = tmp_path / "adaptive.yaml"
     configfile.write_text(yaml.safe_dump(extra))
     done = run_snakemake(
-        # Only the table: the charts and the page are tested elsewhere.
-        ["--cores", "4", str(results / "summary.csv"), "--configfile", "config.yaml", str(configfile)],
-        ["profile=adaptive", f"results={results}"],
-        timeout=600,
+        # Only the tables: the charts and the page are tested elsewhere.
+        ["--cores", "4", str(results / "verdicts.csv"), "--configfile", "config.yaml", str(configfile)],
+        ["profile=[settles,never]", f"results={results}"],
+        timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = pd.read_csv(results / "summary.csv").set_index("server")
-    assert summary.loc["steady", "repeats"] == 2 and bool(summary.loc["steady", "precision_met"])
-    assert summary.loc["noisy", "repeats"] == 4 and not bool(summary.loc["noisy", "precision_met"])
-    assert summary.loc["noisy", "precision_reached"] > 0.3
-    decisions = results / "precision" / "adaptive" / "hello" / "wrk"
-    assert json.loads((decisions / "steady" / "c10" / "n2.json").read_text())["more"] is False
-    noisy = [json.loads((decisions / "noisy" / "c10" / f"n{n}.json").read_text()) for n in (2, 3, 4)]
-    assert [d["more"] for d in noisy] == [True, True, False]
-    assert not (decisions / "noisy" / "c10" / "n5.json").exists()
-    # Each repeat was its own job, measured by its own server start.
-    assert (tmp_path / "starts").read_text() == "4"
+    assert summary.loc["steady", "repeats"] == 3 and summary.loc["steady-half", "repeats"] == 3
+    assert summary.loc["noisy", "repeats"] == 5 and summary.loc["noisy-again", "repeats"] == 5
+    decisions = results / "precision"
+    settled = json.loads((decisions / "settles" / "n3.json").read_text())
+    assert settled["more"] is False and settled["comparisons"][0]["verdict"] == "slower"
+    assert settled["comparisons"][0]["kind"] == "variant" and settled["comparisons"][0]["state"] == "decided"
+    never = [json.loads((decisions / "never" / f"n{n}.json").read_text()) for n in (3, 4, 5)]
+    assert [d["more"] for d in never] == [True, True, False]
+    assert never[-1]["comparisons"][0]["kind"] == "A/A" and never[-1]["comparisons"][0]["state"] == "open"
+    assert not (decisions / "never" / "n6.json").exists()
+    # Each added round measured both servers, each by its own server start.
+    assert (tmp_path / "starts").read_text() == "10"
+    runs = pd.read_csv(results / "runs.csv")
+    assert sorted(runs[runs["server"] == "noisy"]["repeat"]) == [1, 2, 3, 4, 5]

@@ -206,7 +206,9 @@ def test_index_and_chart_draw_in_a_real_browser(tmp_path):
     write_index(csv, verdicts_csv, tmp_path / "environment.json", files, tmp_path / "index.html")
     html = (tmp_path / "index.html").read_text()
     assert html.index("<h2>Answers</h2>") < html.index("<iframe")
-    assert "not comparable, starman: starved" in html
+    # Each reason once, listing the comparisons it stopped (not repeated per comparison).
+    assert "Not comparable: each reason once" in html
+    assert html.count("starman: starved: 98 of 100 connections got (almost) no answer") == 1
     errors = screenshots.take_all(tmp_path / "index.html", tmp_path / "screenshots")
     assert errors == {"desktop": [], "phone": []}
     chart_errors = screenshots.screenshot(

@@ -9,15 +9,20 @@ grows, whatever the machine's speed.
 
 import json
 import math
+import sys
 
 import pandas as pd
 import pytest
 import yaml
 from conftest import require, run_snakemake, server_processes
-from serverbench.plan.rates import plan
+from serverbench import REPO_ROOT
+from serverbench.plan.rates import KneeBound, plan
 from serverbench.record.model import load_record
 from serverbench.report.index import write_index
 from serverbench.tables.knees import knee
+
+sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+import noise_simulation  # noqa: E402
 
 FRACTIONS = [0.25, 0.75, 1.0, 1.25]
 PROFILE = {
@@ -88,7 +93,7 @@ def test_rate_cells_offer_fractions_of_the_measured_capacity(latency_run):
 def test_the_knee_lies_between_three_quarters_and_beyond_capacity(latency_run):
     records = rate_records(latency_run)
     latency = pd.read_csv(latency_run / "latency.csv")
-    found = knee(latency, 3.0)
+    found = knee(latency, KneeBound(3.0, 0.0))
     assert found["knee_fraction"] in (0.75, 1.0), found
     bound = 3.0 * records[0.25].load.latency_ms.p99
     # Below capacity the rate is held and p99 stays near the 10 ms a request takes.
@@ -132,23 +137,35 @@ def test_a_rate_cell_runs_long_enough_for_its_tail_within_bounds():
     assert math.isclose(plan(measured, 1.1, spec)["offered_rps"], 2200.0)
 
 
-def test_the_knee_stops_at_the_first_fraction_out_of_bounds():
+def test_the_knee_stops_where_p99_leaves_its_bound_for_good():
     def row(fraction, p99, flags="", status="ok"):
         return {"fraction": fraction, "status": status, "latency_p99_ms": p99, "flags": flags,
                 "offered_rps": 100 * fraction, "capacity_rps": 100.0, "capacity_ci_low": 95.0,
                 "capacity_ci_high": 105.0, "reason": None}  # fmt: skip
 
-    rows = [row(0.25, 10), row(0.5, 12), row(0.75, 29), row(0.9, 31), row(1.0, 12)]
-    found = knee(pd.DataFrame(rows), 3.0)
-    # 0.9 is out of bounds (31 > 3 × 10): 1.0 coming back under does not move the knee beyond it.
-    assert (found["knee_fraction"], found["knee_rps"], found["knee_p99_ms"]) == (0.75, 75.0, 29)
-    assert "p99 31 ms at 0.9" in found["knee_note"]
-    held = knee(pd.DataFrame([row(0.25, 10), row(0.5, 11, flags="rate_not_held;thin_tail")]), 3.0)
+    def found(rows, bound=None):
+        return knee(pd.DataFrame(rows), bound or KneeBound(3.0, 0.0))
+
+    crossed = found([row(0.25, 10), row(0.5, 12), row(0.75, 29), row(0.9, 31), row(1.0, 40)])
+    assert (crossed["knee_fraction"], crossed["knee_rps"], crossed["knee_p99_ms"]) == (0.75, 75.0, 29)
+    assert "p99 31 ms at 0.9" in crossed["knee_note"] and "max(3×, +0 ms)" in crossed["knee_note"]
+    # One fraction above the bound with the next back under it is noise, not a knee.
+    spike = found([row(0.25, 10), row(0.5, 12), row(0.75, 31), row(0.9, 12), row(1.0, 13)])
+    assert spike["knee_fraction"] == 1.0 and "no knee in the range" in spike["knee_note"]
+    # The bound is max(k × base, base + Δ): a 0.2 ms base does not make a knee of 0.7 ms.
+    small = [row(0.25, 0.2), row(0.5, 0.7), row(0.75, 0.8), row(1.0, 0.9)]
+    assert found(small)["knee_fraction"] == 0.25
+    assert found(small, KneeBound(3.0, 1.0))["knee_fraction"] == 1.0
+    held = found([row(0.25, 10), row(0.5, 11, flags="rate_not_held;thin_tail")])
     assert held["knee_fraction"] == 0.25 and "rate was not held at 0.5" in held["knee_note"]
     # Three repeats at 0.5, one of them hit by a stall: the median p99 and the majority decide.
     stalled = [row(0.25, 10), row(0.5, 11), row(0.5, 900, flags="rate_not_held"), row(0.5, 12)]
-    assert knee(pd.DataFrame(stalled), 3.0)["knee_fraction"] == 0.5
-    flat = knee(pd.DataFrame([row(0.25, 10), row(0.5, 11)]), 3.0)
-    assert flat["knee_fraction"] == 0.5 and "no knee in the range" in flat["knee_note"]
-    failed = knee(pd.DataFrame([row(0.25, None, status="failed")]), 3.0)
+    assert found(stalled)["knee_fraction"] == 0.5
+    failed = found([row(0.25, None, status="failed")])
     assert failed["knee_fraction"] is None and "no latency at the lowest fraction" in failed["knee_note"]
+
+
+def test_the_knee_interval_holds_a_planted_knee():
+    """A short version of benchmarks/noise_simulation.py's planted knee (fixed seeds)."""
+    coverage = noise_simulation.knee_coverage(cases=60, seed=3)
+    assert coverage["covered"] >= 0.9 and coverage["found"] == 1.0, coverage

@@ -77,6 +77,7 @@ def _answer_after(seconds: float):
 
 # Throughput set by sleeping, not by the machine's speed: the same in every repeat.
 steady_10ms = _answer_after(0.010)
+steady_20ms = _answer_after(0.020)  # half steady_10ms's throughput, on any machine
 
 
 def _starts() -> int:
@@ -103,6 +104,18 @@ _STARTED = time.monotonic()
 def slows_down_after_3s(environ, start_response):
     """1 ms per answer for the first 3 s after the app was imported, then 20 ms."""
     time.sleep(0.001 if time.monotonic() - _STARTED < 3 else 0.020)
+    body = b"Hello World!"
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def spin_5ms_cpu(environ, start_response):
+    """5 ms of this thread's CPU time per answer, spent spinning: on any machine the
+    answers a second take is set by the CPU time the server may have, so a CPU quota
+    of 0.8 (and nothing else) makes it 0.8 times as fast."""
+    end = time.thread_time() + 0.005
+    while time.thread_time() < end:
+        pass
     body = b"Hello World!"
     start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
     return [body]

@@ -76,15 +76,17 @@ rule bench_rate:
         "../scripts/bench_cell.py"
 
 
-# Profiles with `precision`: after min_repeats, one repeat more at a time until
-# the median's interval is narrow enough or max_repeats is reached.
+# Profiles with `precision`: after min_repeats rounds, one whole round more at a
+# time (every cell of the profile, in its own random order) until each declared
+# comparison is decided or could have detected a ratio of 1 + precision, or
+# max_repeats rounds are reached.
 checkpoint precision:
     input:
-        repeats_so_far,
+        rounds_so_far,
     output:
-        f"{RESULTS}/precision/{CELL_GROUP}/n{{n}}.json",
+        f"{RESULTS}/precision/{{profile}}/n{{n}}.json",
     log:
-        f"{RESULTS}/logs/precision/{CELL_GROUP}/n{{n}}.log",
+        f"{RESULTS}/logs/precision/{{profile}}/n{{n}}.log",
     conda:
         "../../envs/workflow.yaml"
     script:

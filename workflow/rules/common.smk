@@ -114,41 +114,33 @@ def rate_cell_results(wildcards=None):
     return [f"{RESULTS}/cells/{cell.relpath}.json" for cell in MATRIX.rate_cells]
 
 
-def repeats_so_far(wildcards):
-    """The first n repeats of a cell, which its precision checkpoint judges."""
-    group = CELL_GROUP.format(**wildcards)
+def rounds_so_far(wildcards):
+    """Every cell of a profile in its first n rounds, which its precision checkpoint judges."""
     return [
-        f"{RESULTS}/cells/{group}/r{i}.json" for i in range(1, int(wildcards.n) + 1)
+        f"{RESULTS}/cells/{cell.relpath}.json"
+        for n in range(1, int(wildcards.n) + 1)
+        for cell in MATRIX.round_of(wildcards.profile, n)
     ]
 
 
 def cell_results(wildcards=None):
-    """Every repeat's result; a precision-driven cell's further repeats appear as
-    its checkpoint asks for them."""
+    """Every cell's result; a precision-driven profile's further rounds appear as
+    its checkpoint asks for them, a whole round at a time."""
     files = [f"{RESULTS}/cells/{cell.relpath}.json" for cell in MATRIX.cells]
-    for first in MATRIX.groups():
-        profile = MATRIX.profiles[first.profile]
+    for name, profile in MATRIX.profiles.items():
         if not profile.precision:
             continue
-        group = first.relpath.rsplit("/", 1)[0]
         n = profile.planned_repeats
         while True:
-            decision = checkpoints.precision.get(**cell_wildcards(first), n=n).output[0]
+            decision = checkpoints.precision.get(profile=name, n=n).output[0]
             if not json.loads(Path(decision).read_text())["more"]:
                 break
             n += 1
-            files.append(f"{RESULTS}/cells/{group}/r{n}.json")
+            files += [
+                f"{RESULTS}/cells/{cell.relpath}.json"
+                for cell in MATRIX.round_of(name, n)
+            ]
     return files
-
-
-def cell_wildcards(cell):
-    return {
-        "profile": cell.profile,
-        "workload": cell.workload,
-        "tool": cell.tool,
-        "server": cell.server,
-        "concurrency": str(cell.concurrency),
-    }
 
 
 def cell_threads(wildcards):

@@ -1,16 +1,14 @@
-"""Decides whether a cell needs another repeat (serverbench.decide.adaptive)."""
+"""Decides whether a profile needs another round (serverbench.decide.adaptive)."""
 
 import json
 
-from serverbench.decide.adaptive import needs_another_repeat
+from serverbench.decide.adaptive import needs_another_round
 from serverbench.files import write_atomic
-from serverbench.plan.config import effective_profile
 
-config = snakemake.config  # noqa: F821 (injected by Snakemake)
-decision = needs_another_repeat(
-    list(snakemake.input),  # noqa: F821
-    effective_profile(config, snakemake.wildcards.profile),  # noqa: F821
-    config["comparisons"]["confidence"],
-    config["seed"],
+decision = needs_another_round(
+    list(snakemake.input),  # noqa: F821 (injected by Snakemake)
+    snakemake.config,  # noqa: F821
+    snakemake.wildcards.profile,  # noqa: F821
+    int(snakemake.wildcards.n),  # noqa: F821
 )
 write_atomic(snakemake.output[0], json.dumps(decision, indent=2) + "\n")  # noqa: F821

@@ -80,7 +80,7 @@ def assemble(config: dict, cell: Cell, profile: Profile, outcome: Outcome, parts
         raw=Raw(load=files.raw.name, server_log=files.server_log.name),
         # The harness's own interpreter (a fact of the run, not a language compared).
         harness=dataclasses.replace(Harness.from_dict(placement), version=__version__, python=sys.version.split()[0]),
-        order=Order(seed=config["seed"], position=outcome.position),
+        order=Order(seed=config["seed"], round=cell.repeat, position=outcome.position),
         config_sha256=config_hash(config),
         environment=os.path.relpath(Path(config["results"]) / "environment.json", files.record.parent),
         scaling=Scaling.from_dict(profile.scaling),

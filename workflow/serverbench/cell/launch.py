@@ -165,6 +165,7 @@ class Launch:
         limits = {
             "cpus": list(self.profile.server_cpus),
             "memory_limit": self.profile.memory_limit,
+            "cpu_quota": self.spec.get("cpu_quota"),
             "label": f"serverbench-{self.cell.server}",
         }
         if self.in_docker:
@@ -218,6 +219,7 @@ class Launch:
             self.argv,
             name=self.isolation.container,
             cpus=self.isolation.cpus,
+            cpu_quota=self.isolation.cpu_quota,
             memory_limit=self.isolation.memory_limit,
             nofile=self.isolation.nofile,
             mounts=[self.rundir],

@@ -6,11 +6,11 @@ is a different machine, and that drift between runs is larger than the spread
 within one. So each run is first normalised by something it measured itself
 (each server against the run's ceiling at the same condition, from the rounds
 model), and the interval of a change B/A carries, beside both runs' own error,
-the run-to-run variance the two runs' other servers show (their changes'
-excess over their own error, a moment estimate about zero, with a t quantile
-on as many degrees of freedom as cells it came from). Holm's procedure across
-the matched cells sets each interval's level; the outcome is read against the
-margin.
+the run-to-run variance the two runs' other servers show (their median
+absolute change about zero, less their own error: robust to the one server
+that did change; a t quantile on as many degrees of freedom as cells it came
+from). Holm's procedure across the matched cells sets each interval's level;
+the outcome is read against the margin.
 
 ``--fail-above 5%`` exits 1 when some cell is shown slower by more than 5%
 (its whole interval below 0.95), 0 when every cell is shown within 5%, and 3
@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy import stats
+from statsmodels.robust.scale import mad
 
 from serverbench import REPO_ROOT
 from serverbench.decide import inference
@@ -71,6 +72,21 @@ def read_set(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
         pd.read_csv(path / "summary.csv"),
         json.loads(environment.read_text()) if environment.exists() else {},
     )
+
+
+def control_outcomes(path: Path, name: str) -> list[str]:
+    """The A/A control's outcomes in a result set's verdicts.csv, one line each: what the
+    run said about the same server measured twice (never faster or slower, if it holds)."""
+    verdicts = Path(path) / "verdicts.csv"
+    if not verdicts.exists():
+        return []
+    table = pd.read_csv(verdicts)
+    rows = table[table["kind"] == "A/A"]
+    return [
+        f"{name}: {row.a} / {row.b} ({row.tool}, c={row.concurrency}): {row.verdict}"
+        + ("" if pd.isna(row.ratio) else f", {row.ratio:.3f}× [{row.ci_low:.3f}, {row.ci_high:.3f}]")
+        for row in rows.itertuples()
+    ]
 
 
 def _excluded_because(summary: pd.DataFrame, key: tuple, excluded: set[str]) -> list[str]:
@@ -126,17 +142,20 @@ def _reference(config: dict, key: tuple, comparable: set[tuple]) -> str | None:
 def _run_sd(changes: dict[tuple, Change], key: tuple) -> tuple[float, float]:
     """The run-to-run spread of a change, from the cells of the two runs' other servers.
 
-    Under "nothing changed" every other cell's change is drift between the runs, so
-    its square, less its within-run variance, estimates that drift's variance —
-    about zero, not about the cells' mean: a shift common to every cell (the
-    reference's own drift) is run-to-run variance too. Returns the spread and the
-    degrees of freedom of its estimate (infinite when assumed).
+    Under "nothing changed" every other cell's change is drift between the runs,
+    centred on zero, not on the cells' mean: a shift common to every cell (the
+    reference's own drift) is run-to-run variance too. The spread is their median
+    absolute change about zero (statsmodels' MAD, robust to the one server that
+    did change, which would otherwise widen every other cell's interval), less
+    their typical within-run error. Returns the spread and the degrees of freedom
+    of its estimate (infinite when assumed).
     """
     others = [c for k, c in changes.items() if k[3] != key[3]]
     if len(others) < MIN_CELLS_FOR_RUN_SD:
         return ASSUMED_RUN_SD, math.inf
-    excess = np.mean([c.log_change**2 - c.within_var for c in others])
-    return math.sqrt(max(0.0, float(excess))), float(len(others))
+    spread = float(mad(np.array([c.log_change for c in others]), center=0))
+    excess = spread**2 - float(np.median([c.within_var for c in others]))
+    return math.sqrt(max(0.0, excess)), float(len(others))
 
 
 def compare_sets(a: tuple, b: tuple, config: dict, margin: float | None = None) -> pd.DataFrame:
@@ -267,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
     out = sys.stdout
     if differences and args.format != "csv":
         out.write("Environments differ:\n" + "".join(f"  {line}\n" for line in differences) + "\n")
+    controls = control_outcomes(args.a, "A") + control_outcomes(args.b, "B")
+    if controls and args.format != "csv":
+        out.write("A/A control (the same server twice in one run):\n" + "".join(f"  {c}\n" for c in controls) + "\n")
     out.write(render(table, args.format))
     if args.fail_above is None:
         return 0

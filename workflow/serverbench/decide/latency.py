@@ -8,7 +8,7 @@ import pandas as pd
 
 from serverbench.decide import stats
 from serverbench.decide.pairs import best_of_languages, declared_pairs
-from serverbench.plan.rates import knee_multiples
+from serverbench.plan.rates import knee_bounds
 from serverbench.tables.knees import by_fraction, interpolated_p99, knee
 
 BEST_KNEE = "best of language (highest knee)"
@@ -26,10 +26,10 @@ def latency_verdicts(latency: pd.DataFrame, config: dict) -> list[dict]:
     """Rows for verdicts.csv: each server's knee, and for each declared pair of servers with a
     knee the knees' ratio and p99 at equal fractions and at equal offered load (before Holm)."""
     confidence, seed = config["comparisons"]["confidence"], config["seed"]
-    multiples, rows = knee_multiples(config), []
+    bounds, rows = knee_bounds(config), []
     for condition, servers in _server_groups(latency).items():
         base = dict(zip(["profile", "workload", "tool", "concurrency"], condition, strict=True))
-        found = {name: knee(group, multiples[base["profile"]]) for name, group in servers.items()}
+        found = {name: knee(group, bounds[base["profile"]], confidence, seed) for name, group in servers.items()}
         languages = {name: group["language"].iloc[0] for name, group in servers.items()}
         for name in sorted(servers):
             rows.append({**base, "kind": "knee", "a": name, "language_a": languages[name], **_knee_row(found[name])})
@@ -53,7 +53,8 @@ def latency_pairs(config: dict, found: dict) -> list[tuple[str, str, str]]:
 def _knee_row(found: dict) -> dict:
     if found["knee_rps"] is None:
         return {"verdict": "not measured", "why": found["knee_note"]}
-    return {"median_a": found["knee_rps"], "verdict": "measured", "why": found["knee_note"]}
+    return {"median_a": found["knee_rps"], "ci_low": found["knee_ci_low"], "ci_high": found["knee_ci_high"],
+            "verdict": "measured", "why": found["knee_note"]}  # fmt: skip
 
 
 def _knee_ratio(a: dict, b: dict) -> dict:

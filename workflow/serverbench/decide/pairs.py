@@ -5,7 +5,9 @@
 - *named*: pairs listed in ``comparisons.pairs``;
 - *ceiling*: every server against ``comparisons.ceiling``;
 - *A/A*: a catalogue alias (``alias_of``) against its original: the same
-  server twice, whose outcome must never be faster or slower.
+  server twice, whose outcome must never be faster or slower;
+- *variant*: a catalogue variant (``variant_of``: another version or
+  configuration of a server) against its original, in the same rounds.
 Languages come from the catalogue (``plan.languages``): any two compared ones.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 from serverbench.plan import languages
 
 AA = "A/A"
+VARIANT = "variant"
 # The kinds of a verdicts.csv row about latency under load (decide.latency), not throughput.
 LATENCY_KINDS = ("knee", "knee ratio", "p99 at fraction", "p99 at equal load")
 
@@ -30,11 +33,14 @@ def declared_pairs(config: dict, servers: list[str]) -> list[tuple[str, str, str
         elif spec["families"] and same_family:
             pairs.append(("family", a, b))
     pairs += [("named", a, b) for a, b in spec["pairs"] if a in servers and b in servers]
-    aliases = {server: catalogue[server]["alias_of"] for server in servers if catalogue[server].get("alias_of")}
-    pairs += [(AA, alias, original) for alias, original in aliases.items() if original in servers]
+    copies = {}
+    for kind, key in ((AA, "alias_of"), (VARIANT, "variant_of")):
+        found = {server: catalogue[server][key] for server in servers if catalogue[server].get(key)}
+        pairs += [(kind, copy, original) for copy, original in found.items() if original in servers]
+        copies.update(found)
     ceiling = spec["ceiling"]
     if ceiling in servers:
-        pairs += [("ceiling", server, ceiling) for server in servers if server not in (ceiling, *aliases)]
+        pairs += [("ceiling", server, ceiling) for server in servers if server not in (ceiling, *copies)]
     return pairs
 
 

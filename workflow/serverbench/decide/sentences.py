@@ -26,6 +26,11 @@ def _claim(row: dict, interval: str, config: dict) -> str:
     if row["kind"] == "same server":
         first, second = title(config, row["language_a"]), title(config, row["language_b"])
         return f"{a} serves {first} at {times} the requests/s the same server ({b}) serves {second} ({interval})"
+    if row["kind"] == "A/A":
+        same = f"the same server as {b} under a second name (A/A control)"
+        return f"{a}, {same}, serves {times} its requests/s ({interval})"
+    if row["kind"] == "variant":
+        return f"{a}, a variant of {b} measured in the same rounds, serves {times} its requests/s ({interval})"
     who_a, who_b = _who(config, a, row["language_a"]), _who(config, b, row["language_b"])
     return f"{who_a} serves {times} the requests/s of {who_b} ({interval})"
 
@@ -72,7 +77,11 @@ def latency_sentence(row: dict, confidence: float) -> str:
     if row["kind"] == "knee":
         if row["verdict"] != "measured":
             return f"{where}: {a} has no knee figure{why}"
-        return f"{where}: {a} answers within its p99 bound up to {row['median_a']:,.0f} req/s{why}"
+        low, high = row.get("ci_low"), row.get("ci_high")
+        known = low is not None and not pd.isna(low)
+        upper = f"{high:,.0f}" if high is not None and not pd.isna(high) else "beyond the range measured"
+        interval = f" (knee between {low:,.0f} and {upper} req/s at {confidence:.0%})" if known else ""
+        return f"{where}: {a} answers within its p99 bound up to {row['median_a']:,.0f} req/s{interval}{why}"
     if row["verdict"] == "not comparable":
         return f"{where}, {a} against {b}, {row['kind']}: not comparable{why}"
     times = f"{row['ratio']:.2f}×"

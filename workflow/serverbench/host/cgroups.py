@@ -85,6 +85,9 @@ class Isolation:
     cpus: list[int]
     memory_limit: int | None = None
     label: str = "serverbench"
+    # CPUs' worth of time (cpu.cfs_quota_us / cpu.max), such as 0.8: a variant held
+    # to a known share of another's CPU (a regression planted on any machine).
+    cpu_quota: float | None = None
     groups: list[Path] = field(default_factory=list)
     method: str = "affinity"
     problem: str | None = None
@@ -130,6 +133,12 @@ class Isolation:
                 memsw = path / "memory.memsw.limit_in_bytes"
                 if memsw.exists():
                     write_checked(memsw, str(self.memory_limit), same_bytes)
+        if self.cpu_quota:
+            base = self.root / "cpu" / _own_cgroup("cpu", self.self_cgroup)
+            # Where cpu and cpuacct are mounted together, the cpuacct group above is this one.
+            path = base / name if (base / name).is_dir() else self._mkgroup(base, name)
+            write_checked(path / "cpu.cfs_period_us", str(CFS_PERIOD_US))
+            write_checked(path / "cpu.cfs_quota_us", str(cfs_quota_us(self.cpu_quota)))
 
     def _setup_v2(self, name: str) -> None:
         base = self._v2_base()
@@ -140,6 +149,8 @@ class Isolation:
             # Swap would hide the limit; where swap is accounted, allow none.
             if (path / "memory.swap.max").exists():
                 write_checked(path / "memory.swap.max", "0")
+        if self.cpu_quota:
+            write_checked(path / "cpu.max", f"{cfs_quota_us(self.cpu_quota)} {CFS_PERIOD_US}")
 
     def _v2_base(self) -> Path:
         """The group the server's group goes under, its controllers enabled for children.
@@ -238,6 +249,7 @@ class Isolation:
             "problem": self.problem,
             "cpus": self.cpus,
             "memory_limit_bytes": self.memory_limit,
+            "cpu_quota": self.cpu_quota,
             "nofile": self.nofile,
             "cgroups": [str(g) for g in self.groups],
         }
@@ -254,6 +266,11 @@ class Isolation:
 CFS_PERIOD_US = 100_000
 
 
+def cfs_quota_us(cpus: float) -> int:
+    """A quota of ``cpus`` CPUs' worth of time per CFS period (at least the kernel's 1 ms)."""
+    return max(1000, round(cpus * CFS_PERIOD_US))
+
+
 class CpuQuota:
     """A CPU-time quota for one process tree (cgroup v1 ``cpu.cfs_quota_us``,
     v2 ``cpu.max``): ``cpus`` CPUs' worth of time, such as 0.25. Used to give
@@ -266,7 +283,7 @@ class CpuQuota:
         self.label = label
 
     def __enter__(self) -> CpuQuota:
-        quota = max(1000, round(self.cpus * CFS_PERIOD_US))
+        quota = cfs_quota_us(self.cpus)
         name = f"{self.label}-{uuid.uuid4().hex[:8]}"
         if cgroup_version() == 2:
             self.group = CGROUP_ROOT / _own_cgroup(None) / name

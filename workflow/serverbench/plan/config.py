@@ -189,17 +189,23 @@ def normalise_overrides(config: dict) -> dict:
 
 
 def expand_aliases(config: dict) -> None:
-    """Fill each catalogue alias (``alias_of``) from its original: the same server under a
-    second name, without the product and family that would pair it with other servers."""
+    """Fill each catalogue alias (``alias_of``: the same server under a second name) and
+    variant (``variant_of``: a version or configuration of another) from its original,
+    without the product and family that would pair it with other servers; the
+    entry's own keys override the original's."""
     catalogue = config.get("catalogue") or {}
     for name, entry in catalogue.items():
-        original = entry.get("alias_of") if isinstance(entry, dict) else None
-        if original is None:
+        if not isinstance(entry, dict):
             continue
-        if original not in catalogue or "alias_of" in catalogue[original]:
-            raise ConfigError(f"catalogue.{name}.alias_of", f"{original!r} is not a catalogue server (nor an alias)")
-        copied = {key: value for key, value in catalogue[original].items() if key not in ("product", "family")}
-        catalogue[name] = {**copied, **entry}
+        for key in ("alias_of", "variant_of"):
+            original = entry.get(key)
+            if original is None:
+                continue
+            if original not in catalogue or {"alias_of", "variant_of"} & set(catalogue[original]):
+                raise ConfigError(f"catalogue.{name}.{key}", f"{original!r} is not a catalogue server (nor a copy)")
+            copied = {k: v for k, v in catalogue[original].items() if k not in ("product", "family")}
+            catalogue[name] = {**copied, **entry}
+            break
 
 
 def validate(config: dict) -> dict:

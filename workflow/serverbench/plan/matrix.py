@@ -22,13 +22,20 @@ from serverbench.plan.shapes import Cell, Profile
 
 
 def planned_repeats(profile: dict) -> int:
-    """Repeats every cell of a (requested) profile gets before any precision is judged."""
+    """Rounds every cell of a (requested) profile gets before any precision is judged."""
     return (profile["min_repeats"] or profile["repeats"]) if profile["precision"] else profile["repeats"]
 
 
-def cells(config: dict) -> list[Cell]:
-    """Every planned cell of the selected profiles, in a stable order (repeats a
-    precision-driven profile adds later are not planned: see Matrix.adaptive)."""
+def possible_repeats(profile: dict) -> int:
+    """Rounds a profile may reach: ``max_repeats`` where precision adds rounds."""
+    if not profile["precision"]:
+        return planned_repeats(profile)
+    return max(planned_repeats(profile), profile["max_repeats"] or profile["repeats"])
+
+
+def cells(config: dict, rounds=planned_repeats) -> list[Cell]:
+    """Every planned cell of the selected profiles, in a stable order (rounds a
+    precision-driven profile may add later are in ``cells(config, possible_repeats)``)."""
     out = []
     for profile_name in selected_profiles(config):
         profile = requested_profile(config, profile_name)
@@ -36,7 +43,7 @@ def cells(config: dict) -> list[Cell]:
             for tool in profile["tools"]:
                 for server in profile["servers"]:
                     for concurrency in profile["concurrency"]:
-                        for repeat in range(1, planned_repeats(profile) + 1):
+                        for repeat in range(1, rounds(profile) + 1):
                             out.append(Cell(profile_name, tool, server, concurrency, repeat, workload))
     return out
 
@@ -105,16 +112,22 @@ class Matrix:
             name: effective_profile(config, name) for name in selected_profiles(config)
         }
         self.cells = cells(config)
+        # With the rounds precision may add: each has its own place in the order.
+        self.possible_cells = cells(config, possible_repeats)
         self.rate_cells = rate_cells(self.profiles)
         # Rate cells wait for their capacity cells, so they come after them in any order.
         seed = run_seed(config)
-        self.order = in_rounds(self.cells, seed) + in_rounds(self.rate_cells, seed)
+        self.order = in_rounds(self.possible_cells, seed) + in_rounds(self.rate_cells, seed)
         self._positions = {cell.relpath: index for index, cell in enumerate(self.order, start=1)}
         self._conditions: dict[tuple, str] = {}
 
     def groups(self) -> list[Cell]:
         """One cell per measured condition (its first repeat), in the stable order."""
         return [cell for cell in self.cells if cell.repeat == 1]
+
+    def round_of(self, profile: str, repeat: int) -> list[Cell]:
+        """Every cell of a profile in one round (planned or added by precision)."""
+        return [cell for cell in self.possible_cells if cell.profile == profile and cell.repeat == repeat]
 
     def capacity_cells(self, profile: str, workload: str, server: str) -> list[Cell]:
         """The closed-loop cells a server's capacity is measured by (every tool and concurrency)."""

@@ -8,8 +8,26 @@ the profile's min and max duration.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 DEFAULT_KNEE_MULTIPLE = 3.0  # the schema's default of open_loop.knee_p99_multiple
+DEFAULT_KNEE_DELTA_MS = 1.0  # the schema's default of open_loop.knee_p99_delta_ms
+
+
+@dataclass(frozen=True)
+class KneeBound:
+    """How far p99 may rise above its value at the lowest fraction before the knee:
+    ``max(multiple × base, base + delta_ms)`` (the delta keeps a sub-millisecond
+    base from making a knee of a fraction of a millisecond's jitter)."""
+
+    multiple: float = DEFAULT_KNEE_MULTIPLE
+    delta_ms: float = DEFAULT_KNEE_DELTA_MS
+
+    def of(self, base_ms: float) -> float:
+        return max(self.multiple * base_ms, base_ms + self.delta_ms)
+
+    def describe(self) -> str:
+        return f"max({self.multiple:g}×, +{self.delta_ms:g} ms)"
 
 
 def plan(measured: dict, fraction: float, spec: dict) -> dict:
@@ -29,9 +47,12 @@ def plan(measured: dict, fraction: float, spec: dict) -> dict:
     }
 
 
-def knee_multiples(config: dict) -> dict[str, float]:
-    """Each profile's knee bound (open_loop.knee_p99_multiple), for the tables and the chart."""
-    return {
-        name: (profile.get("open_loop") or {}).get("knee_p99_multiple", DEFAULT_KNEE_MULTIPLE)
-        for name, profile in config["profiles"].items()
-    }
+def knee_bounds(config: dict) -> dict[str, KneeBound]:
+    """Each profile's knee bound (open_loop.knee_p99_multiple and knee_p99_delta_ms)."""
+    bounds = {}
+    for name, profile in config["profiles"].items():
+        spec = profile.get("open_loop") or {}
+        bounds[name] = KneeBound(
+            spec.get("knee_p99_multiple", DEFAULT_KNEE_MULTIPLE), spec.get("knee_p99_delta_ms", DEFAULT_KNEE_DELTA_MS)
+        )
+    return bounds

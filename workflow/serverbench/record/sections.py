@@ -178,7 +178,10 @@ Limits = optional_section(
 # Open-ended: keys a section does not declare (from an older record) are kept in ``extra``.
 
 Order = optional_section(
-    "Order", "Where the cell stood in its matrix's seeded random order (1 = first).", True, ints="seed position"
+    "Order",
+    "The run's seed, the round the cell was measured in, and where it stood in the seeded order (1 = first).",
+    True,
+    ints="seed round position",
 )
 Harness = optional_section(
     "Harness",
@@ -216,6 +219,7 @@ IsolationSection = optional_section(
     bools="limits_enforced",
     lists="cpus cgroups server_cpus client_cpus",
     ints="memory_limit_bytes nofile",
+    floats="cpu_quota",
 )
 Image = optional_section(
     "Image", "The container image the server ran in (isolation: docker).", True,

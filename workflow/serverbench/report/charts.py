@@ -21,7 +21,7 @@ import pandas as pd
 from serverbench.decide.comparability import comparable
 from serverbench.decide.verdicts import VERDICT_COLUMNS
 from serverbench.plan import languages
-from serverbench.plan.rates import knee_multiples
+from serverbench.plan.rates import knee_bounds
 from serverbench.plan.shapes import DEFAULT_WORKLOAD
 from serverbench.report.forest import forest_chart
 from serverbench.report.load_chart import load_chart
@@ -325,7 +325,7 @@ def build(
         "ceiling": lambda: ceiling_chart(summary, config),
         "workers": lambda: workers_chart(workers if workers is not None else pd.DataFrame()),
         "steady": lambda: steady_chart(steady),
-        "load": lambda: load_chart(latency_rows, knee_multiples(config)),
+        "load": lambda: load_chart(latency_rows, knee_bounds(config)),
         "forest": lambda: forest_chart(
             verdicts if verdicts is not None else pd.DataFrame(columns=VERDICT_COLUMNS), config["comparisons"]["margin"]
         ),  # fmt: skip

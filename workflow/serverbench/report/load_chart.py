@@ -12,14 +12,14 @@ from serverbench.tables.columns import LATENCY_COLUMNS
 from serverbench.tables.knees import knees
 
 
-def _load_points(latency_rows: pd.DataFrame, multiples: dict) -> pd.DataFrame:
+def _load_points(latency_rows: pd.DataFrame, bounds: dict) -> pd.DataFrame:
     """Per server and fraction: median p50 and p99 of the ok rate cells, and whether it is the knee."""
     ok = latency_rows[(latency_rows["status"] == "ok") & latency_rows["latency_p99_ms"].notna()]
     keys = ["profile", "workload", "tool", "server", "language", "fraction"]
     points = ok.groupby(keys, as_index=False).agg(
         offered_rps=("offered_rps", "median"), p50=("latency_p50_ms", "median"), p99=("latency_p99_ms", "median")
     )
-    found = knees(latency_rows, multiples).set_index(["profile", "workload", "server"])["knee_fraction"]
+    found = knees(latency_rows, bounds).set_index(["profile", "workload", "server"])["knee_fraction"]
     knee_of = found.reindex(pd.MultiIndex.from_frame(points[["profile", "workload", "server"]])).to_numpy()
     points["knee"] = points["fraction"] == knee_of
     long = points.melt(
@@ -34,12 +34,12 @@ def _fraction_axis(data: pd.DataFrame) -> alt.Axis:
     return alt.Axis(values=sorted({float(f) for f in data["fraction"]}), format=".2~f")
 
 
-def load_chart(latency_rows: pd.DataFrame | None, multiples: dict | None = None) -> alt.HConcatChart:
+def load_chart(latency_rows: pd.DataFrame | None, bounds: dict | None = None) -> alt.HConcatChart:
     """p99 (thick) and p50 (thin) against offered req/s and against the fraction of each server's own
     capacity; a line per server, dashed by language, log latency; the knee a filled diamond."""
     rows = latency_rows if latency_rows is not None else pd.DataFrame(columns=LATENCY_COLUMNS)
     data = (
-        _load_points(rows, multiples or {})
+        _load_points(rows, bounds or {})
         if len(rows)
         else pd.DataFrame(
             columns=["panel", "server", "language", "fraction", "offered_rps", "knee", "percentile", "ms"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from serverbench import files
-from serverbench.plan.rates import knee_multiples
+from serverbench.plan.rates import knee_bounds
 from serverbench.plan.tools import closed_loop_tools
 from serverbench.tables.knees import with_knees
 from serverbench.tables.latency import latency_table
@@ -20,11 +20,10 @@ def write_tables(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The run's tables; rate cells (``rate_paths``) go to latency.csv, their knees into summary.csv."""
     runs = load_runs(paths)
-    targets = {name: profile.get("precision") for name, profile in config["profiles"].items()}
     closed = closed_loop_tools(config)
-    summary = summarise(runs, config["flags"], config["comparisons"]["confidence"], config["seed"], targets, closed)
+    summary = summarise(runs, config["flags"], config["comparisons"]["confidence"], config["seed"], closed)
     rates = latency_table(rate_paths)
-    summary = with_knees(summary, rates, knee_multiples(config))
+    summary = with_knees(summary, rates, knee_bounds(config), config["comparisons"]["confidence"], config["seed"])
     if latency_csv is not None:
         files.write_atomic(latency_csv, rates.to_csv(index=False))
     files.write_atomic(runs_csv, runs.to_csv(index=False))

@@ -24,12 +24,13 @@ AVERAGED_COLUMNS = [
 CONTEXT_COLUMNS = ["family", "keepalive", "http_version", "server_version", "interpreter", "server_cpus", "scaled"]
 RPS_COLUMNS = ["rps_trimmed_mean", "rps_median", "rps_ci_low", "rps_ci_high", "rps_min", "rps_max", "rps_cv"]
 # The CI half-width of the median as a share of it; the profile's target (precision); whether it was met.
-PRECISION_COLUMNS = ["precision_reached", "precision_target", "precision_met"]
+PRECISION_COLUMNS = ["precision_reached"]
 # The median p99 latency of the repeats with its bootstrap interval.
 P99_COLUMNS = ["latency_p99_median", "latency_p99_ci_low", "latency_p99_ci_high"]
 # A server's capacity and knee where rate cells ran (serverbench.tables.latency), on its capacity cell's row.
 KNEE_COLUMNS = [
-    "capacity_rps", "capacity_ci_low", "capacity_ci_high", "knee_fraction", "knee_rps", "knee_p99_ms", "knee_note",
+    "capacity_rps", "capacity_ci_low", "capacity_ci_high", "knee_fraction", "knee_rps", "knee_ci_low", "knee_ci_high",
+    "knee_p99_ms", "knee_note",
 ]  # fmt: skip
 SUMMARY_COLUMNS = [
     *CELL_KEYS,

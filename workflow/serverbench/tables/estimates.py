@@ -1,8 +1,12 @@
-"""Estimates from one cell's repeats: the median with a bootstrap confidence
-interval, and the precision it reached (half the interval's width, as a share).
+"""Estimates from one cell's repeats: the median with its distribution-free
+confidence interval, and the precision it reached (half the interval's width,
+as a share).
 
-SciPy's ``stats.bootstrap`` does the work; it draws from a generator seeded by
-the run's seed, so the same results give the same intervals.
+The interval is a pair of order statistics whose coverage is at least the
+level asked (SciPy's ``stats.quantile_test``, the binomial interval for a
+quantile). Fewer than 6 repeats cannot cover a median at 95%: the interval is
+then unbounded (None), which is the honest answer — a percentile bootstrap of
+3 to 7 repeats returns a pair of order statistics covering only 75–94%.
 """
 
 from __future__ import annotations
@@ -10,26 +14,23 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-RESAMPLES = 2000
-
 
 def clean(values) -> np.ndarray:
     array = np.asarray([v for v in values if v is not None], dtype=float)
     return array[~np.isnan(array)]
 
 
-def median_ci(values, confidence: float, seed: int) -> tuple[float | None, float | None]:
-    """A percentile-bootstrap confidence interval of the median (None with fewer than 2 values)."""
+def median_ci(values, confidence: float, seed: int = 0) -> tuple[float | None, float | None]:
+    """The median's interval from order statistics, covering at least ``confidence``
+    (None where the repeats are too few for that coverage). ``seed`` is unused: the
+    interval is exact, and kept for callers that pass the run's seed."""
     data = clean(values)
     if len(data) < 2:
         return None, None
-    if np.all(data == data[0]):
-        return float(data[0]), float(data[0])
-    result = stats.bootstrap(
-        (data,), np.median, confidence_level=confidence, n_resamples=RESAMPLES,
-        method="percentile", rng=np.random.default_rng(seed),
-    )  # fmt: skip
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+    interval = stats.quantile_test(data, q=float(np.median(data)), p=0.5).confidence_interval(confidence)
+    if not (np.isfinite(interval.low) and np.isfinite(interval.high)):
+        return None, None
+    return float(interval.low), float(interval.high)
 
 
 def relative_half_width(values, confidence: float, seed: int) -> float | None:

@@ -43,7 +43,7 @@ def spread(values) -> float | None:
     return float(stats.variation(kept, ddof=1))
 
 
-def _cell_row(key, group: pd.DataFrame, thresholds: dict, confidence: float, seed: int, targets: dict) -> dict:
+def _cell_row(key, group: pd.DataFrame, thresholds: dict, confidence: float, seed: int) -> dict:
     """One row of summary.csv (columns: model.SUMMARY_COLUMNS) from a cell's repeats."""
     ok = group[group["status"] == "ok"]
     rps = ok["rps"].tolist()
@@ -60,11 +60,6 @@ def _cell_row(key, group: pd.DataFrame, thresholds: dict, confidence: float, see
     row["rps_cv"] = spread(rps)
     row["rps_ci_low"], row["rps_ci_high"] = estimates.median_ci(rps, confidence, seed)
     row["precision_reached"] = estimates.relative_half_width(rps, confidence, seed)
-    row["precision_target"] = targets.get(row["profile"])
-    if row["precision_target"] is not None:
-        row["precision_met"] = (
-            row["precision_reached"] is not None and row["precision_reached"] <= row["precision_target"]
-        )
     p99 = ok["latency_p99_ms"].dropna().tolist()
     row["latency_p99_median"] = statistics.median(p99) if p99 else None
     row["latency_p99_ci_low"], row["latency_p99_ci_high"] = estimates.median_ci(p99, confidence, seed)
@@ -86,13 +81,11 @@ def summarise(
     thresholds: dict,
     confidence: float = 0.95,
     seed: int = 0,
-    targets: dict | None = None,
     closed_loop_tools: set[str] | None = None,
 ) -> pd.DataFrame:
-    """A row per cell: estimates over its repeats, with confidence intervals at ``confidence``;
-    ``targets`` maps a profile to its precision, where it asks for one."""
+    """A row per cell: estimates over its repeats, with confidence intervals at ``confidence``."""
     groups = runs.groupby(CELL_KEYS, sort=True, dropna=False)
-    rows = [_cell_row(key, group, thresholds, confidence, seed, targets or {}) for key, group in groups]
+    rows = [_cell_row(key, group, thresholds, confidence, seed) for key, group in groups]
     summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     if closed_loop_tools:
         _flag_tools_disagreeing(summary, closed_loop_tools, thresholds["tools_disagree_share"])

@@ -1,0 +1,105 @@
+"""Rounds through the real workflow, with real processes and no speed assumption:
+one server as two variants in one run, one held to 80% of the other's CPU time by
+a cgroup quota, and the same server again under a second name (an A/A pair).
+
+The server spends a fixed amount of CPU *time* per answer (``faults:spin_5ms_cpu``),
+so its throughput is set by the CPU time it may have, on a fast or a slowed CPU
+alike: the quota, and only the quota, makes the variant 0.8 times as fast.
+"""
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import require, run_snakemake
+from serverbench.host.cgroups import cgroup_version
+from serverbench.record.model import load_record
+
+SINGLE = ["python", "{root}/tests/apps/single.py", "{port}", "faults:spin_5ms_cpu"]
+ROUNDS = 7
+
+
+@pytest.fixture(scope="module")
+def variants_run(tmp_path_factory):
+    require("wrk")
+    if cgroup_version() is None:
+        pytest.skip("no writable cgroup hierarchy: a CPU quota cannot be set")
+    tmp_path = tmp_path_factory.mktemp("rounds")
+    results = tmp_path / "results"
+    extra = {
+        "catalogue": {
+            "spinner": {"language": "python", "command": SINGLE},
+            "spinner-at-80": {"variant_of": "spinner", "cpu_quota": 0.8, "description": "80% of one CPU's time"},
+            "spinner-again": {"alias_of": "spinner"},
+        },
+        "profiles": {
+            "variants": {
+                "description": "a planted regression and an A/A control, interleaved by rounds",
+                "servers": ["spinner", "spinner-at-80", "spinner-again"], "tools": ["wrk"], "concurrency": [1],
+                "repeats": ROUNDS, "duration": 1, "requests": 1000, "warmup": 0, "timeout": 5, "workers": 1,
+                "threads": 1, "backlog": 64, "server_cpus": [0], "client_cpus": [1], "memory_limit": None,
+                "ready_timeout": 15, "stop_grace": 3, "sample_interval": 0.1, "fairness": "off",
+                "time_wait_max": 10**6,
+            }
+        },
+        "comparisons": {"ceiling": None, "best_of_language": False},
+    }  # fmt: skip
+    configfile = tmp_path / "variants.yaml"
+    configfile.write_text(yaml.safe_dump(extra))
+    done = run_snakemake(
+        [
+            "--cores",
+            "4",
+            *(str(results / name) for name in ("verdicts.csv", "environment.json")),
+            "--configfile",
+            "config.yaml",
+            str(configfile),
+        ],
+        ["profile=variants", f"results={results}"],
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return results
+
+
+def verdict(results, kind: str) -> pd.Series:
+    verdicts = pd.read_csv(results / "verdicts.csv")
+    rows = verdicts[verdicts["kind"] == kind]
+    assert len(rows) == 1, verdicts[["kind", "a", "b"]]
+    return rows.iloc[0]
+
+
+@pytest.mark.e2e
+def test_a_variant_held_to_80_percent_is_found_slower(variants_run):
+    row = verdict(variants_run, "variant")
+    assert (row["a"], row["b"]) == ("spinner-at-80", "spinner")
+    assert row["method"] == "rounds model" and row["n_a"] == ROUNDS
+    assert row["verdict"] == "slower", row["sentence"]
+    assert row["ci_low"] <= 0.8 <= row["ci_high"] * 1.05, row["sentence"]
+    assert row["detectable_ratio"] > 1
+
+
+@pytest.mark.e2e
+def test_the_same_server_twice_is_never_faster_or_slower(variants_run):
+    row = verdict(variants_run, "A/A")
+    assert (row["a"], row["b"]) == ("spinner-again", "spinner")
+    assert row["verdict"] in ("equivalent", "undetermined"), row["sentence"]
+    assert row["ci_low"] <= 1 <= row["ci_high"]
+
+
+@pytest.mark.e2e
+def test_every_record_carries_its_round_and_the_runs_seed(variants_run):
+    records = [load_record(path) for path in sorted((variants_run / "cells").rglob("r*.json"))]
+    assert len(records) == 3 * ROUNDS
+    seeds = {record.order.seed for record in records}
+    assert len(seeds) == 1 and None not in seeds
+    assert json.loads((variants_run / "environment.json").read_text())["seed"] in seeds
+    assert all(record.order.round == record.cell.repeat for record in records)
+    # Round r's cells ran before round r + 1's, each round in its own order.
+    by_position = sorted(records, key=lambda record: record.order.position)
+    assert [record.order.round for record in by_position] == sorted(record.order.round for record in records)
+    orders = {tuple(r.cell.server for r in by_position if r.order.round == n) for n in range(1, ROUNDS + 1)}
+    assert len(orders) > 1
+    throttled = [r for r in records if r.cell.server == "spinner-at-80"]
+    assert all(r.isolation.cpu_quota == 0.8 for r in throttled)
