@@ -151,6 +151,26 @@ def generated_workers(servers=("uwsgi-cheaper-busyness", "unit-python-dynamic"),
     return pd.DataFrame(rows)
 
 
+def test_forest_plot_draws_every_interval_on_a_log_axis_coloured_by_outcome(tmp_path):
+    """The stored matrix with every cell comparable and two named pairs: decided, undetermined
+    and described rows; saved as a run saves it (the schema is validated on save)."""
+    config = copy.deepcopy(CONFIG)
+    config["comparisons"]["not_comparable_flags"] = []
+    config["comparisons"]["pairs"] = [["gunicorn", "plackup"]]
+    stored = [pd.read_csv(RECORDS_V1 / f"{name}.csv") for name in ("runs", "summary")]
+    table = verdicts.verdict_table(*stored, config)
+    chart = charts.build("forest", config, stored[1], verdicts=table)
+    spec = chart.to_dict()
+    assert spec["layer"][2]["encoding"]["x"]["scale"]["type"] == "log"
+    points = spec["layer"][3]["encoding"]
+    assert points["color"]["field"] == "verdict" and points["color"]["scale"]["domain"][:4] == [
+        "faster", "slower", "equivalent", "undetermined"]  # fmt: skip
+    drawn = {row["verdict"] for row in spec["datasets"][spec["layer"][3]["data"]["name"]]}
+    assert {"faster", "undetermined"} <= drawn
+    charts.save_chart(chart, tmp_path / "forest.html", tmp_path / "forest.png", tmp_path / "forest.svg")
+    assert (tmp_path / "forest.png").stat().st_size > 5_000
+
+
 def test_workers_chart_is_processes_against_time():
     d = spec(charts.build("workers", CONFIG, generated_summary(), generated_workers()))
     layers = d["spec"]["layer"]

@@ -18,7 +18,16 @@ def forest_rows(verdicts: pd.DataFrame) -> pd.DataFrame:
     """The throughput comparisons that have a ratio and an interval, labelled for the axis."""
     rows = verdicts[~verdicts["kind"].isin(LATENCY_KINDS) & verdicts["ci_low"].notna() & verdicts["ratio"].notna()]
     rows = rows.assign(
-        comparison=rows["a"] + " / " + rows["b"] + " · " + rows["kind"] + " · c=" + rows["concurrency"].astype(str),
+        comparison=rows["a"]
+        + " / "
+        + rows["b"]
+        + " · "
+        + rows["kind"]
+        + " · "
+        + rows["tool"]
+        + " c="
+        + rows["concurrency"].astype(str)
+        + rows["fraction"].map(lambda f: "" if pd.isna(f) else f" at {f:g} of capacity"),
         confidence=(1 - rows["level"]).map(lambda c: f"{c:.3g}"),
     )
     return rows
@@ -36,8 +45,9 @@ def forest_chart(verdicts: pd.DataFrame, margin: float) -> alt.LayerChart:
     finite = pd.concat([rows["ci_low"], rows["ci_high"]]).replace([float("inf"), 0.0], pd.NA).dropna()
     low, high = min(finite.min(), 1 / (1 + margin)) * 0.9, max(finite.max(), 1 + margin) * 1.1
     rows = rows.assign(ci_low=rows["ci_low"].clip(lower=low), ci_high=rows["ci_high"].clip(upper=high))
-    x = alt.X("ratio:Q", scale=alt.Scale(type="log", domain=[low, high]), title="ratio A / B (log)")
-    y = alt.Y("comparison:N", sort=None, title=None)
+    log_axis = alt.Scale(type="log", domain=[low, high])
+    x = alt.X("ratio:Q", scale=log_axis, title="ratio A / B (log)")
+    y = alt.Y("comparison:N", sort=None, title=None, axis=alt.Axis(labelLimit=420))
     colour = alt.Color("verdict:N", scale=alt.Scale(domain=OUTCOMES, range=COLOURS), title="outcome")
     tooltip = ["comparison", "verdict", "ratio", "ci_low", "ci_high", "confidence", "detectable_ratio", "sentence"]
     band = (
@@ -46,7 +56,7 @@ def forest_chart(verdicts: pd.DataFrame, margin: float) -> alt.LayerChart:
         .encode(x="low:Q", x2="high:Q")
     )
     one = alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(color="#444").encode(x="one:Q")
-    bars = alt.Chart(rows).mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", scale=x.scale), x2="ci_high:Q", y=y,
+    bars = alt.Chart(rows).mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", scale=log_axis), x2="ci_high:Q", y=y,
                                                             color=colour, tooltip=tooltip)  # fmt: skip
     points = alt.Chart(rows).mark_point(filled=True, size=50).encode(x=x, y=y, color=colour, tooltip=tooltip)
     title = f"Every comparison: ratio and interval at its Holm level; grey band: within ±{margin:.0%} (equivalent)"
