@@ -338,3 +338,14 @@ def test_a_program_is_found_by_its_set_path_then_program_dirs_then_path(tmp_path
     assert resolve_program({"program_dirs": [str(tmp_path / "missing")]}, argv) == argv
     assert resolve_program(config, ["not-executable"]) == ["not-executable"]
     assert resolve_program(config, ["/bin/true"]) == ["/bin/true"]
+
+
+def test_a_runs_seed_is_drawn_once_and_kept_in_its_results(tmp_path):
+    """A resumed run (or an executor parsing the workflow per job) keeps the first parse's seed;
+    another results directory draws its own; a given seed wins and writes nothing."""
+    config = {"results": str(tmp_path / "a"), "seed": None}
+    first = matrix.kept_seed(dict(config))
+    assert matrix.kept_seed(dict(config)) == first == int((tmp_path / "a" / matrix.SEED_FILE).read_text())
+    others = {matrix.kept_seed({"results": str(tmp_path / f"b{n}"), "seed": None}) for n in range(5)}
+    assert len(others | {first}) > 1
+    assert matrix.kept_seed({"results": str(tmp_path / "c"), "seed": 7}) == 7 and not (tmp_path / "c").exists()

@@ -6,7 +6,7 @@ from pathlib import Path
 from serverbench.host import engine as sbengine
 from serverbench.plan import config as sbconfig
 from serverbench.plan.config import config_hash
-from serverbench.plan.matrix import Matrix
+from serverbench.plan.matrix import Matrix, kept_seed
 from serverbench.plan.shapes import CELL_PATH, RATE_CELL_PATH
 from serverbench.report.answers import print_answers
 from serverbench.report.names import CHARTS
@@ -18,6 +18,8 @@ except sbconfig.ConfigError as error:
     sys.exit(str(error))
 
 RESULTS = config["results"].rstrip("/")
+# Given, or drawn once and kept in the results directory (a resumed run keeps its seed).
+config["seed"] = kept_seed(config)
 MATRIX = Matrix(config)
 CELL_PATTERN = f"{RESULTS}/cells/{CELL_PATH}"
 RATE_CELL_PATTERN = f"{RESULTS}/cells/{RATE_CELL_PATH}"

@@ -16,7 +16,7 @@ import secrets
 from functools import cached_property
 from pathlib import Path
 
-from serverbench import REPO_ROOT
+from serverbench import REPO_ROOT, files
 from serverbench.plan.config import effective_profile, requested_profile, selected_profiles
 from serverbench.plan.shapes import Cell, Profile
 
@@ -89,6 +89,25 @@ def run_seed(config: dict) -> int:
     if config.get("seed") is None:
         config["seed"] = secrets.randbelow(2**31)
     return config["seed"]
+
+
+SEED_FILE = "seed"
+
+
+def kept_seed(config: dict) -> int:
+    """The run's seed: ``seed`` from config, else the one kept in the results directory,
+    else a new one, kept there. A resumed run, and an executor that parses the workflow
+    again for every job, then order and record the same seed as the run's first parse.
+    A new run (a new results directory, or the file removed) draws a new one."""
+    if config.get("seed") is not None:
+        return config["seed"]
+    path = Path(config["results"]) / SEED_FILE
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        seed = secrets.randbelow(2**31)
+        files.write_atomic(path, f"{seed}\n")
+        return seed
 
 
 def file_digest(path: Path) -> str | None:
