@@ -24,15 +24,18 @@ PROFILE = {
 def test_a_decided_profile_stops_early_and_an_open_one_adds_whole_rounds(tmp_path):
     require("wrk")
     results = tmp_path / "results"
-    counter = {"SERVERBENCH_TEST_COUNTER": str(tmp_path / "starts")}
+    # Each name counts its own starts and alternates out of step with the other, so every
+    # round's ratio flips between 20 and 1/20 whatever order the run's seed gives the round.
+    counter = {"SERVERBENCH_TEST_COUNTER": str(tmp_path / "starts-noisy")}
+    twin = {"SERVERBENCH_TEST_COUNTER": str(tmp_path / "starts-again"), "SERVERBENCH_TEST_PHASE": "1"}
     extra = {
         "catalogue": {
             # Throughput set by sleeping: half as fast on any machine, so decided at once.
             "steady": {"language": "python", "command": [*SINGLE, "faults:steady_10ms"]},
             "steady-half": {"variant_of": "steady", "command": [*SINGLE, "faults:steady_20ms"]},
-            # 5 ms or 100 ms per answer by start, alternating across both names: never settles.
+            # 5 ms or 100 ms per answer by start, the two names out of step: never settles.
             "noisy": {"language": "python", "command": [*SINGLE, "faults:alternating"], "env": counter},
-            "noisy-again": {"alias_of": "noisy"},
+            "noisy-again": {"alias_of": "noisy", "env": twin},
         },
         "profiles": {
             "settles": {**PROFILE, "description": "a decided comparison", "servers": ["steady", "steady-half"]},
@@ -61,6 +64,6 @@ def test_a_decided_profile_stops_early_and_an_open_one_adds_whole_rounds(tmp_pat
     assert never[-1]["comparisons"][0]["kind"] == "A/A" and never[-1]["comparisons"][0]["state"] == "open"
     assert not (decisions / "never" / "n6.json").exists()
     # Each added round measured both servers, each by its own server start.
-    assert (tmp_path / "starts").read_text() == "10"
+    assert (tmp_path / "starts-noisy").read_text() == (tmp_path / "starts-again").read_text() == "5"
     runs = pd.read_csv(results / "runs.csv")
     assert sorted(runs[runs["server"] == "noisy"]["repeat"]) == [1, 2, 3, 4, 5]

@@ -92,9 +92,13 @@ def _starts() -> int:
 
 
 def alternating(environ, start_response, _app=[]):  # noqa: B006 (chosen once per process)
-    """5 ms per answer in odd-numbered starts, 100 ms in even ones: repeats that never agree."""
+    """5 ms per answer in odd-numbered starts, 100 ms in even ones: repeats that never agree.
+    $SERVERBENCH_TEST_PHASE=1 swaps them (100 ms first), for a twin alternating out of step."""
+    import os
+
     if not _app:
-        _app.append(_answer_after(0.005 if _starts() % 2 else 0.100))
+        fast = (_starts() + int(os.environ.get("SERVERBENCH_TEST_PHASE", "0"))) % 2
+        _app.append(_answer_after(0.005 if fast else 0.100))
     return _app[0](environ, start_response)
 
 
