@@ -215,17 +215,22 @@ def test_index_and_chart_draw_in_a_real_browser(tmp_path):
     csv = tmp_path / "summary.csv"
     summary.to_csv(csv, index=False)
     (tmp_path / "environment.json").write_text(json.dumps({"cpu_model": "test", "cpus": 2}))
-    files = {}
-    for name in ("rps",):
-        paths = {ext: tmp_path / "charts" / f"{name}.{ext}" for ext in ("html", "png", "svg")}
-        charts.save_chart(charts.build(name, CONFIG, summary), paths["html"], paths["png"], paths["svg"])
-        files[charts.CHARTS[name]] = paths
     verdicts_csv = tmp_path / "verdicts.csv"
     stored = [pd.read_csv(RECORDS_V1 / f"{name}.csv") for name in ("runs", "summary")]
-    verdicts.verdict_table(*stored, cfg.load(REPO_ROOT / "config.yaml")).to_csv(verdicts_csv, index=False)
+    table = verdicts.verdict_table(*stored, cfg.load(REPO_ROOT / "config.yaml"))
+    table.to_csv(verdicts_csv, index=False)
+    files = {}
+    for name in ("forest", "rps"):  # in the workflow's order: the forest plot first
+        paths = {ext: tmp_path / "charts" / f"{name}.{ext}" for ext in ("html", "png", "svg")}
+        chart = charts.build(name, CONFIG, summary, verdicts=table)
+        charts.save_chart(chart, paths["html"], paths["png"], paths["svg"])
+        files[charts.CHARTS[name]] = paths
     write_index(csv, verdicts_csv, tmp_path / "environment.json", files, tmp_path / "index.html")
     html = (tmp_path / "index.html").read_text()
-    assert html.index("<h2>Answers</h2>") < html.index("<iframe")
+    # The paragraph, then the forest plot, then the sentences; the other charts after the Answers.
+    forest = html.index(f'<iframe src="charts/forest.html" title="{charts.CHARTS["forest"]}">')
+    assert html.index("<h2>Answers</h2>") < html.index('class="headline"') < forest
+    assert forest < html.index("Not comparable: each reason once") < html.index('<iframe src="charts/rps.html"')
     # Each reason once, listing the comparisons it stopped (not repeated per comparison).
     assert "Not comparable: each reason once" in html
     assert html.count("starman: starved: 98 of 100 connections got (almost) no answer") == 1

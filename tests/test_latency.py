@@ -71,7 +71,8 @@ def test_rate_cells_offer_fractions_of_the_measured_capacity(latency_run):
     assert 40 < capacity["rps"] < 101
     runs = pd.read_csv(latency_run / "runs.csv")
     assert capacity["rps"] == pytest.approx(runs["rps"].median())
-    assert capacity["ci_low"] <= capacity["rps"] <= capacity["ci_high"]
+    # Two repeats: no pair of order statistics covers 95% of a median, so no interval is claimed.
+    assert capacity["repeats_ok"] == 2 and capacity["ci_low"] is None and capacity["ci_high"] is None
     for fraction, record in rate_records(latency_run).items():
         assert record.status == "ok", record.reason
         section = record.open_loop.to_dict()

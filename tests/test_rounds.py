@@ -4,7 +4,8 @@ a cgroup quota, and the same server again under a second name (an A/A pair).
 
 The server spends a fixed amount of CPU *time* per answer (``faults:spin_5ms_cpu``),
 so its throughput is set by the CPU time it may have, on a fast or a slowed CPU
-alike: the quota, and only the quota, makes the variant 0.8 times as fast.
+alike: the quota makes the variant about 0.8 times as fast (exactly: the ratio of
+the CPU time each was given, which the run measures).
 """
 
 import json
@@ -76,7 +77,12 @@ def test_a_variant_held_to_80_percent_is_found_slower(variants_run):
     assert (row["a"], row["b"]) == ("spinner-at-80", "spinner")
     assert row["method"] == "rounds model" and row["n_a"] == ROUNDS
     assert row["verdict"] == "slower", row["sentence"]
-    assert row["ci_low"] <= 0.8 <= row["ci_high"] * 1.05, row["sentence"]
+    # The true ratio is the share of CPU time each got: the quota holds the variant to 0.8 of a
+    # CPU, and the original, waiting on its client between answers, uses a little less than 1.
+    cpu = pd.read_csv(variants_run / "runs.csv").groupby("server")["server_cpu_percent"].median()
+    assert cpu["spinner-at-80"] <= 80 * 1.03
+    truth = cpu["spinner-at-80"] / cpu["spinner"]
+    assert row["ci_low"] <= truth * 1.03 and truth * 0.97 <= row["ci_high"], (truth, row["sentence"])
     assert row["detectable_ratio"] > 1
 
 

@@ -13,7 +13,7 @@ from serverbench import REPO_ROOT
 from serverbench.decide import compare, stats, verdicts
 from serverbench.decide.pairs import declared_pairs
 from serverbench.plan import config as cfg
-from serverbench.report.answers import answers
+from serverbench.report.answers import answers, headline
 from serverbench.tables import estimates
 
 CONFIG = cfg.load(REPO_ROOT / "config.yaml")
@@ -218,3 +218,39 @@ def test_a_run_without_comparisons_still_has_answers(tmp_path):
         "decided": [], "equivalent": [], "undetermined": [], "described, not tested": [], "not comparable": [],
         "not measured": [], "latency under load": [], "speaks HTTP differently": [],
     }  # fmt: skip
+
+
+def _language_row(kind, concurrency, a, b, ratio, verdict, why="", detectable=1.4):
+    return {
+        "kind": kind, "tool": "wrk", "concurrency": concurrency, "a": a, "b": b,
+        "language_a": "python", "language_b": "perl", "ratio": ratio, "ci_low": ratio / 1.2,
+        "ci_high": ratio * 1.2, "level": 0.01 if kind == "same server" else 0.05, "margin": 0.05,
+        "detectable_ratio": detectable if kind == "same server" else float("nan"), "verdict": verdict, "why": why,
+    }  # fmt: skip
+
+
+def test_the_headline_is_one_paragraph_answering_which_language_and_which_server():
+    """Per condition: what the same program serving both languages shows (tested), then which
+    server led each language (described), with who was left out and why, in the config's titles."""
+    rows = pd.DataFrame([
+        _language_row("same server", 2, "unit-python", "unit-perl", 1.00, "undetermined", detectable=1.39),
+        _language_row("same server", 2, "uwsgi", "uwsgi-psgi", 0.97, "undetermined", detectable=1.55),
+        _language_row("best of language", 2, "uwsgi", "uwsgi-psgi", 0.97, "not tested", "described, not tested"),
+        _language_row("same server", 20, "unit-python", "unit-perl", 1.30, "faster"),
+        _language_row(
+            "best of language", 20, "unit-python", "unit-perl", 1.30, "not tested",
+            "described, not tested; left out: uwsgi (starved: 18 of 20 connections got (almost) no answer), "
+            "starman (failed: 3 of 3 repeats)",
+        ),
+        _language_row("family", 2, "gunicorn", "starman", 0.3, "slower"),
+    ])  # fmt: skip
+    text = headline(rows, {"python": "Python", "perl": "Perl"})
+    assert "\n" not in text and text.count("With wrk at ") == 2
+    at_2, at_20 = text.split("With wrk at ")[1:]
+    assert at_2.startswith("2 connections, on the same server this run cannot tell Python from Perl")
+    assert "could have told a ratio beyond 1.39×" in at_2  # the finer of the two
+    assert "unit-python/unit-perl 1.00× (99% CI 0.83–1.20), uwsgi/uwsgi-psgi 0.97×" in at_2
+    assert "the fastest Python server was uwsgi and the fastest Perl server uwsgi-psgi, 0.97× apart" in at_2
+    assert "unit-python serves Python faster than Perl" in at_20
+    assert at_20.endswith("(described, not tested; left out: uwsgi (starved), starman (failed)).")
+    assert "gunicorn" not in text  # families answer other questions

@@ -45,6 +45,7 @@ rule index:
         "../../envs/workflow.yaml"
     params:
         charts=CHARTS,
+        languages=LANGUAGE_TITLES,
     script:
         "../scripts/index.py"
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from serverbench.host import engine as sbengine
 from serverbench.plan import config as sbconfig
 from serverbench.plan.config import config_hash
+from serverbench.plan.languages import title as language_title
 from serverbench.plan.matrix import Matrix, kept_seed
 from serverbench.plan.shapes import CELL_PATH, RATE_CELL_PATH
 from serverbench.report.answers import print_answers
@@ -21,6 +22,10 @@ RESULTS = config["results"].rstrip("/")
 # Given, or drawn once and kept in the results directory (a resumed run keeps its seed).
 config["seed"] = kept_seed(config)
 MATRIX = Matrix(config)
+# How the report calls each language ("Python", not "python").
+LANGUAGE_TITLES = {
+    language: language_title(config, language) for language in config["languages"]
+}
 CELL_PATTERN = f"{RESULTS}/cells/{CELL_PATH}"
 RATE_CELL_PATTERN = f"{RESULTS}/cells/{RATE_CELL_PATH}"
 # A server's capacity in a profile and workload, which its rate cells offer fractions of.

@@ -16,4 +16,5 @@ write_index(
     charts,
     out,
     conformance_csv=snakemake.input.conformance,  # noqa: F821
+    language_titles=snakemake.params.languages,  # noqa: F821
 )

@@ -9,8 +9,11 @@ import pandas as pd
 
 from serverbench.decide.conformance import protocol_differences
 from serverbench.decide.pairs import LATENCY_KINDS
+from serverbench.decide.sentences import confidence_label
 
 SKIPPED = re.compile(r"(\S+): skipped: ([^;]+)")
+# "a (starved: 18 of 20 … (almost) no answer), b (failed)" → (a, starved), (b, failed)
+LEFT_OUT = re.compile(r"(?:^|\), )(\S+) \((\w+)")
 
 
 def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> dict[str, list[str]]:
@@ -41,11 +44,64 @@ def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> 
     }
 
 
-def headline(verdicts: pd.DataFrame) -> str:
-    """One paragraph for "which language, and with which server?": the best of each
-    language (described) and the same program serving both (tested), per condition."""
-    rows = verdicts[verdicts["kind"].isin(["best of language", "same server"]) & verdicts["ratio"].notna()]
-    return " ".join(rows.sort_values(["tool", "concurrency", "kind"])["sentence"])
+def headline(verdicts: pd.DataFrame, titles: dict[str, str] | None = None) -> str:
+    """One paragraph for "which language, and with which server?", per condition: what
+    the same program serving both languages shows (tested), then which server led in
+    each language (described: chosen after seeing the data). ``titles`` names languages."""
+    rows = verdicts[verdicts["kind"].isin(["best of language", "same server"])]
+    parts = []
+    for (tool, concurrency), condition in rows.groupby(["tool", "concurrency"], sort=True):
+        clauses = [_same_server_clause(condition, titles or {}), _best_clause(condition, titles or {})]
+        text = "; ".join(clause for clause in clauses if clause)
+        if text:
+            parts.append(f"With {tool} at {concurrency} connections, {text}.")
+    return " ".join(parts)
+
+
+def _title(titles: dict[str, str], language) -> str:
+    return titles.get(language) or str(language).capitalize()
+
+
+def _same_server_clause(condition: pd.DataFrame, titles: dict[str, str]) -> str:
+    """What the servers that serve both languages say about the language alone."""
+    same = condition[(condition["kind"] == "same server") & condition["ratio"].notna()]
+    if same.empty:
+        return ""
+    first, second = _title(titles, same["language_a"].iloc[0]), _title(titles, same["language_b"].iloc[0])
+    pairs = ", ".join(
+        f"{row.a}/{row.b} {row.ratio:.2f}× ({confidence_label(row.level)} CI {row.ci_low:.2f}–{row.ci_high:.2f})"
+        for row in same.itertuples()
+    )
+    verdicts = set(same["verdict"])
+    if verdicts <= {"undetermined"}:
+        finest = same["detectable_ratio"].min()
+        summary = f"this run cannot tell {first} from {second} (it could have told a ratio beyond {finest:.2f}×)"
+    elif verdicts <= {"equivalent"}:
+        summary = f"{first} and {second} are equivalent within ±{same['margin'].iloc[0]:.0%}"
+    else:
+        summary = "; ".join(
+            f"{row.a} serves {first} {'faster' if row.verdict == 'faster' else 'slower'} than {second}"
+            for row in same.itertuples()
+            if row.verdict in ("faster", "slower")
+        )
+    return f"on the same server {summary}: {pairs}"
+
+
+def _best_clause(condition: pd.DataFrame, titles: dict[str, str]) -> str:
+    """Which server led each language (a description, not a test), and who was left out."""
+    best = condition[(condition["kind"] == "best of language") & condition["ratio"].notna()]
+    if best.empty:
+        return ""
+    row = best.iloc[0]
+    first, second = _title(titles, row["language_a"]), _title(titles, row["language_b"])
+    text = (
+        f"the fastest {first} server was {row['a']} and the fastest {second} server {row['b']}, "
+        f"{row['ratio']:.2f}× apart (described, not tested"
+    )
+    left_out = LEFT_OUT.findall(str(row["why"]).partition("left out: ")[2])
+    if left_out:
+        text += "; left out: " + ", ".join(f"{server} ({reason})" for server, reason in left_out)
+    return text + ")"
 
 
 def grouped_reasons(excluded: pd.DataFrame) -> list[str]:

@@ -14,6 +14,7 @@ from serverbench import files
 from serverbench.record.flags import FLAG_HELP
 from serverbench.report.answers import answers, headline
 from serverbench.report.machine import steadiness_sentence
+from serverbench.report.names import CHARTS
 
 # The summary's columns the page's table shows (summary.csv has them all).
 PAGE_COLUMNS = [
@@ -42,18 +43,18 @@ def index_context(summary: pd.DataFrame, environment: dict, charts: dict, index_
     """What index.html shows: the charts (relative links), the tables, the environment."""
     bad = summary[summary["status"] != "ok"]
     flagged = summary[summary["flags"].fillna("") != ""]
+    drawn = [
+        {"title": title, "links": {ext: Path(path).relative_to(index_dir).as_posix() for ext, path in outputs.items()}}
+        for title, outputs in charts.items()
+    ]
     return {
         "cells": len(summary),
         "statuses": ", ".join(f"{n} {s}" for s, n in summary["status"].value_counts().items()),
         "environment": {key: environment.get(key) for key in ("cpu_model", "cpus", "kernel", "git_commit")},
         "machine": steadiness_sentence(environment.get("host_speed")),
-        "charts": [
-            {
-                "title": title,
-                "links": {ext: Path(path).relative_to(index_dir).as_posix() for ext, path in outputs.items()},
-            }
-            for title, outputs in charts.items()
-        ],
+        # The forest plot leads, under the headline; the other charts follow the Answers.
+        "forest": next((chart for chart in drawn if chart["title"] == CHARTS["forest"]), None),
+        "charts": [chart for chart in drawn if chart["title"] != CHARTS["forest"]],
         "summary_table": _table(summary, PAGE_COLUMNS, sortable=True),
         "failed_count": len(bad),
         "failed_table": _table(bad, ["profile", "tool", "server", "concurrency", "status", "reason"])
@@ -97,8 +98,11 @@ def conformance_matrix(table: pd.DataFrame) -> dict[str, dict]:
     return matrices
 
 
-def write_index(summary_csv, verdicts_csv, environment_json, charts: dict, index_path, conformance_csv=None) -> None:
-    """One page: the answers, then charts, the sortable summary, failed and flagged cells, the environment."""
+def write_index(
+    summary_csv, verdicts_csv, environment_json, charts: dict, index_path, conformance_csv=None, language_titles=None
+) -> None:
+    """One page: the answers, then charts, the sortable summary, failed and flagged cells, the
+    environment. ``language_titles`` names each language in the headline."""
     index_path = Path(index_path)
     summary = pd.read_csv(summary_csv)
     environment = json.loads(Path(environment_json).read_text()) if environment_json else {}
@@ -106,6 +110,6 @@ def write_index(summary_csv, verdicts_csv, environment_json, charts: dict, index
     conformance = pd.read_csv(conformance_csv) if conformance_csv else None
     verdicts = pd.read_csv(verdicts_csv)
     context["answers"] = answers(verdicts, conformance)
-    context["headline"] = headline(verdicts)
+    context["headline"] = headline(verdicts, language_titles)
     context["conformance"] = conformance_matrix(conformance) if conformance is not None else {}
     files.write_atomic(index_path, TEMPLATES.get_template("index.html.j2").render(**context))
