@@ -254,3 +254,10 @@ def test_the_headline_is_one_paragraph_answering_which_language_and_which_server
     assert "unit-python serves Python faster than Perl" in at_20
     assert at_20.endswith("(described, not tested; left out: uwsgi (starved), starman (failed)).")
     assert "gunicorn" not in text  # families answer other questions
+    # Mixed outcomes on the same server: each outcome once, naming the servers that gave it.
+    rows.loc[0, "verdict"] = "equivalent"
+    mixed = headline(rows, {"python": "Python", "perl": "Perl"}).split("With wrk at ")[1]
+    assert mixed.startswith(
+        "2 connections, on the same server Python and Perl are equivalent within ±5% on unit-python/unit-perl; "
+        "this run cannot tell Python from Perl on uwsgi/uwsgi-psgi (it could have told a ratio beyond 1.55×): "
+    )

@@ -63,7 +63,8 @@ def _title(titles: dict[str, str], language) -> str:
 
 
 def _same_server_clause(condition: pd.DataFrame, titles: dict[str, str]) -> str:
-    """What the servers that serve both languages say about the language alone."""
+    """What the servers that serve both languages say about the language alone: each
+    outcome once, naming the servers that gave it, then every pair's ratio and interval."""
     same = condition[(condition["kind"] == "same server") & condition["ratio"].notna()]
     if same.empty:
         return ""
@@ -72,19 +73,19 @@ def _same_server_clause(condition: pd.DataFrame, titles: dict[str, str]) -> str:
         f"{row.a}/{row.b} {row.ratio:.2f}× ({confidence_label(row.level)} CI {row.ci_low:.2f}–{row.ci_high:.2f})"
         for row in same.itertuples()
     )
-    verdicts = set(same["verdict"])
-    if verdicts <= {"undetermined"}:
-        finest = same["detectable_ratio"].min()
-        summary = f"this run cannot tell {first} from {second} (it could have told a ratio beyond {finest:.2f}×)"
-    elif verdicts <= {"equivalent"}:
-        summary = f"{first} and {second} are equivalent within ±{same['margin'].iloc[0]:.0%}"
-    else:
-        summary = "; ".join(
-            f"{row.a} serves {first} {'faster' if row.verdict == 'faster' else 'slower'} than {second}"
-            for row in same.itertuples()
-            if row.verdict in ("faster", "slower")
-        )
-    return f"on the same server {summary}: {pairs}"
+    findings = []
+    for verdict, rows in same.groupby("verdict", sort=False):
+        where = "" if len(rows) == len(same) else " on " + " and ".join(f"{row.a}/{row.b}" for row in rows.itertuples())
+        if verdict == "undetermined":
+            finest = rows["detectable_ratio"].min()
+            findings.append(
+                f"this run cannot tell {first} from {second}{where} (it could have told a ratio beyond {finest:.2f}×)"
+            )
+        elif verdict == "equivalent":
+            findings.append(f"{first} and {second} are equivalent within ±{rows['margin'].iloc[0]:.0%}{where}")
+        elif verdict in ("faster", "slower"):
+            findings.extend(f"{row.a} serves {first} {verdict} than {second}" for row in rows.itertuples())
+    return f"on the same server {'; '.join(findings)}: {pairs}"
 
 
 def _best_clause(condition: pd.DataFrame, titles: dict[str, str]) -> str:
