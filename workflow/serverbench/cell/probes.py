@@ -313,12 +313,44 @@ def length_and_chunked(target: Target) -> Check:
 
 
 SLOW_BYTES = 30  # at 100 ms a byte: 3 s, then the slow client gives up
+NEW_CLIENTS = 14  # at most, one after another while the slow one dribbles
+HELD_UP = 1.0  # seconds a new client may wait before it counts as held up
+
+
+def _answered_after(target: Target) -> float | None:
+    """Seconds a new client waited for its answer; None when none came within 6 s."""
+    started = time.monotonic()
+    try:
+        with target.wire(6.0) as wire:
+            wire.send(get())
+            wire.read_answer(timeout=6.0)
+    except (OSError, WireError):
+        return None
+    return time.monotonic() - started
+
+
+def _new_clients(target: Target, until: float) -> list[float | None]:
+    """New clients, each on its own connection, 100 ms apart, until one is held up
+    or gets no answer, ``NEW_CLIENTS`` have been answered, or ``until`` has come."""
+    waits: list[float | None] = []
+    while len(waits) < NEW_CLIENTS and time.monotonic() < until:
+        waits.append(_answered_after(target))
+        if waits[-1] is None or waits[-1] >= HELD_UP:
+            break
+        time.sleep(0.1)
+    return waits
 
 
 def slow_client(target: Target) -> Check:
-    """One header byte every 100 ms for 3 s on one connection; how long a second
-    client waits: pass under 1 s, warn when it was held up (answered later), fail
-    when it was not answered within 6 s."""
+    """One header byte every 100 ms for 3 s on one connection, and meanwhile new
+    clients: pass when none waited a second, warn when one was held up (answered
+    only later), fail when one got no answer within 6 s.
+
+    Several new clients, not one: a server whose workers each accept connections
+    (gunicorn's gthread worker) may hand a new client to the worker the slow one
+    holds, or to another; one client would be a coin toss that flips the check
+    from run to run. The last one starts early enough that, held up, it would wait
+    more than ``HELD_UP`` for the slow client to give up."""
     sent = get("/", "HTTP/1.1", ("X-Slow", "s" * 30))[:SLOW_BYTES]
     stop = threading.Event()
 
@@ -332,25 +364,21 @@ def slow_client(target: Target) -> Check:
         except OSError:
             return
 
+    dribbling_until = time.monotonic() + 0.1 * len(sent)
     slow = threading.Thread(target=dribble, daemon=True)
     slow.start()
     time.sleep(0.3)
-    started = time.monotonic()
-    try:
-        with target.wire(6.0) as wire:
-            wire.send(get())
-            wire.read_answer(timeout=6.0)
-        waited = time.monotonic() - started
-    except (OSError, WireError):
-        waited = None
+    waits = _new_clients(target, until=dribbling_until - HELD_UP - 0.3)
     stop.set()
     slow.join(5.0)
-    if waited is None:
-        return Check("slow_client", "fail", "the second client got no answer within 6 s")
-    if waited < 1.0:
-        return Check("slow_client", "pass", f"the second client waited {waited:.3f} s", received=f"{waited:.3f}")
-    note = f"the second client waited {waited:.3f} s: held up by the slow one"
-    return Check("slow_client", "warn", note, received=f"{waited:.3f}")
+    if None in waits:
+        return Check("slow_client", "fail", f"new client {len(waits)} got no answer within 6 s")
+    longest = max(waits, default=0.0)
+    if longest < HELD_UP:
+        note = f"{len(waits)} new clients while the slow one dribbled: the longest waited {longest:.3f} s"
+        return Check("slow_client", "pass", note, received=f"{longest:.3f}")
+    note = f"new client {len(waits)} waited {longest:.3f} s: held up by the slow one"
+    return Check("slow_client", "warn", note, received=f"{longest:.3f}")
 
 
 PROBES = [
