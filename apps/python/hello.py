@@ -14,12 +14,22 @@ every server can keep the connection alive.
              bodies and Expect: 100-continue to it)
     /lint    the hello world under the WSGI validator (wsgiref.validate): a
              server that breaks the WSGI contract fails with its message
+
+With ``SERVERBENCH_EXTRA_SHARE`` set, every hello answer does that share of
+its own cost in extra CPU work (``extra_work``: a planted variant).
 """
 
 import hashlib
 import json
+import os
+import sys
 import time
 from wsgiref.validate import validator
+
+# Servers that load this file by path (uWSGI --wsgi-file, mod_wsgi) may not put its folder on sys.path.
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+from extra_work import extra_work  # noqa: E402
 
 BODY = b"Hello World!"
 BIG = b"0123456789abcdef" * 6400  # 100 KiB
@@ -77,6 +87,8 @@ def application(environ, start_response):
     if path in PROBED:
         return PROBED[path](environ, start_response)
     route = ROUTES.get(path)
+    if route is None:
+        extra_work()
     status, headers, body = route() if route else _text(BODY)
     start_response(status, headers)
     return body

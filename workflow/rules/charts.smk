@@ -38,7 +38,8 @@ rule index:
         conformance=f"{RESULTS}/conformance.csv",
         charts=CHART_FILES,
     output:
-        report(f"{RESULTS}/index.html", category="Overview"),
+        index=report(f"{RESULTS}/index.html", category="Overview"),
+        answers=f"{RESULTS}/answers.md",
     log:
         f"{RESULTS}/logs/index.log",
     conda:

@@ -31,6 +31,7 @@ rule collect:
         summary=report(f"{RESULTS}/summary.csv", category="Tables"),
         workers=report(f"{RESULTS}/workers.csv", category="Tables"),
         steady=report(f"{RESULTS}/steady.csv", category="Tables"),
+        windows=report(f"{RESULTS}/windows.csv", category="Tables"),
     log:
         f"{RESULTS}/logs/collect.log",
     conda:
@@ -44,6 +45,7 @@ rule decide:
         runs=f"{RESULTS}/runs.csv",
         summary=f"{RESULTS}/summary.csv",
         latency=f"{RESULTS}/latency.csv",
+        windows=f"{RESULTS}/windows.csv",
     output:
         report(f"{RESULTS}/verdicts.csv", category="Tables"),
     log:

@@ -11,4 +11,5 @@ write_tables(
     steady_csv=snakemake.output.steady,  # noqa: F821
     rate_paths=snakemake.input.rates,  # noqa: F821
     latency_csv=snakemake.output.latency,  # noqa: F821
+    windows_csv=snakemake.output.windows,  # noqa: F821
 )

@@ -9,5 +9,6 @@ verdicts = verdict_table(
     pd.read_csv(snakemake.input.summary),  # noqa: F821
     snakemake.config,  # noqa: F821
     pd.read_csv(snakemake.input.latency),  # noqa: F821
+    windows=pd.read_csv(snakemake.input.windows),  # noqa: F821
 )
 write_atomic(snakemake.output[0], verdicts.to_csv(index=False))  # noqa: F821

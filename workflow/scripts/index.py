@@ -4,7 +4,7 @@ from pathlib import Path
 
 from serverbench.report.index import write_index
 
-out = Path(snakemake.output[0])  # noqa: F821 (injected by Snakemake)
+out = Path(snakemake.output.index)  # noqa: F821 (injected by Snakemake)
 charts = {
     title: {ext: out.parent / "charts" / f"{name}.{ext}" for ext in ("html", "png", "svg")}
     for name, title in snakemake.params.charts.items()  # noqa: F821
@@ -17,4 +17,5 @@ write_index(
     out,
     conformance_csv=snakemake.input.conformance,  # noqa: F821
     language_titles=snakemake.params.languages,  # noqa: F821
+    answers_path=snakemake.output.answers,  # noqa: F821
 )

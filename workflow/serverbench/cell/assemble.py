@@ -93,6 +93,7 @@ def assemble(config: dict, cell: Cell, profile: Profile, outcome: Outcome, parts
         warmup=measured.warmup,
         checks=measured.checks,
         steady=measured.steady,
+        windows=measured.windows,
         open_loop=measured.open_loop or planned,
         cpu_idle=CpuIdle.from_dict(idle),
         thresholds=dict(config["flags"]),

@@ -51,13 +51,13 @@ class ConnectionSampler:
     """Snapshots of the client's established connections to ``host:port``: read over netlink
     in-process (``serverbench.host.sockdiag``), or with ``ss`` where the kernel refuses that."""
 
-    def __init__(self, host: str, port: int, interval: float, env: dict | None = None):
+    def __init__(self, host: str, port: int, interval: float, env: dict | None = None, slow_down: bool = True):
         self.argv = ["ss", "-tinHO", "state", "established", "dst", f"{host}:{port}"]
         try:
             self.reader: sockdiag.ClientSockets | None = sockdiag.ClientSockets(host, port)
         except sockdiag.SockDiagError:
             self.reader = None
-        self.interval = interval
+        self.interval, self.slow_down = interval, slow_down
         self.env = env
         self.snapshots: list[tuple[float, dict[str, int]]] = []
         self.cpu_s = 0.0
@@ -87,9 +87,10 @@ class ConnectionSampler:
                 return
             self.snapshots.append((round(taken, 4), sockets))
             # Thousands of sockets take a while to read: never spend more than a third of the time on it;
-            # and a run of unknown length that goes on is sampled less often as it goes (up to 1 s).
+            # and a run of unknown length (slow_down) is sampled less often as it goes (up to 1 s).
             elapsed = time.monotonic() - self._t0
-            wait = max(self.interval, min(1.0, elapsed / 10), 2 * (elapsed - taken))
+            growing = min(1.0, elapsed / 10) if self.slow_down else 0.0
+            wait = max(self.interval, growing, 2 * (elapsed - taken))
 
     def _snapshot(self) -> dict[str, int]:
         """One reading of the sockets; its CPU time (this thread's, or ss's) is added to ``cpu_s``."""

@@ -17,6 +17,7 @@ from serverbench.cell.errors import CellFailed, CellSkipped
 from serverbench.cell.launch import Launch
 from serverbench.cell.monitor import Monitor
 from serverbench.cell.selfcheck import self_checks, steady_state
+from serverbench.cell.windows import windows
 from serverbench.host.runenv import version_of
 from serverbench.plan.shapes import Cell, Profile
 from serverbench.plan.tools import is_open_loop, is_timed
@@ -30,6 +31,7 @@ from serverbench.record.sections import (
     Steady,
     Usage,
     Warmup,
+    Windows,
 )
 
 
@@ -47,6 +49,7 @@ class Measured:
     fairness: Fairness | None = None
     checks: Checks | None = None
     steady: Steady | None = None
+    windows: Windows | None = None
 
 
 class Measure:
@@ -59,6 +62,7 @@ class Measure:
         env = self.env
         self.tool_spec = config["load_tools"][cell.tool]
         self.starved_share = config["flags"]["starved_share"]
+        self.full_speed = config["full_speed"]
         workload = config["app_workloads"][cell.workload]
         self.url = f"http://{launch.host}:{launch.port}{workload['path']}"
         duration = plan["duration_s"] if plan else profile.duration
@@ -128,6 +132,7 @@ class Measure:
         found.checks = self_checks(found.load, found.fairness, self.cell.concurrency, not is_open_loop(self.tool_spec))
         if isinstance(sampler, fairness.ConnectionSampler):
             found.steady = steady_state(sampler.snapshots, found.load)
+            found.windows = windows(sampler.snapshots, found.load, self.full_speed)
         self.launch.check_alive("fairness probe", raw_text=output)
         if not found.load.requests:
             raise CellFailed(
@@ -154,8 +159,10 @@ class Measure:
         if self.profile.fairness != "connections" or keepalive != "keeps" or self.plan:
             return contextlib.nullcontext()
         timed = is_timed(self.tool_spec)
-        interval = fairness.sampling_interval(float(self.values["duration"]) if timed else None)
-        return fairness.ConnectionSampler(self.launch.host, self.launch.port, interval, self.env)
+        # A timed run is read every window (serverbench.cell.windows); one of a number of requests
+        # (ab -n) may last a fraction of a second or minutes, so it is read less often as it goes.
+        interval = self.full_speed["window_s"] if timed else fairness.sampling_interval(None)
+        return fairness.ConnectionSampler(self.launch.host, self.launch.port, interval, self.env, slow_down=not timed)
 
     def _fairness(self, keepalive: str, sampler, requests_per_s: float | None) -> Fairness:
         """How evenly the connections were served (see serverbench.cell.fairness).

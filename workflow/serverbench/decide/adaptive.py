@@ -24,6 +24,7 @@ from serverbench.decide.verdicts import BEST_OF_LANGUAGE, NOT_TESTED, verdict_ta
 from serverbench.plan.config import effective_profile
 from serverbench.plan.tools import closed_loop_tools
 from serverbench.tables.runs import load_runs
+from serverbench.tables.series import window_series
 from serverbench.tables.summary import summarise
 
 SETTLED = (FASTER, SLOWER, EQUIVALENT)
@@ -48,7 +49,7 @@ def needs_another_round(record_paths: list, config: dict, profile_name: str, rou
     runs = load_runs(record_paths)
     spec = config["comparisons"]
     summary = summarise(runs, config["flags"], spec["confidence"], config["seed"], closed_loop_tools(config))
-    table = verdict_table(runs, summary, config)
+    table = verdict_table(runs, summary, config, windows=window_series(record_paths))
     table = table[~table["kind"].isin([*LATENCY_KINDS, BEST_OF_LANGUAGE])].copy()
     table["state"] = [comparison_state(row, profile.precision) for _, row in table.iterrows()]
     open_ones = int((table["state"] == "open").sum())

@@ -44,9 +44,9 @@ def outcome_words(row: dict) -> str:
     """A throughput outcome in words, with the margin and what the run could have told."""
     margin, verdict = row.get("margin"), row["verdict"]
     if verdict in ("faster", "slower"):
-        return f"{verdict} by more than {margin:.0%}"
+        return f"{verdict} by more than {margin * 100:.3g}%"
     if verdict == "equivalent":
-        return f"equivalent (within ±{margin:.0%})"
+        return f"equivalent (within ±{margin * 100:.3g}%)"
     if verdict == "undetermined":
         detectable = row["detectable_ratio"]
         return (

@@ -3,8 +3,11 @@ workload, tool, concurrency), which server is faster, whether they are
 equivalent, or that the run could not tell — and how small a difference it
 could have told.
 
-Each comparison is estimated from a model of the run (``decide.inference``:
-server and round effects, or Hodges–Lehmann without rounds). The Holm family
+Each comparison is estimated from the two servers' full-speed figures where
+their cells have windows (``decide.fullspeed``: an upper quantile of the
+windows pooled over the rounds, rounds resampled), else from a model of the
+run's delivered req/s (``decide.inference``: server and round effects, or
+Hodges–Lehmann without rounds); the delivered ratio is kept beside it. The Holm family
 is what config declares (same server, family, ceiling, named pairs) and only
 the tests that can reach significance at their repeat counts; each interval is
 drawn at the level Holm used for it, and read against ``comparisons.margin``.
@@ -21,9 +24,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from serverbench.decide import inference
+from serverbench.decide import fullspeed, inference
 from serverbench.decide.comparability import why_not_comparable
 from serverbench.decide.latency import latency_verdict, latency_verdicts
+from serverbench.decide.margins import margin_for
 from serverbench.decide.pairs import LATENCY_KINDS, best_of_languages, declared_pairs
 from serverbench.decide.sentences import latency_sentence, sentence
 from serverbench.decide.stats import smallest_p
@@ -32,8 +36,9 @@ from serverbench.plan.languages import title
 CONDITION = ["profile", "workload", "tool", "concurrency"]
 VERDICT_COLUMNS = [
     "kind", *CONDITION, "fraction", "offered_rps", "a", "b", "language_a", "language_b", "n_a", "n_b",
-    "median_a", "median_b", "method",
-    "ratio", "ci_low", "ci_high", "level", "p_value", "p_holm", "margin", "detectable_ratio", "verdict", "why",
+    "median_a", "median_b", "full_a", "full_b", "method",
+    "ratio", "ci_low", "ci_high", "delivered_ratio", "delivered_ci_low", "delivered_ci_high",
+    "level", "p_value", "p_holm", "margin", "detectable_ratio", "verdict", "why",
     "sentence",
 ]  # fmt: skip
 NOT_TESTED = "not tested"
@@ -49,14 +54,18 @@ class Measured:
     concurrency: int
     rps: pd.Series
     why_not: list[str] = field(default_factory=list)
+    windows: fullspeed.CellWindows | None = None
+    phased: str | None = None
 
     @property
     def comparable(self) -> bool:
         return not self.why_not
 
 
-def measured_cells(runs: pd.DataFrame, summary: pd.DataFrame, excluded: set[str]) -> dict[tuple, dict[str, Measured]]:
-    """Per condition, every server's cell."""
+def measured_cells(
+    runs: pd.DataFrame, summary: pd.DataFrame, excluded: set[str], windows: pd.DataFrame | None = None, spec=None
+) -> dict[tuple, dict[str, Measured]]:
+    """Per condition, every server's cell, with its windows where ``windows`` (windows.csv) has them."""
     keys = CONDITION + ["server"]
     repeats_of = {key: group for key, group in runs.groupby(keys, sort=False)}
     by_condition: dict[tuple, dict[str, Measured]] = {}
@@ -69,25 +78,61 @@ def measured_cells(runs: pd.DataFrame, summary: pd.DataFrame, excluded: set[str]
         why = why_not_comparable(row, excluded, None if starved is None else int(starved))
         cell = Measured(row["server"], row["language"], int(row["concurrency"]), good, why)
         by_condition.setdefault(tuple(row[CONDITION]), {})[row["server"]] = cell
+    if spec is not None and spec["decides"]:
+        _attach_windows(by_condition, windows, spec)
     return by_condition
 
 
-def judge(kind: str, condition: tuple, a: Measured, b: Measured, why: str = "") -> dict:
-    """One comparison's estimate, before Holm's procedure sets the level of its interval."""
+def _attach_windows(by_condition: dict, windows: pd.DataFrame | None, spec: dict) -> None:
+    """Each comparable cell's pooled windows, and whether it is slow in phases of its own
+    (judged among the comparable cells of its condition)."""
+    pooled = fullspeed.windows_by_cell(windows, spec)
+    for condition, cells in by_condition.items():
+        found = pooled.get(tuple(condition), {})
+        usable = {name: found[name] for name, cell in cells.items() if cell.comparable and name in found}
+        for name, reason in fullspeed.phased(usable, spec).items():
+            cells[name].phased = reason
+        for name, cell_windows in usable.items():
+            cells[name].windows = cell_windows
+
+
+def judge(kind: str, condition: tuple, a: Measured, b: Measured, why: str = "", quantile: float | None = None) -> dict:
+    """One comparison's estimate, before Holm's procedure sets the level of its interval: on the
+    full-speed figures (their ``quantile`` of the windows) where both cells have them, else on
+    delivered req/s."""
     row = dict(zip(CONDITION, condition, strict=True))
     row.update(kind=kind, a=a.server, b=b.server, language_a=a.language, language_b=b.language, why=why)
     reasons = [f"{cell.server}: {reason}" for cell in (a, b) for reason in cell.why_not]
     if reasons:
         return {**row, "verdict": "not comparable", "why": "; ".join(filter(None, [*reasons, why]))}
-    estimate = inference.estimate(a.rps, b.rps)
+    delivered = inference.estimate(a.rps, b.rps)
     row.update(n_a=len(a.rps), n_b=len(b.rps), median_a=float(a.rps.median()), median_b=float(b.rps.median()))
-    if estimate is None:
+    if delivered is None:
         return {**row, "verdict": "not comparable", "why": "fewer than 2 repeats on a side"}
+    estimate, why_delivered = _full_speed(a, b, quantile), _why_delivered(a, b)
+    if estimate is None:
+        estimate = delivered
+        row["why"] = "; ".join(filter(None, [row["why"], why_delivered]))
+    else:
+        row.update(full_a=a.windows.full_speed, full_b=b.windows.full_speed)
     return {**row, "method": estimate.method, "ratio": estimate.ratio, "p_value": estimate.p_value,
-            "_estimate": estimate}  # fmt: skip
+            "delivered_ratio": delivered.ratio, "_estimate": estimate, "_delivered": delivered}  # fmt: skip
 
 
-def best_of_each_language(config: dict, condition: tuple, cells: dict[str, Measured]) -> list[dict]:
+def _full_speed(a: Measured, b: Measured, quantile: float | None) -> inference.Estimate | None:
+    if quantile is None or a.windows is None or b.windows is None or a.phased or b.phased:
+        return None
+    return fullspeed.estimate(a.windows, b.windows, quantile)
+
+
+def _why_delivered(a: Measured, b: Measured) -> str:
+    """Why a comparison is on delivered req/s: a side slow in phases of its own (or without windows)."""
+    return "; ".join(f"{cell.server}: {cell.phased}" for cell in (a, b) if cell.phased)
+
+
+def best_of_each_language(
+    config: dict, condition: tuple, cells: dict[str, Measured], quantile: float | None = None
+) -> list[dict]:
     """The best comparable server of one language against the best of another, for each two
     compared languages present at the condition (highest median req/s)."""
     catalogue = config["catalogue"]
@@ -107,22 +152,29 @@ def best_of_each_language(config: dict, condition: tuple, cells: dict[str, Measu
             row = dict(zip(CONDITION, condition, strict=True))
             rows.append({**row, "kind": BEST_OF_LANGUAGE, "verdict": "not comparable", "why": detail})
             continue
-        rows.append(judge(BEST_OF_LANGUAGE, condition, cells[best[0]], cells[best[1]], why))
+        rows.append(judge(BEST_OF_LANGUAGE, condition, cells[best[0]], cells[best[1]], why, quantile))
     return rows
 
 
 def verdict_table(
-    runs: pd.DataFrame, summary: pd.DataFrame, config: dict, latency: pd.DataFrame | None = None
+    runs: pd.DataFrame,
+    summary: pd.DataFrame,
+    config: dict,
+    latency: pd.DataFrame | None = None,
+    windows: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Every declared comparison of a run, decided after Holm's procedure; where rate
-    cells ran (``latency``, latency.csv), each server's knee and the pairs' latencies too."""
-    spec = config["comparisons"]
+    cells ran (``latency``, latency.csv), each server's knee and the pairs' latencies too.
+    ``windows`` (windows.csv): the full-speed figures decide where both cells have them."""
+    spec, full = config["comparisons"], config.get("full_speed") or {"decides": False}
+    quantile = full["quantile"] if full["decides"] else None
     rows = []
-    for condition, cells in sorted(measured_cells(runs, summary, set(spec["not_comparable_flags"])).items()):
+    cells_by_condition = measured_cells(runs, summary, set(spec["not_comparable_flags"]), windows, full)
+    for condition, cells in sorted(cells_by_condition.items()):
         for kind, a, b in declared_pairs(config, sorted(cells)):
-            rows.append(judge(kind, condition, cells[a], cells[b]))
+            rows.append(judge(kind, condition, cells[a], cells[b], quantile=quantile))
         if spec["best_of_language"]:
-            rows += best_of_each_language(config, condition, cells)
+            rows += best_of_each_language(config, condition, cells, quantile)
     if latency is not None and not latency.empty:
         rows += latency_verdicts(latency, config)
     alpha = 1 - spec["confidence"]
@@ -134,7 +186,7 @@ def verdict_table(
         if row["kind"] in LATENCY_KINDS:
             _decide_latency(row, spec["confidence"])
         else:
-            _decide(row, alpha, spec["margin"])
+            _decide(row, alpha, margin_for(config, row["profile"], row["kind"]))
             row["sentence"] = sentence(row, config)
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
@@ -153,10 +205,12 @@ def _in_family(row: dict, alpha: float) -> bool:
 
 def _decide(row: dict, alpha: float, margin: float) -> None:
     """The outcome of one throughput comparison, from its interval at its Holm level."""
-    estimate = row.pop("_estimate", None)
+    estimate, delivered = row.pop("_estimate", None), row.pop("_delivered", None)
     if row.get("verdict") == "not comparable" or estimate is None:
         return
     row["margin"] = margin
+    # What this machine delivered, at the same level: beside the figure that decides.
+    row["delivered_ci_low"], row["delivered_ci_high"] = delivered.interval(row.get("level") or alpha)
     if row.get("level") is None:  # described or left out: the unadjusted interval, no outcome
         row["ci_low"], row["ci_high"] = estimate.interval(alpha)
         row.update(level=alpha, verdict=NOT_TESTED)

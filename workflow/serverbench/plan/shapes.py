@@ -68,6 +68,7 @@ class Profile:
     workloads: list[str]
     concurrency: list[int]
     repeats: int
+    margin: float | dict | None
     precision: float | None
     min_repeats: int | None
     max_repeats: int | None

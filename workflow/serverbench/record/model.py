@@ -38,16 +38,20 @@ from serverbench.record.sections import (  # noqa: F401 (the record's types, res
     Usage,
     Verification,
     Warmup,
+    Windows,
     WorkloadSection,
     _build,
 )
 
 # /2 added load.latency_note, warmup, checks, steady, thresholds, client.cpu_quota,
 # limits.listen_backlog, harness placement and None for error classes a tool cannot
-# observe; /3 added cell.fraction, open_loop and latency_ms.p99_9 (rate cells).
+# observe; /3 added cell.fraction, open_loop and latency_ms.p99_9 (rate cells);
+# /5 added windows (answers per short window, measured durations).
 # Older records read with those unset.
-RECORD_SCHEMA = "serverbench.cell/4"
-KNOWN_RECORD_SCHEMAS = frozenset({"serverbench.cell/1", "serverbench.cell/2", "serverbench.cell/3", RECORD_SCHEMA})
+RECORD_SCHEMA = "serverbench.cell/5"
+KNOWN_RECORD_SCHEMAS = frozenset(
+    {"serverbench.cell/1", "serverbench.cell/2", "serverbench.cell/3", "serverbench.cell/4", RECORD_SCHEMA}
+)
 STATUSES = ("ok", "failed", "skipped")
 
 
@@ -83,6 +87,7 @@ class CellRecord(Section):
     warmup: Warmup | None = None
     checks: Checks | None = None
     steady: Steady | None = None
+    windows: Windows | None = None
     open_loop: OpenLoop | None = None
     cpu_idle: CpuIdle | None = None
     thresholds: dict[str, float] | None = None  # flags.* in config: what the flags were judged against

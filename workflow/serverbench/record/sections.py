@@ -274,6 +274,15 @@ Steady = optional_section(
     floats="bin_s from_s cv",
     lists="series_rps",
 )
+Windows = optional_section(
+    "Windows",
+    "Answers completed in each short window of the run, with each window's measured duration"
+    " (serverbench.cell.windows), and the run's own full-speed figure from them.",
+    True,
+    strings="status reason source",
+    floats="window_s quantile bytes_per_answer full_speed_rps near_top_share",
+    lists="durations_s answers",
+)
 CpuIdle = optional_section(
     "CpuIdle",
     "The wake-up latency held for idle CPUs during the cell, and the idle states they entered.",

@@ -8,6 +8,7 @@ import re
 import pandas as pd
 
 from serverbench.decide.conformance import protocol_differences
+from serverbench.decide.margins import in_words, run_margins
 from serverbench.decide.pairs import LATENCY_KINDS
 from serverbench.decide.sentences import confidence_label
 
@@ -140,3 +141,28 @@ def print_answers(path, conformance_path=None) -> None:
             print(f"\n{title} ({len(sentences)}):")
             for text in sentences:
                 print(f"  - {text}")
+
+
+def margin_sentence(verdicts: pd.DataFrame) -> str:
+    """What *equivalent*, *faster* and *slower* mean in this run, in words."""
+    margins = run_margins(verdicts)
+    if not margins:
+        return ""
+    if len(margins) == 1:
+        return (f"Equivalent means {in_words(margins[0])}; faster and slower mean by more than "
+                f"{margins[0] * 100:.3g}%.")  # fmt: skip
+    kinds = verdicts.dropna(subset=["margin"]).groupby("margin")["kind"].unique()
+    parts = [f"{in_words(m)} for {', '.join(sorted(kinds[m]))} comparisons" for m in margins]
+    return f"Equivalent means {'; '.join(parts)}; faster and slower mean by more than that margin."
+
+
+def answers_markdown(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None, titles=None) -> str:
+    """answers.md: the headline, the margin in words, then every section's sentences."""
+    lines = ["# Answers", ""]
+    for paragraph in (headline(verdicts, titles), margin_sentence(verdicts)):
+        if paragraph:
+            lines += [paragraph, ""]
+    for section, sentences in answers(verdicts, conformance).items():
+        if sentences:
+            lines += [f"## {section[0].upper()}{section[1:]}", "", *(f"- {text}" for text in sentences), ""]
+    return "\n".join(lines)

@@ -19,6 +19,7 @@ import altair as alt
 import pandas as pd
 
 from serverbench.decide.comparability import comparable
+from serverbench.decide.margins import margin_for, run_margins
 from serverbench.decide.verdicts import VERDICT_COLUMNS
 from serverbench.plan import languages
 from serverbench.plan.rates import knee_bounds
@@ -327,7 +328,7 @@ def build(
         "steady": lambda: steady_chart(steady),
         "load": lambda: load_chart(latency_rows, knee_bounds(config)),
         "forest": lambda: forest_chart(
-            verdicts if verdicts is not None else pd.DataFrame(columns=VERDICT_COLUMNS), config["comparisons"]["margin"]
+            verdicts if verdicts is not None else pd.DataFrame(columns=VERDICT_COLUMNS), forest_margin(verdicts, config)
         ),  # fmt: skip
     }
     assert set(builders) == set(CHARTS), "every chart in report.names has a builder"
@@ -346,3 +347,9 @@ def save_chart(chart, html_path, png_path, svg_path=None) -> None:
             tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
             chart.save(str(tmp), **kwargs)
             tmp.replace(path)
+
+
+def forest_margin(verdicts: pd.DataFrame | None, config: dict) -> float:
+    """The band the forest plot draws: the margin most of the run's comparisons were read against."""
+    used = run_margins(verdicts) if verdicts is not None else []
+    return used[0] if used else margin_for(config, None, "default")

@@ -59,5 +59,6 @@ def forest_chart(verdicts: pd.DataFrame, margin: float) -> alt.LayerChart:
     bars = alt.Chart(rows).mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", scale=log_axis), x2="ci_high:Q", y=y,
                                                             color=colour, tooltip=tooltip)  # fmt: skip
     points = alt.Chart(rows).mark_point(filled=True, size=50).encode(x=x, y=y, color=colour, tooltip=tooltip)
-    title = f"Every comparison: ratio and interval at its Holm level; grey band: within ±{margin:.0%} (equivalent)"
+    band_words = f"grey band: within ±{margin * 100:.3g}% (equivalent)"
+    title = f"Every comparison: ratio and interval at its Holm level; {band_words}"
     return (band + one + bars + points).properties(width=520, height=max(120, 18 * len(rows)), title=title)

@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from serverbench import files
 from serverbench.record.flags import FLAG_HELP
-from serverbench.report.answers import answers, headline
+from serverbench.report.answers import answers, answers_markdown, headline, margin_sentence
 from serverbench.report.machine import steadiness_sentence
 from serverbench.report.names import CHARTS
 
@@ -99,7 +99,14 @@ def conformance_matrix(table: pd.DataFrame) -> dict[str, dict]:
 
 
 def write_index(
-    summary_csv, verdicts_csv, environment_json, charts: dict, index_path, conformance_csv=None, language_titles=None
+    summary_csv,
+    verdicts_csv,
+    environment_json,
+    charts: dict,
+    index_path,
+    conformance_csv=None,
+    language_titles=None,
+    answers_path=None,
 ) -> None:
     """One page: the answers, then charts, the sortable summary, failed and flagged cells, the
     environment. ``language_titles`` names each language in the headline."""
@@ -111,5 +118,8 @@ def write_index(
     verdicts = pd.read_csv(verdicts_csv)
     context["answers"] = answers(verdicts, conformance)
     context["headline"] = headline(verdicts, language_titles)
+    context["margin_words"] = margin_sentence(verdicts)
+    if answers_path:
+        files.write_atomic(Path(answers_path), answers_markdown(verdicts, conformance, language_titles))
     context["conformance"] = conformance_matrix(conformance) if conformance is not None else {}
     files.write_atomic(index_path, TEMPLATES.get_template("index.html.j2").render(**context))

@@ -11,12 +11,20 @@ from serverbench.plan.tools import closed_loop_tools
 from serverbench.tables.knees import with_knees
 from serverbench.tables.latency import latency_table
 from serverbench.tables.runs import load_runs
-from serverbench.tables.series import steady_series, worker_samples
+from serverbench.tables.series import steady_series, window_series, worker_samples
 from serverbench.tables.summary import summarise
 
 
 def write_tables(
-    paths, runs_csv, summary_csv, config: dict, workers_csv=None, steady_csv=None, rate_paths=(), latency_csv=None
+    paths,
+    runs_csv,
+    summary_csv,
+    config: dict,
+    workers_csv=None,
+    steady_csv=None,
+    rate_paths=(),
+    latency_csv=None,
+    windows_csv=None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The run's tables; rate cells (``rate_paths``) go to latency.csv, their knees into summary.csv."""
     runs = load_runs(paths)
@@ -32,4 +40,6 @@ def write_tables(
         files.write_atomic(workers_csv, worker_samples(paths).to_csv(index=False))
     if steady_csv is not None:
         files.write_atomic(steady_csv, steady_series(paths).to_csv(index=False))
+    if windows_csv is not None:
+        files.write_atomic(windows_csv, window_series(paths).to_csv(index=False))
     return runs, summary

@@ -6,7 +6,7 @@ from serverbench.record.model import ERROR_CLASSES
 CELL_KEYS = ["profile", "workload", "tool", "server", "language", "concurrency"]
 RUN_COLUMNS = [
     "workload", "profile", "tool", "server", "language", "family", "concurrency", "repeat", "status", "reason",
-    "requests", "duration_s", "rps",
+    "requests", "duration_s", "rps", "rps_full", "near_top_share",
     "latency_mean_ms", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms",
     "transfer_bytes", "errors_total", "error_rate", *(f"errors_{name}" for name in ERROR_CLASSES),
     "server_cpu_s", "server_cpu_percent", "server_rss_peak_mb", "server_rss_mean_mb", "server_pss_peak_mb",
@@ -48,6 +48,8 @@ SUMMARY_COLUMNS = [
 ]
 WORKER_COLUMNS = [*CELL_KEYS, "family", "repeat", "t", "phase", "processes", "threads", "rss_mb"]
 STEADY_COLUMNS = [*CELL_KEYS, "family", "repeat", "second", "rps"]
+# A window of a closed-loop run (serverbench.cell.windows): measured duration, answers, req/s.
+WINDOW_COLUMNS = [*CELL_KEYS, "family", "repeat", "window", "duration_s", "answers", "rps"]
 # A rate cell's row of latency.csv (open loop at a fraction of its server's capacity).
 LATENCY_COLUMNS = [
     "profile", "workload", "tool", "server", "language", "family", "concurrency", "fraction", "repeat",

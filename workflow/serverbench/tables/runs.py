@@ -28,6 +28,8 @@ def run_row(record: CellRecord, path: str | Path) -> dict:
         requests=load.requests,
         duration_s=load.duration_s,
         rps=load.requests_per_s,
+        rps_full=record.windows.full_speed_rps if record.windows else None,
+        near_top_share=record.windows.near_top_share if record.windows else None,
         **{f"latency_{key}_ms": getattr(load.latency_ms, key) for key in ("mean", "p50", "p90", "p99", "max")},
         transfer_bytes=load.transfer_bytes,
         errors_total=load.errors_total if record.load else None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from serverbench.record.model import load_record
-from serverbench.tables.columns import CELL_KEYS, STEADY_COLUMNS, WORKER_COLUMNS
+from serverbench.tables.columns import CELL_KEYS, STEADY_COLUMNS, WINDOW_COLUMNS, WORKER_COLUMNS
 from serverbench.tables.runs import MB
 
 SAMPLE_BIN_S = 0.5
@@ -55,3 +55,23 @@ def steady_series(paths) -> pd.DataFrame:
         for second, rps in enumerate(steady.series_rps, start=1):
             rows.append({**{key: cell[key] for key in [*CELL_KEYS, "family", "repeat"]}, "second": second, "rps": rps})
     return pd.DataFrame(rows, columns=STEADY_COLUMNS)
+
+
+def window_series(paths) -> pd.DataFrame:
+    """Every window of every measured run: its measured duration, the answers it saw, its req/s."""
+    frames = []
+    for path in sorted(map(str, paths)):
+        record = load_record(path)
+        windows = record.windows
+        if record.status != "ok" or windows is None or windows.status != "ok":
+            continue
+        cell = record.cell.to_dict()
+        frame = pd.DataFrame({"duration_s": windows.durations_s, "answers": windows.answers})
+        frame.insert(0, "window", range(1, len(frame) + 1))
+        for key in reversed([*CELL_KEYS, "family", "repeat"]):
+            frame.insert(0, key, cell[key])
+        frame["rps"] = (frame["answers"] / frame["duration_s"]).round(2)
+        frames.append(frame)
+    if not frames:
+        return pd.DataFrame(columns=WINDOW_COLUMNS)
+    return pd.concat(frames, ignore_index=True)[WINDOW_COLUMNS]

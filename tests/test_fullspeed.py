@@ -1,0 +1,174 @@
+"""The full-speed estimate (serverbench.cell.windows, serverbench.decide.fullspeed):
+windows with measured durations in every closed-loop cell, the estimate from
+them, a server slow in phases of its own caught, and planted extra work.
+
+The statistics are tested on windows drawn from a stated two-speed model (a
+seeded generator, no machine in it). The workflow test runs real gunicorn
+servers: one that pauses itself 200 ms in every 500 ms (tests/apps/pausing.py)
+must be flagged `phased` and compared on delivered req/s, whatever the
+machine's speed; a variant planted with 50% extra CPU work per answer must
+log its calibration and come out slower than its original.
+"""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import REPO_ROOT, require, run_snakemake
+from serverbench.cell.windows import windows
+from serverbench.decide import fullspeed
+from serverbench.decide.inference import outcome
+from serverbench.record.model import load_record
+from serverbench.record.sections import LoadResult
+
+SPEC = {"decides": True, "window_s": 0.05, "quantile": 0.9, "near_top": 0.1, "phased_ratio": 0.75}
+
+
+def two_speed_rounds(rng, level: float, rounds: int = 7, per_round: int = 40, slow_share: float = 0.4):
+    """Windows of a server at ``level`` req/s at full speed; in episodes the CPU runs at
+    half to two thirds of it (a round's share of slow windows varies), with 2% noise."""
+    out = {}
+    for r in range(1, rounds + 1):
+        share = min(0.9, max(0.0, rng.normal(slow_share, 0.2)))
+        slow = rng.random(per_round) < share
+        speed = np.where(slow, rng.uniform(0.5, 0.67, per_round), 1.0)
+        out[r] = level * speed * rng.normal(1, 0.02, per_round)
+    return out
+
+
+def cell_of(rounds: dict) -> fullspeed.CellWindows:
+    frame = pd.DataFrame([{"repeat": r, "rps": v} for r, values in rounds.items() for v in values])
+    return fullspeed.cell_windows(frame, SPEC)
+
+
+def test_windows_keep_each_measured_duration_and_the_answers_in_it():
+    # Three snapshots of two connections; answers of 100 bytes; the middle window is longer.
+    snapshots = [(0.00, {"a": 0, "b": 0}), (0.05, {"a": 1000, "b": 1000}), (0.15, {"a": 2000, "b": 2000}),
+                 (0.20, {"a": 3000, "b": 3000})]  # fmt: skip
+    load = LoadResult(requests=60, transfer_bytes=6000)
+    found = windows(snapshots, load, SPEC)
+    assert found.status == "ok" and found.durations_s == [0.05, 0.1, 0.05]
+    assert found.answers == [20.0, 20.0, 20.0]
+    # The same answers in a window twice as long is half the rate: durations are measured.
+    assert sorted(np.asarray(found.answers) / np.asarray(found.durations_s)) == [200.0, 400.0, 400.0]
+
+
+def test_the_full_speed_ratio_sees_three_percent_where_the_means_cannot():
+    rng = np.random.default_rng(7)
+    a, b = cell_of(two_speed_rounds(rng, 1000)), cell_of(two_speed_rounds(rng, 1030))
+    found = fullspeed.estimate(a, b, SPEC["quantile"])
+    low, high = found.interval(0.05)
+    assert low <= 1000 / 1030 <= high
+    assert high < 1 / 1.01  # the interval excludes a 1% difference: 3% shows
+    means = [np.mean(np.concatenate(list(c.rounds.values()))) for c in (a, b)]
+    assert abs(means[0] / means[1] - 1000 / 1030) > 0.0  # the means carry the slow share's draw
+
+
+def test_interval_coverage_in_the_two_speed_model():
+    rng = np.random.default_rng(11)
+    covered, trials = 0, 200
+    for _ in range(trials):
+        a, b = cell_of(two_speed_rounds(rng, 1000)), cell_of(two_speed_rounds(rng, 1000))
+        low, high = fullspeed.estimate(a, b, SPEC["quantile"]).interval(0.05)
+        covered += low <= 1.0 <= high
+    assert covered / trials >= 0.93
+
+
+def test_a_cell_slow_in_phases_of_its_own_is_flagged_by_its_round_mates():
+    rng = np.random.default_rng(3)
+    cells = {name: cell_of(two_speed_rounds(rng, 1000)) for name in ("a", "b", "c")}
+    paused = two_speed_rounds(rng, 1000)
+    for values in paused.values():
+        values[rng.random(len(values)) < 0.4] = 0.0  # 200 ms of every 500 ms without an answer
+    cells["pausing"] = cell_of(paused)
+    found = fullspeed.phased(cells, SPEC)
+    assert list(found) == ["pausing"] and "compared on delivered req/s" in found["pausing"]
+
+
+def test_an_equal_pair_is_equivalent_within_two_percent_at_full_speed():
+    rng = np.random.default_rng(5)
+    a, b = cell_of(two_speed_rounds(rng, 1000, rounds=9)), cell_of(two_speed_rounds(rng, 1000, rounds=9))
+    low, high = fullspeed.estimate(a, b, SPEC["quantile"]).interval(0.01)
+    assert outcome(low, high, 0.02) == "equivalent"
+    assert math.isfinite(low)
+
+
+@pytest.fixture(scope="module")
+def phased_run(tmp_path_factory):
+    require("wrk", "gunicorn")
+    tmp_path = tmp_path_factory.mktemp("fullspeed")
+    results = tmp_path / "results"
+    pausing = ["gunicorn", "--bind", "{host}:{port}", "--workers", "{workers}", "--worker-class", "gthread",
+               "--threads", "{threads}", "--keep-alive", "5", "--chdir", str(REPO_ROOT / "tests/apps"),
+               "pausing:application"]  # fmt: skip
+    extra = {
+        "catalogue": {
+            "gunicorn-pausing": {"variant_of": "gunicorn-gthread", "command": pausing},
+            "gunicorn-gthread-plus50": {"variant_of": "gunicorn-gthread", "env": {"SERVERBENCH_EXTRA_SHARE": "0.5"}},
+        },
+        "profiles": {
+            "phases": {
+                "description": "a server pausing in phases, a planted 50% variant, an A/A pair",
+                "servers": ["gunicorn-gthread", "gunicorn-gthread-again", "gunicorn-pausing",
+                            "gunicorn-gthread-plus50"],
+                "tools": ["wrk"], "concurrency": [2], "repeats": 5, "duration": 2, "requests": 1000,
+                "warmup": 1, "timeout": 5, "workers": 2, "threads": 1, "backlog": 64, "server_cpus": [0],
+                "client_cpus": [1], "memory_limit": None, "ready_timeout": 15, "stop_grace": 3,
+                "sample_interval": 0.1, "fairness": "connections", "time_wait_max": 10**6,
+            }
+        },
+        "comparisons": {"ceiling": None, "best_of_language": False},
+    }  # fmt: skip
+    configfile = tmp_path / "phases.yaml"
+    configfile.write_text(yaml.safe_dump(extra))
+    done = run_snakemake(
+        ["--cores", "4", str(results / "verdicts.csv"), "--configfile", "config.yaml", str(configfile)],
+        ["profile=phases", f"results={results}"],
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return results
+
+
+def verdict_of(results, a: str, b: str) -> pd.Series:
+    verdicts = pd.read_csv(results / "verdicts.csv")
+    rows = verdicts[(verdicts["a"] == a) & (verdicts["b"] == b)]
+    assert len(rows) == 1, verdicts[["kind", "a", "b"]]
+    return rows.iloc[0]
+
+
+@pytest.mark.e2e
+def test_every_closed_loop_cell_keeps_its_windows(phased_run):
+    table = pd.read_csv(phased_run / "windows.csv")
+    assert set(table["server"]) == {"gunicorn-gthread", "gunicorn-gthread-again", "gunicorn-pausing",
+                                    "gunicorn-gthread-plus50"}  # fmt: skip
+    # Windows of at most 100 ms, each measured (the sampler's waits are not all equal).
+    assert table["duration_s"].max() <= 0.1 + 0.05 and table["duration_s"].nunique() > 1
+    record = load_record(next((phased_run / "cells").rglob("r1.json")))
+    assert record.windows.status == "ok" and len(record.windows.durations_s) >= 20
+    runs = pd.read_csv(phased_run / "runs.csv")
+    assert runs["rps_full"].notna().all()
+
+
+@pytest.mark.e2e
+def test_a_server_pausing_in_phases_is_not_reported_at_its_burst_speed(phased_run):
+    row = verdict_of(phased_run, "gunicorn-pausing", "gunicorn-gthread")
+    assert "phased" in row["why"] and row["method"] == "rounds model", row["why"]
+    assert row["verdict"] == "slower"  # it answers nothing for 40% of the time
+    same = verdict_of(phased_run, "gunicorn-gthread-again", "gunicorn-gthread")
+    assert same["method"].startswith("full speed") and same["verdict"] not in ("faster", "slower")
+
+
+@pytest.mark.e2e
+def test_a_planted_variant_logs_its_calibration_and_is_slower(phased_run):
+    logs = list((phased_run / "cells").rglob("*gunicorn-gthread-plus50*/**/*.server.log")) or [
+        path for path in (phased_run / "cells").rglob("*.server.log") if "plus50" in str(path)
+    ]
+    assert any("serverbench extra work" in path.read_text() for path in logs)
+    row = verdict_of(phased_run, "gunicorn-gthread-plus50", "gunicorn-gthread")
+    assert row["method"].startswith("full speed") and row["verdict"] == "slower", row["sentence"]
+    runs = pd.read_csv(phased_run / "runs.csv")
+    cost = (runs["server_cpu_s"] / runs["requests"]).groupby(runs["server"]).median()
+    assert cost["gunicorn-gthread-plus50"] > cost["gunicorn-gthread"]
