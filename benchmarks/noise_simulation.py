@@ -12,6 +12,14 @@ this project's VMs do. Each design measures every server ``repeats`` times:
   (``serverbench.decide.inference``), intervals at Holm's level, and
   faster/slower/equivalent/undetermined against a 5% margin.
 
+The two-speed model (``--two-speed``): each CPU runs at full speed or at a
+half to two thirds of it, in episodes of 50 ms to 2 s, slow 15–70% of the
+time, as the AMD hosts here do; every job keeps 50 ms windows. There the
+rounds model on trial means (*mean*) is set beside the full-speed estimate
+(*full*: the p90 of the windows pooled over rounds, rounds resampled,
+``serverbench.decide.fullspeed``), both against the run's 2% margin, with a
+server 1.03× faster among the true ratios.
+
 It prints, per design and ratio: the share of runs deciding a direction (at
 1.0 that is the false-verdict rate, target ≤ 5%), the share deciding the wrong
 one, the coverage of the 95% interval per repeat count (target ≥ 93%), and the
@@ -29,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from serverbench import REPO_ROOT
-from serverbench.decide import compare, inference, stats
+from serverbench.decide import compare, fullspeed, inference, stats
 from serverbench.plan import config as cfg
 from serverbench.plan.rates import KneeBound
 from serverbench.tables import knees
@@ -77,16 +85,82 @@ def measure(order: list[tuple[str, int]], machine: Machine, base_rps: float = 10
     return pd.DataFrame(rows, columns=["server", "round", "rps"])
 
 
+WINDOW = 0.05  # seconds: the two-speed machine's step and the windows' length
+TWO_SPEED_RATIOS = {"base": 1.0, "alias": 1.0, "x1.03": 1.03, "x1.1": 1.1, "x1.3": 1.3}
+FULL_SPEC = {
+    "decides": True,
+    "window_s": WINDOW,
+    "quantile": 0.95,
+    "near_top": 0.1,
+    "stall_level": 0.3,
+    "stall_excess": 0.1,
+}
+TWO_SPEED_MARGIN = 0.02
+
+
+@dataclass
+class TwoSpeedMachine:
+    """Full speed, or a half to two thirds of it, in episodes of 50 ms to 2 s; slow 15–70% of the time."""
+
+    rng: np.random.Generator
+
+    def trace(self, seconds: float) -> np.ndarray:
+        steps, speed, t = int(seconds / WINDOW) + 1, [], 0
+        share = self.rng.uniform(0.15, 0.7)
+        slow = self.rng.random() < share
+        while t < steps:
+            mean = self.rng.uniform(0.05, 2.0) / WINDOW
+            length = max(1, int(self.rng.exponential(mean if slow else mean * (1 - share) / share)))
+            level = self.rng.uniform(0.5, 0.67) if slow else 1.0
+            speed += [level] * length
+            t, slow = t + length, not slow
+        return np.asarray(speed[:steps])
+
+
+def measure_windows(order: list[tuple[str, int]], machine, base_rps: float = 10_000.0) -> pd.DataFrame:
+    """Each job's 50 ms windows on one machine trace: rate × speed × 2% jitter."""
+    warmup, load, overhead = JOB_SECONDS
+    job = warmup + load + overhead
+    speed = machine.trace(job * len(order))
+    frames = []
+    for position, (server, repeat) in enumerate(order):
+        start = int((position * job + warmup) / WINDOW)
+        window = speed[start : start + int(load / WINDOW)]
+        rps = base_rps * TWO_SPEED_RATIOS[server] * window * np.exp(machine.rng.normal(0, 0.02, len(window)))
+        frames.append(pd.DataFrame({"server": server, "round": repeat, "rps": rps}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def two_speed_verdicts(windows: pd.DataFrame, design: str) -> pd.DataFrame:
+    """*mean*: the rounds model on each trial's mean; *full*: the full-speed estimate."""
+    if design == "mean":
+        means = windows.groupby(["server", "round"])["rps"].mean().reset_index()
+        by_server = {s: g.set_index("round")["rps"] for s, g in means.groupby("server")}
+        estimates = [(s, inference.estimate(by_server[s], by_server["base"])) for s in TWO_SPEED_RATIOS if s != "base"]
+    else:
+        cells = {s: fullspeed.cell_windows(g.rename(columns={"round": "repeat"}), FULL_SPEC)
+                 for s, g in windows.groupby("server")}  # fmt: skip
+        estimates = [(s, fullspeed.estimate(cells[s], cells["base"], FULL_SPEC["quantile"]))
+                     for s in TWO_SPEED_RATIOS if s != "base"]  # fmt: skip
+    _, levels = inference.holm_levels([e.p_value for _, e in estimates], ALPHA)
+    rows = []
+    for (server, estimate), level in zip(estimates, levels, strict=True):
+        low95, high95 = estimate.interval(ALPHA)
+        outcome = inference.outcome(*estimate.interval(level), TWO_SPEED_MARGIN)
+        rows.append((server, estimate.ratio, low95, high95, outcome))
+    return pd.DataFrame(rows, columns=["server", "ratio", "low95", "high95", "outcome"])
+
+
 def old_order(repeats: int) -> list[tuple[str, int]]:
     jobs = [(server, repeat) for server in RATIOS for repeat in range(1, repeats + 1)]
     np.random.default_rng(20261122).shuffle(jobs)  # the same seed every run
     return jobs
 
 
-def rounds_order(repeats: int, rng: np.random.Generator) -> list[tuple[str, int]]:
+def rounds_order(repeats: int, rng: np.random.Generator, ratios: dict = RATIOS) -> list[tuple[str, int]]:
     order = []
     for round_ in range(1, repeats + 1):
-        servers = list(RATIOS)
+        servers = list(ratios)
         rng.shuffle(servers)
         order += [(server, round_) for server in servers]
     return order
@@ -124,6 +198,9 @@ def simulate(design: str, repeats: int, runs: int, seed: int) -> pd.DataFrame:
             machine = Machine(rng)
             if design == "old":
                 table = old_verdicts(measure(old_order(repeats), machine))
+            elif design in ("mean", "full"):
+                order = rounds_order(repeats, rng, TWO_SPEED_RATIOS)
+                table = two_speed_verdicts(measure_windows(order, TwoSpeedMachine(rng)), design)
             else:
                 table = new_verdicts(measure(rounds_order(repeats, rng), machine))
             frames.append(table.assign(pair=pair, replicate=replicate, repeats=repeats, design=design))
@@ -132,7 +209,7 @@ def simulate(design: str, repeats: int, runs: int, seed: int) -> pd.DataFrame:
 
 def summarise(results: pd.DataFrame) -> pd.DataFrame:
     """Per design, repeats and true ratio: decided, wrong, coverage, reversals."""
-    true = results["server"].map(RATIOS)
+    true = results["server"].map({**RATIOS, **TWO_SPEED_RATIOS})
     decided = results["outcome"].isin(["faster", "slower"])
     results = results.assign(
         true=true,
@@ -232,11 +309,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--compare-pairs", type=int, default=1000, help="simulated pairs of runs for compare")
     parser.add_argument("--knee-cases", type=int, default=500, help="simulated servers with a planted knee")
+    parser.add_argument("--two-speed", action="store_true", help="only the two-speed model: mean against full speed")
     args = parser.parse_args()
-    frames = [simulate(design, n, args.runs, args.seed) for design in ("old", "new") for n in args.repeats]
+    designs = ("mean", "full") if args.two_speed else ("old", "new", "mean", "full")
+    frames = [simulate(design, n, args.runs, args.seed) for design in designs for n in args.repeats]
     table = summarise(pd.concat(frames, ignore_index=True))
     with pd.option_context("display.width", 200, "display.float_format", "{:.3f}".format):
         print(table.to_string(index=False))
+    if args.two_speed:
+        return
     config = cfg.load(REPO_ROOT / "config.yaml")
     for factor in (1.0, 0.8):
         exits = compare_exits(config, args.compare_pairs, args.seed, factor)

@@ -1,18 +1,20 @@
-"""Do a run's answers reproduce? Several default runs (each with a new seed),
-then what a user would check across them:
+"""Do a run's answers reproduce, and can it see what it must? Several default
+runs (each with a new seed), and runs with a planted 10% regression, then what
+a user would check across them:
 
-- per run: its seed, how many comparisons came out *faster*/*slower*,
-  *equivalent*, *undetermined*, not tested or not comparable, and every tested
-  comparison's outcome with its ratio and detectable ratio;
+- per run: its host (CPU model) and steadiness figure (the share of time its
+  CPUs ran slow), its seed, the outcome counts, the A/A control's and the
+  planted 5% variant's outcomes with their detectable ratios, every
+  same-server Python/Perl pair's outcome and detectable ratio;
 - reversals: a comparison *faster* in one run and *slower* in another (target 0);
-- the A/A control's outcome in each run (never *faster* or *slower*);
-- ``serverbench compare A B --fail-above 5%`` for every two runs (it must never
-  exit 1: nothing changed between them);
-- and for every run and every comparable server, a copy of the run with that
-  server's req/s lowered by 20%, compared with the run: never passed (exit 0).
+- ``serverbench compare A B --fail-above 5%`` for every two default runs (it
+  must never exit 1: nothing changed between them);
+- and against every regression run: a default run made with gunicorn-gthread
+  (and its A/A twin) doing 10% of the hello's cost more per answer (the
+  planted variant's mechanism, not a doctored CSV): ``compare`` must exit 1.
 
-    .venv/bin/python benchmarks/reproducibility.py --runs 3 [--keep DIR]
-    .venv/bin/python benchmarks/reproducibility.py --reuse RESULTS_1 RESULTS_2 RESULTS_3
+    .venv/bin/python benchmarks/reproducibility.py --runs 5 --regression-runs 1 [--keep DIR]
+    .venv/bin/python benchmarks/reproducibility.py --reuse R1 R2 R3 --regressed R4
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from pathlib import Path
 import pandas as pd
 from serverbench import REPO_ROOT
 from serverbench.decide import compare
-from serverbench.decide.comparability import why_not_comparable
 from serverbench.plan import config as cfg
 
 KEY = ["kind", "profile", "workload", "tool", "concurrency", "a", "b"]
@@ -38,10 +39,20 @@ SLOWDOWN = 0.8
 FAIL_ABOVE = 0.05
 
 
-def run_matrix(results: Path) -> None:
-    """One default run, as `make bench` starts it, into its own results directory."""
+REGRESSION = {"catalogue": {"gunicorn-gthread": {"env": {"SERVERBENCH_EXTRA_SHARE": "0.10"}}}}
+REGRESSED_SERVERS = ("gunicorn-gthread", "gunicorn-gthread-again")
+
+
+def run_matrix(results: Path, regressed: bool = False) -> None:
+    """One default run, as `make bench` starts it, into its own results directory; ``regressed``:
+    gunicorn-gthread does 10% of the hello's cost more per answer (a real regression)."""
+    extra = []
+    if regressed:
+        results.mkdir(parents=True, exist_ok=True)
+        (results.parent / "regression.yaml").write_text(json.dumps(REGRESSION))
+        extra = ["--configfile", "config.yaml", str(results.parent / "regression.yaml")]
     subprocess.run(
-        [sys.executable, "-m", "snakemake", "--cores", "4", "--quiet", "--config", f"results={results}"],
+        [sys.executable, "-m", "snakemake", "--cores", "4", "--quiet", *extra, "--config", f"results={results}"],
         cwd=REPO_ROOT, check=True,
     )  # fmt: skip
 
@@ -73,56 +84,69 @@ def reversals(verdicts: list[pd.DataFrame]) -> list[str]:
     return found
 
 
-def slowed(result_set: tuple, server: str) -> tuple:
-    """A copy of a result set with one server's req/s lowered by ``SLOWDOWN``."""
-    runs, summary, environment = result_set
-    runs, summary = runs.copy(), summary.copy()
-    runs.loc[runs["server"] == server, "rps"] *= SLOWDOWN
-    columns = [c for c in summary.columns if c.startswith("rps") and c != "rps_cv"]
-    summary.loc[summary["server"] == server, columns] *= SLOWDOWN
-    return runs, summary, environment
-
-
-def compare_exit(a: tuple, b: tuple, config: dict) -> int:
-    table = compare.compare_sets(a, b, config, FAIL_ABOVE)
+def compare_exit(a: tuple, b: tuple, config: dict, normalise: str = "ceiling") -> int:
+    table = compare.compare_sets(a, b, config, FAIL_ABOVE, normalise)
     return compare.exit_status(table, FAIL_ABOVE)[0]
 
 
-def comparable_servers(summary: pd.DataFrame, config: dict) -> list[str]:
-    excluded = set(config["comparisons"]["not_comparable_flags"])
-    keep = summary[[not why_not_comparable(row, excluded) for _, row in summary.iterrows()]]
-    return sorted(keep["server"].unique())
+def steadiness(environment: dict) -> str:
+    check = environment.get("host_speed") or {}
+    share = check.get("slow_share_max")
+    return "not checked" if share is None else f"CPUs slow {share:.0%} of the time"
 
 
-def report(sets: list[Path], config: dict) -> dict:
+def kind_rows(table: pd.DataFrame, kind: str) -> list[dict]:
+    rows = table[table["kind"] == kind]
+    return [{"c": int(r.concurrency), "a": r.a, "b": r.b, "verdict": r.verdict,
+             "ratio": None if pd.isna(r.ratio) else round(r.ratio, 4),
+             "detectable": None if pd.isna(r.detectable_ratio) else round(r.detectable_ratio, 4)}
+            for r in rows.itertuples()]  # fmt: skip
+
+
+def describe(rows: list[dict]) -> str:
+    return "; ".join(
+        f"c={r['c']} {r['a']}/{r['b']} {r['verdict']}"
+        + ("" if r["ratio"] is None else f" {r['ratio']:.3f}× (could detect {r['detectable'] or float('nan'):.3f}×)")
+        for r in rows
+    )
+
+
+def run_figures(index: int, path: Path, table: pd.DataFrame, environment: dict) -> dict:
+    figures = {"path": str(path), "seed": environment.get("seed"), "cpu_model": environment.get("cpu_model"),
+               "steadiness": steadiness(environment), "outcomes": outcome_counts(table),
+               "a_a": kind_rows(table, "A/A"), "planted": kind_rows(table, "variant"),
+               "same_server": kind_rows(table, "same server")}  # fmt: skip
+    print(f"run {index} ({path}, seed {figures['seed']}, {figures['cpu_model']}, {figures['steadiness']}): "
+          f"{figures['outcomes']}")  # fmt: skip
+    print("\n".join(tested_rows(table)))
+    for name in ("a_a", "planted", "same_server"):
+        print(f"  {name}: {describe(figures[name])}")
+    return figures
+
+
+def report(sets: list[Path], config: dict, regressed: list[Path] = ()) -> dict:
     verdicts = [pd.read_csv(path / "verdicts.csv") for path in sets]
     loaded = [compare.read_set(path) for path in sets]
-    figures: dict = {"runs": []}
-    for index, (path, table, (_, _, environment)) in enumerate(zip(sets, verdicts, loaded, strict=True), start=1):
-        print(f"run {index} ({path}, seed {environment.get('seed')}): {outcome_counts(table)}")
-        print("\n".join(tested_rows(table)))
-        control = table[table["kind"] == "A/A"]
-        print("  A/A: " + "; ".join(f"c={r.concurrency} {r.verdict}" for r in control.itertuples()))
-        figures["runs"].append({"path": str(path), "seed": environment.get("seed"), "outcomes": outcome_counts(table),
-                                "a_a": control["verdict"].tolist()})  # fmt: skip
+    figures: dict = {"runs": [run_figures(i, path, table, found[2]) for i, (path, table, found)
+                              in enumerate(zip(sets, verdicts, loaded, strict=True), start=1)]}  # fmt: skip
     figures["reversals"] = reversals(verdicts)
     print(f"reversals between any two runs: {len(figures['reversals'])} (target 0)")
     print("\n".join(f"  {line}" for line in figures["reversals"]))
-    figures["a_a_directions"] = sum(v in DIRECTIONS for run in figures["runs"] for v in run["a_a"])
-    print(f"A/A comparisons faster or slower: {figures['a_a_directions']} (target 0)")
-    figures["compare"] = {f"{i}->{j}": compare_exit(loaded[i - 1], loaded[j - 1], config)
-                          for i, j in itertools.permutations(range(1, len(sets) + 1), 2)}  # fmt: skip
-    print(f"compare --fail-above {FAIL_ABOVE:.0%} between runs (exit codes; 1 would be a false alarm): "
-          + ", ".join(f"{k}: {v}" for k, v in figures["compare"].items()))  # fmt: skip
-    figures["slowed"] = {
-        f"run {i} {server}": compare_exit(loaded[i - 1], slowed(loaded[i - 1], server), config)
-        for i in range(1, len(sets) + 1)
-        for server in comparable_servers(loaded[i - 1][1], config)
-    }
-    passed = [name for name, status in figures["slowed"].items() if status == 0]
-    print(f"copies with one server {1 - SLOWDOWN:.0%} slower: {len(figures['slowed'])}; exit codes "
-          + json.dumps(pd.Series(figures["slowed"]).value_counts().to_dict())
-          + f"; passed with exit 0: {len(passed)} (target 0) {passed or ''}")  # fmt: skip
+    a_a = [row["verdict"] for run in figures["runs"] for row in run["a_a"]]
+    figures["a_a_directions"] = sum(v in DIRECTIONS for v in a_a)
+    print(f"A/A comparisons faster or slower: {figures['a_a_directions']} of {len(a_a)} (target 0)")
+    worse = [compare.read_set(path) for path in regressed]
+    for normalise in ("ceiling", "host"):
+        same = {f"{i}->{j}": compare_exit(loaded[i - 1], loaded[j - 1], config, normalise)
+                for i, j in itertools.permutations(range(1, len(sets) + 1), 2)}  # fmt: skip
+        changed = {f"{i}->R{j}": compare_exit(loaded[i - 1], worse[j - 1], config, normalise)
+                   for i in range(1, len(sets) + 1) for j in range(1, len(worse) + 1)}  # fmt: skip
+        figures[f"compare by {normalise}"] = {"identical": same, "regressed": changed}
+        print(f"compare --fail-above {FAIL_ABOVE:.0%}, normalised by the {normalise}, between default runs (exit"
+              " codes; 1 would be a false alarm): " + ", ".join(f"{k}: {v}" for k, v in same.items()))  # fmt: skip
+        if worse:
+            print("  against a run with gunicorn-gthread 10% costlier (target: exit 1 every time): "
+                  + ", ".join(f"{k}: {v}" for k, v in changed.items()))  # fmt: skip
     return figures
 
 
@@ -131,15 +155,25 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="default runs to make (each with a new seed)")
     parser.add_argument("--reuse", nargs="+", type=Path, metavar="RESULTS", help="result sets already made")
     parser.add_argument("--keep", type=Path, help="make the runs under this directory and keep them")
+    parser.add_argument("--regression-runs", type=int, default=1, help="runs with a planted 10%% regression")
+    parser.add_argument("--regressed", nargs="*", type=Path, default=[], metavar="RESULTS", help="such runs made")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args()
     config = cfg.load(REPO_ROOT / "config.yaml")
     with tempfile.TemporaryDirectory() as tmp:
-        sets = args.reuse or [(args.keep or Path(tmp)) / f"run{i}" for i in range(1, args.runs + 1)]
+        base = args.keep or Path(tmp)
+        sets = args.reuse or [base / f"run{i}" for i in range(1, args.runs + 1)]
+        regressed = (
+            args.regressed if args.reuse else [base / f"regressed{i}" for i in range(1, args.regression_runs + 1)]
+        )
         if not args.reuse:
-            for results in sets:
-                run_matrix(results.resolve())
-        figures = report(sets, config)
+            # Interleaved: a regression run sits between default runs, so drift over hours hits both kinds.
+            order = [(path, False) for path in sets]
+            for k, path in enumerate(regressed, start=1):
+                order.insert(k * len(sets) // (len(regressed) + 1) + k - 1, (path, True))
+            for results, is_regressed in order:
+                run_matrix(results.resolve(), is_regressed)
+        figures = report(sets, config, regressed)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
 

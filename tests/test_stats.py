@@ -162,10 +162,12 @@ def run_compare(*args):
 def test_compare_finds_a_regression_and_fails_above_the_threshold(tmp_path):
     before = result_set(tmp_path / "before")
     after = result_set(tmp_path / "after", factor=0.8, kernel="6.12", seed=1)
-    done = run_compare(before, after)
+    done = run_compare(before, after, "--across-hosts")
     assert done.returncode == 0, done.stderr
     assert "Environments differ:" in done.stdout and "kernel: A '6.1', B '6.12'" in done.stdout
-    table = pd.read_csv(__import__("io").StringIO(run_compare(before, after, "--format", "csv").stdout))
+    table = pd.read_csv(
+        __import__("io").StringIO(run_compare(before, after, "--across-hosts", "--format", "csv").stdout)
+    )
     table = table.set_index("server")
     assert table.loc["gunicorn", "verdict"] == "slower" and table.loc["gunicorn", "reference"] == "nginx-baseline"
     # Ten repeats against four other cells: the others are never called changed, and the one
@@ -173,12 +175,21 @@ def test_compare_finds_a_regression_and_fails_above_the_threshold(tmp_path):
     assert set(table.drop(index="gunicorn")["verdict"]) <= {"equivalent", "undetermined"}
     assert (table.drop(index="gunicorn")["ci_high"] - table.drop(index="gunicorn")["ci_low"] < 0.3).all()
     assert table.loc["gunicorn", "ratio"] == pytest.approx(0.8, rel=0.03)
-    failing = run_compare(before, after, "--fail-above", "5%")
+    failing = run_compare(before, after, "--across-hosts", "--fail-above", "5%")
     assert failing.returncode == 1 and "shown slower by more than 5%" in failing.stderr
-    passing = run_compare(before, after, "--fail-above", "30%")
+    passing = run_compare(before, after, "--across-hosts", "--fail-above", "30%")
     assert passing.returncode == 0, passing.stderr
-    markdown = run_compare(before, after, "--format", "markdown").stdout
+    markdown = run_compare(before, after, "--across-hosts", "--format", "markdown").stdout
     assert "| profile | workload |" in markdown and "| slower |" in markdown
+
+
+def test_compare_refuses_runs_from_different_hosts_unless_asked(tmp_path):
+    """A different kernel or CPU model is a different condition: named, exit 3, not silently compared."""
+    before = result_set(tmp_path / "before")
+    after = result_set(tmp_path / "after", kernel="6.12", seed=1)
+    done = run_compare(before, after, "--fail-above", "5%")
+    assert done.returncode == 3 and "different hosts" in done.stderr and "kernel: A '6.1', B '6.12'" in done.stderr
+    assert run_compare(before, after, "--across-hosts", "--fail-above", "30%").returncode == 0
 
 
 def test_compare_says_when_two_runs_cannot_tell(tmp_path):

@@ -3,9 +3,13 @@ two machines, two configurations) cell by cell.
 
 Two runs differ by more than their repeats show: hours apart, a shared machine
 is a different machine, and that drift between runs is larger than the spread
-within one. So each run is first normalised by something it measured itself
-(each server against the run's ceiling at the same condition, from the rounds
-model), and the interval of a change B/A carries, beside both runs' own error,
+within one. So each run is first normalised by something it measured itself:
+each server against the run's ceiling at the same condition, both at full
+speed where the runs kept windows (``decide.fullspeed``: the machine's slow
+episodes left out of both), else from the rounds model of delivered req/s.
+Two runs on different hosts (CPU model or kernel) are not compared unless
+asked (``--across-hosts``): a ratio between servers moves between machines
+far beyond one run's interval. And the interval of a change B/A carries, beside both runs' own error,
 the run-to-run variance the two runs' other servers show (their median
 absolute change about zero, less their own error: robust to the one server
 that did change; a t quantile on as many degrees of freedom as cells it came
@@ -35,8 +39,9 @@ from scipy import stats
 from statsmodels.robust.scale import mad
 
 from serverbench import REPO_ROOT
-from serverbench.decide import inference
+from serverbench.decide import fullspeed, inference
 from serverbench.decide.comparability import why_not_comparable
+from serverbench.decide.margins import margin_for
 from serverbench.plan import config as cfg
 
 CONDITION = ["profile", "workload", "tool", "concurrency"]
@@ -61,17 +66,29 @@ ASSUMED_RUN_SD = 0.1  # log units: what this project's VMs show between runs hou
 EXIT_REGRESSION, EXIT_CANNOT_TELL = 1, 3
 
 
-def read_set(path: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """runs.csv, summary.csv and environment.json of a result set (its directory)."""
+HOST_KEYS = ["cpu_model", "kernel"]
+
+
+def read_set(path: Path) -> tuple:
+    """runs.csv, summary.csv and environment.json of a result set (its directory), and its
+    windows.csv where it has one (a fourth item; None before windows were kept)."""
     path = Path(path)
     if not (path / "runs.csv").exists():
         raise SystemExit(f"serverbench compare: {path} has no runs.csv (is it a results directory?)")
     environment = path / "environment.json"
+    windows = path / "windows.csv"
     return (
         pd.read_csv(path / "runs.csv"),
         pd.read_csv(path / "summary.csv"),
         json.loads(environment.read_text()) if environment.exists() else {},
+        pd.read_csv(windows) if windows.exists() else None,
     )
+
+
+def host_differences(env_a: dict, env_b: dict) -> list[str]:
+    """The host facts (CPU model, kernel) in which two runs differ: a different condition."""
+    differ = [key for key in HOST_KEYS if env_a.get(key) != env_b.get(key)]
+    return [f"{key}: A {env_a.get(key)!r}, B {env_b.get(key)!r}" for key in differ]
 
 
 def control_outcomes(path: Path, name: str) -> list[str]:
@@ -116,15 +133,58 @@ def _log_and_var(found: inference.Estimate) -> tuple[float, float]:
     return found.log_ratio, ((math.log(high) - math.log(low)) / (2 * stats.norm.ppf(0.975))) ** 2
 
 
-def _change(run_a: dict, run_b: dict, key: tuple, reference: str | None) -> Change | None:
-    """The cell's change B/A: each run's ratio to its reference (rounds model), or, without
-    a reference, the two runs' repeats against each other (Hodges–Lehmann)."""
+def _windows_by_cell(windows: pd.DataFrame | None, spec: dict | None) -> dict[tuple, fullspeed.CellWindows]:
+    """Each cell's pooled windows (keyed as MATCH), where the set kept them and they decide."""
+    if windows is None or not spec or not spec["decides"]:
+        return {}
+    return {
+        (*condition[:3], server, condition[3]): cell
+        for condition, cells in fullspeed.windows_by_cell(windows, spec).items()
+        for server, cell in cells.items()
+    }
+
+
+def _within(run: dict, windows: dict, key: tuple, ref_key: tuple, spec: dict | None) -> inference.Estimate | None:
+    """One run's ratio of a cell to its reference: at full speed where both have windows."""
+    if key in windows and ref_key in windows:
+        found = fullspeed.estimate(windows[key], windows[ref_key], spec["quantile"])
+        if found is not None:
+            return found
+    empty = pd.Series(dtype=float)
+    return inference.estimate(run.get(key, empty), run.get(ref_key, empty))
+
+
+def host_speed(environment: dict) -> float | None:
+    """A run's host at full speed: the mean of its CPUs' fastest chunk of the steadiness
+    check (ms per chunk of fixed work; smaller is faster), or None without the check."""
+    check = environment.get("host_speed") or {}
+    chunks = [cpu.get("fast_chunk_ms") for cpu in (check.get("cpus") or {}).values()]
+    chunks = [chunk for chunk in chunks if chunk]
+    return float(np.mean(chunks)) if chunks else None
+
+
+def _host_change(key: tuple, windows, spec: dict, speeds: tuple) -> Change | None:
+    """The cell's full-speed figure B/A, each run's scaled by its host's full speed."""
+    if None in speeds or any(key not in found for found in windows):
+        return None
+    (log_a, se_a, _), (log_b, se_b, _) = (fullspeed.level(found[key], spec["quantile"]) for found in windows)
+    if not (math.isfinite(se_a) and math.isfinite(se_b)):
+        return None
+    # req/s × ms per chunk: answers per chunk of the host's fixed work, the machine's speed divided out.
+    return Change((log_b + math.log(speeds[1])) - (log_a + math.log(speeds[0])), se_a**2 + se_b**2)
+
+
+def _change(
+    run_a: dict, run_b: dict, key: tuple, reference: str | None, windows=({}, {}), spec: dict | None = None
+) -> Change | None:
+    """The cell's change B/A: each run's ratio to its reference (full speed, or the rounds
+    model), or, without a reference, the two runs' repeats against each other (Hodges–Lehmann)."""
     empty = pd.Series(dtype=float)
     if reference is None:
         found = inference.by_ranks(run_b.get(key, empty).to_numpy(), run_a.get(key, empty).to_numpy())
         return None if found is None else Change(*_log_and_var(found))
     ref_key = (*key[:3], reference, key[4])
-    within = [inference.estimate(run.get(key, empty), run.get(ref_key, empty)) for run in (run_a, run_b)]
+    within = [_within(run, found, key, ref_key, spec) for run, found in zip((run_a, run_b), windows, strict=True)]
     if None in within:
         return None
     (log_a, var_a), (log_b, var_b) = (_log_and_var(found) for found in within)
@@ -158,11 +218,15 @@ def _run_sd(changes: dict[tuple, Change], key: tuple) -> tuple[float, float]:
     return math.sqrt(max(0.0, excess)), float(len(others))
 
 
-def compare_sets(a: tuple, b: tuple, config: dict, margin: float | None = None) -> pd.DataFrame:
-    """One row per cell measured in both sets."""
-    (runs_a, summary_a, _), (runs_b, summary_b, _) = a, b
-    spec = config["comparisons"]
-    margin = spec["margin"] if margin is None else margin
+def compare_sets(
+    a: tuple, b: tuple, config: dict, margin: float | None = None, normalise: str = "ceiling"
+) -> pd.DataFrame:
+    """One row per cell measured in both sets; each run normalised by its ``ceiling`` server
+    (the default) or by its ``host``'s full speed (the steadiness check's fastest chunk)."""
+    (runs_a, summary_a, *rest_a), (runs_b, summary_b, *rest_b) = a, b
+    spec, full = config["comparisons"], config.get("full_speed")
+    margin = margin_for(config, None, "compare") if margin is None else margin
+    windows = tuple(_windows_by_cell(rest[1] if len(rest) > 1 else None, full) for rest in (rest_a, rest_b))
     excluded, alpha = set(spec["not_comparable_flags"]), 1 - spec["confidence"]
     keys = sorted(
         set(map(tuple, runs_a[MATCH].drop_duplicates().to_numpy()))
@@ -176,7 +240,12 @@ def compare_sets(a: tuple, b: tuple, config: dict, margin: float | None = None) 
     comparable = {key for key in keys if not reasons[key]}
     references = {key: _reference(config, key, comparable) for key in comparable}
     cells_a, cells_b = _by_round(runs_a), _by_round(runs_b)
-    changes = {key: _change(cells_a, cells_b, key, references[key]) for key in comparable}
+    if normalise == "host":
+        speeds = (host_speed(a[2]), host_speed(b[2]))
+        references = dict.fromkeys(comparable, "host")
+        changes = {key: _host_change(key, windows, full, speeds) for key in comparable}
+    else:
+        changes = {key: _change(cells_a, cells_b, key, references[key], windows, full) for key in comparable}
     changes = {key: change for key, change in changes.items() if change is not None}
     rows = []
     for key in keys:
@@ -278,10 +347,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", choices=["table", "csv", "markdown"], default="table")
     parser.add_argument("--fail-above", type=_share, default=None, metavar="SHARE", help="e.g. 5%% or 0.05")
     parser.add_argument("--config", type=Path, default=REPO_ROOT / "config.yaml", help="whose comparisons section")
+    parser.add_argument(
+        "--normalise",
+        choices=["ceiling", "host"],
+        default="ceiling",
+        help="each run by its ceiling server's full speed, or by its host's (the steadiness check's)",
+    )
+    parser.add_argument(
+        "--across-hosts", action="store_true", help="compare runs made on different hosts (CPU model or kernel)"
+    )
     args = parser.parse_args(argv)
     config = cfg.load(args.config)
     a, b = read_set(args.a), read_set(args.b)
-    table = compare_sets(a, b, config, args.fail_above)
+    hosts = host_differences(a[2], b[2])
+    if hosts and not args.across_hosts:
+        sys.stderr.write(
+            "serverbench compare: the runs were made on different hosts, a different condition:\n"
+            + "".join(f"  {line}\n" for line in hosts)
+            + "a ratio between servers moves between machines beyond a run's interval; --across-hosts compares"
+            " them anyway\n"
+        )
+        return EXIT_CANNOT_TELL
+    table = compare_sets(a, b, config, args.fail_above, args.normalise)
     differences = environment_differences(a[2], b[2])
     out = sys.stdout
     if differences and args.format != "csv":

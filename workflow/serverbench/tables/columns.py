@@ -32,6 +32,9 @@ KNEE_COLUMNS = [
     "capacity_rps", "capacity_ci_low", "capacity_ci_high", "knee_fraction", "knee_rps", "knee_ci_low", "knee_ci_high",
     "knee_p99_ms", "knee_note",
 ]  # fmt: skip
+# The cell's full-speed figure: the quantile of its windows' req/s pooled over its rounds
+# (serverbench.decide.fullspeed decides with it), and the share of windows within near_top of it.
+FULL_SPEED_COLUMNS = ["rps_full", "near_top_share"]
 SUMMARY_COLUMNS = [
     *CELL_KEYS,
     "repeats",
@@ -45,6 +48,7 @@ SUMMARY_COLUMNS = [
     "flags",
     *CONTEXT_COLUMNS,
     *KNEE_COLUMNS,
+    *FULL_SPEED_COLUMNS,
 ]
 WORKER_COLUMNS = [*CELL_KEYS, "family", "repeat", "t", "phase", "processes", "threads", "rss_mb"]
 STEADY_COLUMNS = [*CELL_KEYS, "family", "repeat", "second", "rps"]
