@@ -51,7 +51,7 @@ def cells(windows: pd.DataFrame, length: str) -> dict[tuple, fullspeed.CellWindo
         if length == "100 ms":
             frame = pd.concat([merged(f) for _, f in frame.groupby("repeat")], ignore_index=True)
         out[server, concurrency] = fullspeed.CellWindows(
-            {int(r): g["rps"].to_numpy(float) for r, g in frame.groupby("repeat")}, 0.0, 0.0
+            {int(r): g["rps"].to_numpy(float) for r, g in frame.groupby("repeat")}, 0.0
         )
     return out
 

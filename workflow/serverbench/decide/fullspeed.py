@@ -49,11 +49,10 @@ CONDITION = ["profile", "workload", "tool", "concurrency"]
 
 @dataclass
 class CellWindows:
-    """One cell's windows' req/s by round, its pooled figure and near-top share."""
+    """One cell's windows' req/s by round, its pooled figure and its share of (almost) answerless windows."""
 
     rounds: dict[int, np.ndarray]
     full_speed: float
-    near_top_share: float
     stalled_share: float = 0.0
 
 
@@ -64,9 +63,8 @@ def cell_windows(frame: pd.DataFrame, spec: dict) -> CellWindows | None:
         return None
     rounds = {int(r): group["rps"].to_numpy(dtype=float) for r, group in frame.groupby("repeat")}
     top = float(np.quantile(rates, spec["quantile"]))
-    share = float(np.mean(rates >= (1 - spec["near_top"]) * top)) if top > 0 else 0.0
     stalled = float(np.mean(rates < spec["stall_level"] * top)) if top > 0 else 1.0
-    return CellWindows(rounds, top, share, stalled)
+    return CellWindows(rounds, top, stalled)
 
 
 def windows_by_cell(windows: pd.DataFrame | None, spec: dict) -> dict[tuple, dict[str, CellWindows]]:

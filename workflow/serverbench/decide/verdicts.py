@@ -126,7 +126,7 @@ def _full_speed(a: Measured, b: Measured, quantile: float | None) -> inference.E
 
 
 def _why_delivered(a: Measured, b: Measured) -> str:
-    """Why a comparison is on delivered req/s: a side slow in phases of its own (or without windows)."""
+    """Why a comparison is on delivered req/s: a side slow in phases of its own (none: a side had no windows)."""
     return "; ".join(f"{cell.server}: {cell.phased}" for cell in (a, b) if cell.phased)
 
 
