@@ -136,7 +136,8 @@ FIGURES = ["n_a", "n_b", "median_a", "median_b", "ratio", "ci_low", "ci_high", "
 )
 def test_old_records_give_the_same_verdicts(stored, excluded):
     """verdicts.csv of the stored records as decided when the statistics last changed on purpose (the rounds
-    model, issue 27; the 2% margin, issue 44; stored beside them): the same comparisons, outcomes and figures,
+    model, issue 27; the 2% margin, issue 44; starved pairs compared on fairness, issue 45; stored beside them):
+    the same comparisons, outcomes and figures,
     with the run's comparisons and with every cell comparable. A refactoring must leave them as they are."""
     config = cfg.load(REPO_ROOT / "config.yaml")
     if excluded is not None:

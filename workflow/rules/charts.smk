@@ -36,6 +36,8 @@ rule index:
         verdicts=f"{RESULTS}/verdicts.csv",
         environment=f"{RESULTS}/environment.json",
         conformance=f"{RESULTS}/conformance.csv",
+        seeds=f"{RESULTS}/seeds.csv",
+        seed_claims=f"{RESULTS}/seed_claims.csv",
         charts=CHART_FILES,
     output:
         index=report(f"{RESULTS}/index.html", category="Overview"),

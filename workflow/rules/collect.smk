@@ -54,3 +54,22 @@ rule decide:
         "../../envs/workflow.yaml"
     script:
         "../scripts/decide.py"
+
+
+# The seed studies beside the run (serverbench.decide.seeds): each seed table a
+# profile of the run re-runs, ranked and as ratios in both, and the seeds' claims.
+rule seeds:
+    input:
+        runs=f"{RESULTS}/runs.csv",
+        summary=f"{RESULTS}/summary.csv",
+        verdicts=f"{RESULTS}/verdicts.csv",
+        studies="seeds/studies.yaml",
+    output:
+        side=report(f"{RESULTS}/seeds.csv", category="Tables"),
+        claims=report(f"{RESULTS}/seed_claims.csv", category="Tables"),
+    log:
+        f"{RESULTS}/logs/seeds.log",
+    conda:
+        "../../envs/workflow.yaml"
+    script:
+        "../scripts/seeds.py"

@@ -18,4 +18,6 @@ write_index(
     conformance_csv=snakemake.input.conformance,  # noqa: F821
     language_titles=snakemake.params.languages,  # noqa: F821
     answers_path=snakemake.output.answers,  # noqa: F821
+    seeds_csv=snakemake.input.seeds,  # noqa: F821
+    seed_claims_csv=snakemake.input.seed_claims,  # noqa: F821
 )

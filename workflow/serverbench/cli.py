@@ -1,13 +1,18 @@
-"""The ``serverbench`` command: ``serverbench compare A B`` (the workflow itself runs with snakemake)."""
+"""The ``serverbench`` command: ``serverbench compare A B``, ``serverbench seeds RESULTS`` (the workflow
+itself runs with snakemake)."""
 
 from __future__ import annotations
 
 import sys
 
 from serverbench.decide import compare
+from serverbench.report import seeds
 
-COMMANDS = {"compare": compare.main}
-USAGE = "usage: serverbench compare A B [--format table|csv|markdown] [--fail-above 5%]\n"
+COMMANDS = {"compare": compare.main, "seeds": seeds.main}
+USAGE = (
+    "usage: serverbench compare A B [--format table|csv|markdown] [--fail-above 5%]\n"
+    "       serverbench seeds RESULTS [--format markdown|csv] [--claims]\n"
+)
 
 
 def main(argv: list[str] | None = None) -> int:

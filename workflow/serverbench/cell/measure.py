@@ -16,7 +16,7 @@ from serverbench.cell import fairness, loadgen, parsers, rate
 from serverbench.cell.errors import CellFailed, CellSkipped
 from serverbench.cell.launch import Launch
 from serverbench.cell.monitor import Monitor
-from serverbench.cell.selfcheck import self_checks, steady_state
+from serverbench.cell.selfcheck import idle_timeout, self_checks, steady_state
 from serverbench.cell.windows import windows
 from serverbench.host.runenv import version_of
 from serverbench.plan.shapes import Cell, Profile
@@ -61,6 +61,7 @@ class Measure:
         self.found = Measured()
         env = self.env
         self.tool_spec = config["load_tools"][cell.tool]
+        self.catalogue_entry = config["catalogue"].get(cell.server, {})
         self.starved_share = config["flags"]["starved_share"]
         self.full_speed = config["full_speed"]
         workload = config["app_workloads"][cell.workload]
@@ -69,7 +70,7 @@ class Measure:
         self.values = loadgen.tool_values(profile, cell.concurrency, self.url, duration)
         if plan:
             self.values["rate"] = f"{plan['offered_rps']:g}"
-        self.deadline = duration + profile.warmup + 10 * profile.timeout + 60
+        self.deadline = profile.tool_deadline if not plan else duration + profile.warmup + 10 * profile.timeout + 60
         self.raw_text = ""
         try:
             self.argv = loadgen.build_argv(self.tool_spec, self.values, env["PATH"])
@@ -130,6 +131,11 @@ class Measure:
             found.open_loop = OpenLoop.from_dict(rate.outcome(self.plan, found.load))
         found.fairness = self._fairness(keepalive, sampler, found.load.requests_per_s)
         found.checks = self_checks(found.load, found.fairness, self.cell.concurrency, not is_open_loop(self.tool_spec))
+        if not is_timed(self.tool_spec) and keepalive == "keeps":
+            timeout = self.catalogue_entry.get("keepalive_timeout_s")
+            bound = idle_timeout(found.load, timeout, self.profile.workers, self.cell.concurrency)
+            if bound:
+                found.checks.extra["idle_timeout"] = bound
         if isinstance(sampler, fairness.ConnectionSampler):
             found.steady = steady_state(sampler.snapshots, found.load)
             found.windows = windows(sampler.snapshots, found.load, self.full_speed)

@@ -40,6 +40,25 @@ def self_checks(load: LoadResult, fairness: Fairness | None, concurrency: int, c
     return Checks(littles_law=littles_law, connections=connections)
 
 
+def idle_timeout(load: LoadResult, keepalive_timeout_s: float | None, workers: int, concurrency: int) -> dict | None:
+    """Where a server's worker waits on an idle kept-alive connection until it times out, a run
+    of a number of requests (ab -n -k) with more connections than workers ends only as idle
+    connections time out: about (c - W) / (2W) × the timeout, whatever the server's speed
+    (Starman, 1 s: 1,000 connections on 5 workers take ~100 s). The prediction beside the
+    run's duration is the evidence (flag ``idle_timeout_bound``)."""
+    if not keepalive_timeout_s or concurrency <= workers or not load.duration_s:
+        return None
+    predicted = (concurrency - workers) / (2 * workers) * keepalive_timeout_s
+    return {
+        "keepalive_timeout_s": keepalive_timeout_s,
+        "workers": workers,
+        "connections": concurrency,
+        "predicted_s": round(predicted, 3),
+        "measured_s": round(load.duration_s, 3),
+        "measured_over_predicted": round(load.duration_s / predicted, 3),
+    }
+
+
 def steady_state(snapshots: list[tuple[float, dict[str, int]]], load: LoadResult) -> Steady | None:
     """Requests/s in each whole second of the run, from the bytes all client sockets received."""
     if len(snapshots) < 3 or not load.requests or not load.transfer_bytes:

@@ -51,6 +51,8 @@ def windows(snapshots: list[tuple[float, dict[str, int]]], load: LoadResult, spe
         return Windows(status="too short", reason=f"{len(full)} snapshots with the connections open")
     rates = window_rates(durations, answers)
     top = float(np.quantile(rates, spec["quantile"]))
+    # Answers in fewer windows than the quantile's share leave a top of 0: no share near it.
+    share = near_top_share(rates, top, spec["near_top"])
     return Windows(
         status="ok",
         source="sock_diag",
@@ -58,7 +60,7 @@ def windows(snapshots: list[tuple[float, dict[str, int]]], load: LoadResult, spe
         quantile=spec["quantile"],
         bytes_per_answer=round(bytes_per_answer, 3),
         full_speed_rps=round(top, 2),
-        near_top_share=round(near_top_share(rates, top, spec["near_top"]), 4),
+        near_top_share=None if share is None else round(share, 4),
         durations_s=durations,
         answers=answers,
     )

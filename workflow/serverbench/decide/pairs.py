@@ -17,6 +17,9 @@ from serverbench.plan import languages
 
 AA = "A/A"
 VARIANT = "variant"
+# The kind of a verdicts.csv row comparing how evenly two servers served their connections
+# (decide.fairness), where starvation keeps their req/s apart.
+FAIRNESS = "fairness"
 # The kinds of a verdicts.csv row about latency under load (decide.latency), not throughput.
 LATENCY_KINDS = ("knee", "knee ratio", "p99 at fraction", "p99 at equal load")
 

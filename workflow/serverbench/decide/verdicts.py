@@ -24,13 +24,15 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from serverbench.decide import fullspeed, inference
+from serverbench.decide import fairness, fullspeed, inference
+from serverbench.decide import seeds as seed_studies
 from serverbench.decide.comparability import why_not_comparable
 from serverbench.decide.latency import latency_verdict, latency_verdicts
 from serverbench.decide.margins import margin_for
 from serverbench.decide.pairs import LATENCY_KINDS, best_of_languages, declared_pairs
 from serverbench.decide.sentences import latency_sentence, sentence
 from serverbench.decide.stats import smallest_p
+from serverbench.plan import seeds as seed_data
 from serverbench.plan.languages import title
 
 CONDITION = ["profile", "workload", "tool", "concurrency"]
@@ -56,6 +58,7 @@ class Measured:
     why_not: list[str] = field(default_factory=list)
     windows: fullspeed.CellWindows | None = None
     phased: str | None = None
+    jain: pd.Series | None = None  # Jain's fairness index by round (runs.csv fairness_jain)
 
     @property
     def comparable(self) -> bool:
@@ -77,6 +80,8 @@ def measured_cells(
         starved = repeats["starved_connections"].max() if repeats["starved_connections"].notna().any() else None
         why = why_not_comparable(row, excluded, None if starved is None else int(starved))
         cell = Measured(row["server"], row["language"], int(row["concurrency"]), good, why)
+        if "fairness_jain" in ok:
+            cell.jain = ok.set_index("repeat")["fairness_jain"].dropna().astype(float)
         by_condition.setdefault(tuple(row[CONDITION]), {})[row["server"]] = cell
     if spec is not None and spec["decides"]:
         _attach_windows(by_condition, windows, spec)
@@ -170,9 +175,15 @@ def verdict_table(
     quantile = full["quantile"] if full["decides"] else None
     rows = []
     cells_by_condition = measured_cells(runs, summary, set(spec["not_comparable_flags"]), windows, full)
+    studies = _studies_of(summary)
     for condition, cells in sorted(cells_by_condition.items()):
-        for kind, a, b in declared_pairs(config, sorted(cells)):
+        pairs = declared_pairs(config, sorted(cells))
+        pairs += _seed_pairs(studies, condition[0], sorted(cells), pairs)
+        for kind, a, b in pairs:
             rows.append(judge(kind, condition, cells[a], cells[b], quantile=quantile))
+            # Where waiting connections are what keeps two servers apart, compare what a user gets.
+            if rows[-1].get("verdict") == "not comparable":
+                rows += fairness.judge(kind, condition, cells[a], cells[b])
         if spec["best_of_language"]:
             rows += best_of_each_language(config, condition, cells, quantile)
     if latency is not None and not latency.empty:
@@ -185,10 +196,28 @@ def verdict_table(
     for row in rows:
         if row["kind"] in LATENCY_KINDS:
             _decide_latency(row, spec["confidence"])
+        elif row["kind"] == fairness.KIND:
+            _decide(row, alpha, spec.get("fairness_margin", fairness.DEFAULT_MARGIN))
+            fairness.in_words(row)
         else:
             _decide(row, alpha, margin_for(config, row["profile"], row["kind"]))
             row["sentence"] = sentence(row, config)
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def _studies_of(summary: pd.DataFrame):
+    """The seed studies, where a profile of the run re-runs one (``seeds/studies.yaml``)."""
+    studies = seed_data.load(locate_quotes=False)
+    return studies if any(studies.for_profile(p) for p in summary["profile"].unique()) else None
+
+
+def _seed_pairs(studies, profile: str, servers: list[str], declared: list[tuple]) -> list[tuple[str, str, str]]:
+    """The seed's servers compared pairwise (kind ``seed``) where no other kind already compares them."""
+    if studies is None:
+        return []
+    taken = {frozenset((a, b)) for _, a, b in declared}
+    found = seed_studies.declared_pairs(studies, profile, servers)
+    return [(seed_studies.SEED_KIND, a, b) for a, b in found if frozenset((a, b)) not in taken]
 
 
 def _in_family(row: dict, alpha: float) -> bool:
@@ -209,8 +238,8 @@ def _decide(row: dict, alpha: float, margin: float) -> None:
     if row.get("verdict") == "not comparable" or estimate is None:
         return
     row["margin"] = margin
-    # What this machine delivered, at the same level: beside the figure that decides.
-    row["delivered_ci_low"], row["delivered_ci_high"] = delivered.interval(row.get("level") or alpha)
+    if delivered is not None:  # what this machine delivered, at the same level: beside the figure that decides
+        row["delivered_ci_low"], row["delivered_ci_high"] = delivered.interval(row.get("level") or alpha)
     if row.get("level") is None:  # described or left out: the unadjusted interval, no outcome
         row["ci_low"], row["ci_high"] = estimate.interval(alpha)
         row.update(level=alpha, verdict=NOT_TESTED)

@@ -94,6 +94,7 @@ class Profile:
     stop_grace: float
     sample_interval: float
     idle_after: float
+    run_deadline: float | None
     fairness: str
     fairness_duration: float
     time_wait_max: int
@@ -110,6 +111,11 @@ class Profile:
         """Repeats every cell gets: all of them, or the first before precision is judged."""
         return (self.min_repeats or self.repeats) if self.precision else self.repeats
 
+    @property
+    def tool_deadline(self) -> float:
+        """Seconds one load tool run may take before it is killed (``run_deadline``, else from its duration)."""
+        return self.run_deadline or self.duration + self.warmup + 10 * self.timeout + 60
+
     def runtime_minutes(self) -> int:
         """An upper bound of one cell's wall time, for executors that need one."""
         seconds = (
@@ -121,6 +127,7 @@ class Profile:
             + (self.fairness_duration if self.fairness == "h2load" else 0)
             + 2 * self.stop_grace
             + 10 * self.timeout
+            + (2 * self.run_deadline if self.run_deadline else 0)
             + 90  # the TIME_WAIT drain's deadline
             + 60
         )

@@ -18,6 +18,8 @@ from serverbench.record.model import CellRecord
 from serverbench.record.sections import Checks, OpenLoop
 
 SEPARATOR = ";"
+# A run the keep-alive timeout would stretch by under this many seconds is not judged by it.
+IDLE_BOUND_MIN_S = 2.0
 
 FLAG_HELP = {
     "errors": "error rate above flags.error_rate",
@@ -49,6 +51,11 @@ FLAG_HELP = {
     "no_steady_state": "the throughput of the run's seconds varied more than flags.steady_cv: it never settled",
     "tools_disagree": "two load tools measured the same cell's req/s more than flags.tools_disagree_share apart",
     "rate_not_held": "the rate tool achieved less than flags.rate_held_share of the rate it offered: requests queued",
+    "idle_timeout_bound": (
+        "the run of a number of requests lasted about as long as the server's keep-alive timeout predicts"
+        " for more connections than workers ((c - W) / (2W) × timeout): the figure measures that timeout,"
+        " not the server's speed"
+    ),
     "thin_tail": "fewer answers above p99.9 than open_loop.tail_samples asks: the p99.9 rests on few samples",
 }
 
@@ -136,6 +143,9 @@ def _self_check_flags(record: CellRecord, thresholds: dict) -> list[str]:
         over = little.ratio > 1 + thresholds["little_tolerance"] and not little.mean_latency_corrected_by_tool
         if short or over:
             flags.append("littles_law")
+    bound = checks.extra.get("idle_timeout")
+    if bound and bound["predicted_s"] >= IDLE_BOUND_MIN_S and 0.5 <= bound["measured_over_predicted"] <= 2:
+        flags.append("idle_timeout_bound")
     connections = checks.connections
     if connections and connections.established_max < connections.asked:
         flags.append("connections_missing")

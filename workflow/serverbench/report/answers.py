@@ -9,7 +9,7 @@ import pandas as pd
 
 from serverbench.decide.conformance import protocol_differences
 from serverbench.decide.margins import in_words, run_margins
-from serverbench.decide.pairs import LATENCY_KINDS
+from serverbench.decide.pairs import FAIRNESS, LATENCY_KINDS
 from serverbench.decide.sentences import confidence_label
 
 SKIPPED = re.compile(r"(\S+): skipped: ([^;]+)")
@@ -25,6 +25,8 @@ def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> 
     protocol = protocol_differences(verdicts, conformance) if conformance is not None else []
     is_latency = verdicts["kind"].isin(LATENCY_KINDS)
     latency, verdicts = verdicts[is_latency], verdicts[~is_latency]
+    waiting = verdicts[verdicts["kind"] == FAIRNESS]
+    verdicts = verdicts[verdicts["kind"] != FAIRNESS]
     # p99 at each fraction is in verdicts.csv; the Answers keep those a test decided.
     latency = latency[(latency["kind"] != "p99 at fraction") | latency["verdict"].isin(["lower p99", "higher p99"])]
     decided = verdicts[verdicts["verdict"].isin(["faster", "slower"])]
@@ -40,9 +42,15 @@ def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> 
         "described, not tested": of(verdicts, "not tested"),
         "not comparable": grouped_reasons(excluded[~only_skipped]),
         "not measured": not_measured,
+        "connections kept waiting": waiting.sort_values("verdict", key=_fairness_order)["sentence"].tolist(),
         "latency under load": latency["sentence"].tolist(),
         "speaks HTTP differently": protocol,
     }
+
+
+def _fairness_order(verdicts: pd.Series) -> pd.Series:
+    """Decided fairness first (fairer, less fair), then equivalent, then undetermined."""
+    return verdicts.map({"fairer": 0, "less fair": 0, "equivalent": 1}).fillna(2)
 
 
 def headline(verdicts: pd.DataFrame, titles: dict[str, str] | None = None) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from serverbench.decide.pairs import LATENCY_KINDS
+from serverbench.decide.pairs import FAIRNESS, LATENCY_KINDS
 
 OUTCOMES = ["faster", "slower", "equivalent", "undetermined", "not tested"]
 COLOURS = ["#1b7837", "#b2182b", "#2166ac", "#888888", "#c7a04a"]
@@ -16,7 +16,9 @@ COLOURS = ["#1b7837", "#b2182b", "#2166ac", "#888888", "#c7a04a"]
 
 def forest_rows(verdicts: pd.DataFrame) -> pd.DataFrame:
     """The throughput comparisons that have a ratio and an interval, labelled for the axis."""
-    rows = verdicts[~verdicts["kind"].isin(LATENCY_KINDS) & verdicts["ci_low"].notna() & verdicts["ratio"].notna()]
+    # req/s only: fairness ratios (Jain's index) have their own scale and words.
+    throughput = ~verdicts["kind"].isin([*LATENCY_KINDS, FAIRNESS])
+    rows = verdicts[throughput & verdicts["ci_low"].notna() & verdicts["ratio"].notna()]
     rows = rows.assign(
         comparison=rows["a"]
         + " / "

@@ -11,7 +11,9 @@ import pandas as pd
 from markupsafe import Markup
 
 from serverbench import files
+from serverbench.decide.seeds import claims_in_brief
 from serverbench.record.flags import FLAG_HELP
+from serverbench.report import seeds as seed_report
 from serverbench.report.answers import answers, answers_markdown, headline, margin_sentence
 from serverbench.report.machine import steadiness_sentence
 from serverbench.report.names import CHARTS
@@ -98,6 +100,25 @@ def conformance_matrix(table: pd.DataFrame) -> dict[str, dict]:
     return matrices
 
 
+def seeds_context(side_csv, claims_csv) -> dict | None:
+    """The seeds side by side (``report.seeds``), where a profile of the run re-runs a seed table."""
+    side = pd.read_csv(side_csv, dtype={"seed": str}) if side_csv else pd.DataFrame()
+    if side.empty:
+        return None
+    claims = pd.read_csv(claims_csv, dtype={"seed": str})
+    claims = claims[claims["profile"].isin(set(side["profile"]))]
+    blocks = [
+        {
+            "heading": block["heading"],
+            "tau": block["tau"],
+            "table": Markup(block["rows"].to_html(index=False, border=0)),
+        }
+        for block in seed_report.condition_blocks(side)
+    ]
+    brief = claims_in_brief(claims)
+    return {"blocks": blocks, "claims": _table(brief, ["seed", "quote", "in_seed", "in_run", "why"])}
+
+
 def write_index(
     summary_csv,
     verdicts_csv,
@@ -107,6 +128,8 @@ def write_index(
     conformance_csv=None,
     language_titles=None,
     answers_path=None,
+    seeds_csv=None,
+    seed_claims_csv=None,
 ) -> None:
     """One page: the answers, then charts, the sortable summary, failed and flagged cells, the
     environment. ``language_titles`` names each language in the headline."""
@@ -122,4 +145,5 @@ def write_index(
     if answers_path:
         files.write_atomic(Path(answers_path), answers_markdown(verdicts, conformance, language_titles))
     context["conformance"] = conformance_matrix(conformance) if conformance is not None else {}
+    context["seeds"] = seeds_context(seeds_csv, seed_claims_csv)
     files.write_atomic(index_path, TEMPLATES.get_template("index.html.j2").render(**context))

@@ -51,6 +51,7 @@ def run_row(record: CellRecord, path: str | Path) -> dict:
         keepalive=verification.keepalive,
         fairness_min_over_mean=fairness.min_over_mean,
         starved_connections=fairness.starved_connections,
+        **_shares(fairness),
         http_version=verification.http_version,
         server_version=record.server.version,
         interpreter=record.server.interpreter,
@@ -60,6 +61,17 @@ def run_row(record: CellRecord, path: str | Path) -> dict:
         result=str(path),
     )
     return row
+
+
+def _shares(fairness: Fairness) -> dict:
+    """Jain's fairness index over the connections' answers, (Σx)²/(n·Σx²) = 1/(1 + cv²) with the
+    population cv the sampler kept (1: all served alike; 1/n: one connection got everything),
+    and the share of connections that got any answer."""
+    cv, idle, connections = (fairness.extra.get(key) for key in ("cv", "idle_connections", "connections"))
+    return {
+        "fairness_jain": round(1 / (1 + cv**2), 4) if cv is not None else None,
+        "answered_share": round(1 - idle / connections, 4) if connections and idle is not None else None,
+    }
 
 
 def load_runs(paths) -> pd.DataFrame:

@@ -1,0 +1,117 @@
+"""The seed studies side by side with a run: ``serverbench seeds RESULTS``, the
+page's section, seeds.csv and seed_claims.csv (``decide.seeds`` builds them)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from serverbench import files
+from serverbench.decide import seeds as side
+from serverbench.plan import seeds as seed_data
+
+
+def tables(results: Path, studies: seed_data.Seeds | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(side by side, claims) of a results directory: its runs, summary and verdicts."""
+    studies = studies or seed_data.load()
+    runs, summary = pd.read_csv(results / "runs.csv"), pd.read_csv(results / "summary.csv")
+    verdicts_csv = results / "verdicts.csv"
+    verdicts = pd.read_csv(verdicts_csv) if verdicts_csv.exists() else pd.DataFrame()
+    return side.side_by_side(studies, runs, summary), side.claim_table(studies, verdicts, set(summary["profile"]))
+
+
+def write(runs_csv, summary_csv, verdicts_csv, side_csv, claims_csv) -> None:
+    """The workflow's rule: seeds.csv and seed_claims.csv."""
+    studies = seed_data.load()
+    runs, summary, verdicts = (pd.read_csv(p) for p in (runs_csv, summary_csv, verdicts_csv))
+    files.write_atomic(Path(side_csv), side.side_by_side(studies, runs, summary).to_csv(index=False))
+    claims = side.claim_table(studies, verdicts, set(summary["profile"]))
+    files.write_atomic(Path(claims_csv), claims.to_csv(index=False))
+
+
+def _number(value, spec: str = ",.0f") -> str:
+    return "" if value is None or pd.isna(value) else format(value, spec)
+
+
+def _interval(row) -> str:
+    if pd.isna(row.ratio):
+        return ""
+    if pd.isna(row.ratio_ci_low):
+        return f"{row.ratio:.2f}"
+    return f"{row.ratio:.2f} [{row.ratio_ci_low:.2f}, {row.ratio_ci_high:.2f}]"
+
+
+def condition_blocks(side_table: pd.DataFrame) -> list[dict]:
+    """One block per seed table and condition: a heading, the tau sentence and the rows."""
+    blocks = []
+    keys = ["seed", "table", "profile", "tool", "concurrency"]
+    for (seed, table, profile, tool, concurrency), rows in side_table.groupby(keys, sort=False):
+        first = rows.iloc[0]
+        tau = (
+            f"Kendall's tau between the two orders: {first.kendall_tau:.2f}"
+            + (f" (95% CI {first.tau_ci_low:.2f} to {first.tau_ci_high:.2f})" if pd.notna(first.tau_ci_low) else "")
+            if pd.notna(first.kendall_tau)
+            else "Kendall's tau: fewer than two servers measured in both"
+        )
+        body = [
+            {
+                "seed server": row.seed_server, "server": row.server, "seed req/s": _number(row.seed_rps, ",.2f"),
+                f"seed ratio to {first.reference.split(' (')[0]}": _number(row.seed_ratio, ".2f"),
+                "seed rank": _number(row.seed_rank, ".0f"), "req/s here": _number(row.rps),
+                "ratio here [95% CI]": _interval(row), "rank here": _number(row["rank"], ".0f"),
+                "status": row.status if not row.flags or pd.isna(row.flags) else f"{row.status} ({row.flags})",
+            }
+            for _, row in rows.iterrows()
+        ]  # fmt: skip
+        blocks.append({"heading": f"Seed {seed}, {table} — profile {profile}, {tool} at {concurrency} connections",
+                       "tau": tau, "rows": pd.DataFrame(body)})  # fmt: skip
+    return blocks
+
+
+def markdown(side_table: pd.DataFrame, claims: pd.DataFrame) -> str:
+    lines = ["# The seed studies side by side", ""]
+    if side_table.empty:
+        lines += ["No profile of this run re-runs a seed table (seeds/studies.yaml: `profile`).", ""]
+    for block in condition_blocks(side_table):
+        lines += [
+            f"## {block['heading']}",
+            "",
+            block["tau"] + ".",
+            "",
+            block["rows"].to_markdown(index=False, disable_numparse=True),
+            "",
+        ]
+    brief = side.claims_in_brief(claims)
+    if not brief.empty:
+        lines += [
+            "## The seeds' claims",
+            "",
+            "In the seed: judged by its own figures. Here: by this run's verdicts.",
+            "",
+        ]
+        shown = brief.assign(quote=brief["quote"].map(lambda q: f"“{q}”"))
+        lines += [
+            shown[["seed", "quote", "in_seed", "in_run", "why"]].to_markdown(index=False, disable_numparse=True),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="serverbench seeds", description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path, help="a results directory (runs.csv, summary.csv, verdicts.csv)")
+    parser.add_argument("--format", choices=["markdown", "csv"], default="markdown")
+    parser.add_argument("--claims", action="store_true", help="with --format csv: the claims, not the side by side")
+    args = parser.parse_args(argv)
+    if not (args.results / "summary.csv").exists():
+        sys.stderr.write(f"serverbench seeds: no summary.csv in {args.results}\n")
+        return 2
+    side_table, claims = tables(args.results)
+    if args.format == "csv":
+        sys.stdout.write((claims if args.claims else side_table).to_csv(index=False))
+    else:
+        sys.stdout.write(markdown(side_table, claims))
+    return 0
