@@ -4,10 +4,12 @@ time, every workload under both languages, the open-loop mode, and the
 low / high / sweep profiles scaled to this host."""
 
 import json
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
-from conftest import UNITD, require, require_unitd, run_snakemake
+from conftest import REPO_ROOT, UNITD, require, require_unitd, run_snakemake
 
 
 def snakemake(results, *config, outputs=("summary.csv", "runs.csv")):
@@ -201,3 +203,9 @@ def test_low_high_and_sweep_scaled_to_this_host(tmp_path):
     claims = pd.read_csv(results / "seed_claims.csv", dtype={"seed": str})
     assert {"holds", "contradicted", "undetermined"} & set(claims["in_run"]), claims[["claim", "in_run", "run_why"]]
     assert set(claims[claims["claim"] == "001-high-unit-over-uwsgi"]["in_seed"]) == {"contradicted"}
+    # The command prints the same side by side for a reader.
+    shown = subprocess.run([sys.executable, "-m", "serverbench.cli", "seeds", str(results)], capture_output=True,
+                           text=True, cwd=REPO_ROOT, timeout=120)  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert "Seed 003, results — profile sweep, wrk at 50 connections" in shown.stdout
+    assert "Kendall's tau between the two orders" in shown.stdout and "The seeds' claims" in shown.stdout

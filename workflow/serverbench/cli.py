@@ -21,3 +21,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(USAGE)
         return 2
     return COMMANDS[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

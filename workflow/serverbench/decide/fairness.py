@@ -19,13 +19,17 @@ KIND = FAIRNESS
 DEFAULT_MARGIN = 0.05
 WORDS = {inference.FASTER: "fairer", inference.SLOWER: "less fair"}
 STARVED = "starved"
+# Waiting connections that time out are part of what starvation does to a user: not a reason
+# to leave the comparison out, where a side is starved.
+WITH_STARVATION = ("errors", "timeouts")
 
 
 def judge(kind: str, condition: tuple, a, b) -> list[dict]:
     """A fairness row for a pair kept apart only by starvation (``a``, ``b``: ``verdicts.Measured``),
     else none."""
     reasons = [reason for cell in (a, b) for reason in cell.why_not]
-    if not reasons or any(not reason.startswith(STARVED) for reason in reasons):
+    starved = [reason for reason in reasons if reason.startswith(STARVED)]
+    if not starved or any(not reason.startswith(STARVED) and reason not in WITH_STARVATION for reason in reasons):
         return []
     if a.jain is None or b.jain is None or len(a.jain) < 2 or len(b.jain) < 2:
         return []

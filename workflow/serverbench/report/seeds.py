@@ -44,6 +44,11 @@ def _interval(row) -> str:
     return f"{row.ratio:.2f} [{row.ratio_ci_low:.2f}, {row.ratio_ci_high:.2f}]"
 
 
+def _status(row) -> str:
+    flags = row["flags"]
+    return row["status"] if pd.isna(flags) or not flags else f"{row['status']} ({flags})"
+
+
 def condition_blocks(side_table: pd.DataFrame) -> list[dict]:
     """One block per seed table and condition: a heading, the tau sentence and the rows."""
     blocks = []
@@ -62,7 +67,7 @@ def condition_blocks(side_table: pd.DataFrame) -> list[dict]:
                 f"seed ratio to {first.reference.split(' (')[0]}": _number(row.seed_ratio, ".2f"),
                 "seed rank": _number(row.seed_rank, ".0f"), "req/s here": _number(row.rps),
                 "ratio here [95% CI]": _interval(row), "rank here": _number(row["rank"], ".0f"),
-                "status": row.status if not row.flags or pd.isna(row.flags) else f"{row.status} ({row.flags})",
+                "status": _status(row),
             }
             for _, row in rows.iterrows()
         ]  # fmt: skip
@@ -110,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"serverbench seeds: no summary.csv in {args.results}\n")
         return 2
     side_table, claims = tables(args.results)
+    ran = claims[claims["in_run"] != side.NOT_MEASURED]
+    if not ran.empty:  # the claims this run could speak to (all of them, judged in the seeds only, otherwise)
+        claims = claims[claims["claim"].isin(set(ran["claim"]))]
     if args.format == "csv":
         sys.stdout.write((claims if args.claims else side_table).to_csv(index=False))
     else:
