@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from serverbench.decide.pairs import FAIRNESS
 from serverbench.plan.seeds import Seeds
 
 HOLDS, CONTRADICTED, UNDETERMINED, NOT_MEASURED, NOT_STATED = (
@@ -42,6 +43,8 @@ CLAIM_COLUMNS = [
 ]  # fmt: skip
 LOWER_IS_BETTER = {"latency": ("latency_mean", "latency"), "memory": ("memory",), "errors": ("error_rate", "errors")}
 RESAMPLES = 2000
+EVENLY = {"fairer": "more evenly than", "less fair": "less evenly than", "equivalent": "as evenly as",
+          "undetermined": "(undetermined) against"}  # fmt: skip
 
 
 def declared_pairs(seeds: Seeds, profile: str, servers: list[str]) -> list[tuple[str, str]]:
@@ -128,7 +131,18 @@ def judge_in_run(seeds: Seeds, claim: dict, table: str, item: dict, verdicts: pd
         return NOT_MEASURED, f"{a} against {b} is not compared in this run ({profile})"
     outcomes = [_one_verdict(row, a, item.get("by_at_least", 1.0)) for row in rows.drop_duplicates(
         ["tool", "concurrency"]).itertuples()]  # fmt: skip
-    return _combine([o for o, _ in outcomes]), "; ".join(why for _, why in outcomes)
+    return _combine([o for o, _ in outcomes]), "; ".join([why for _, why in outcomes] + _waiting(verdicts, a, b))
+
+
+def _waiting(verdicts: pd.DataFrame, a: str, b: str) -> list[str]:
+    """Where starvation kept the two apart on req/s: how evenly each served its connections."""
+    rows = verdicts[(verdicts["kind"] == FAIRNESS) & (((verdicts["a"] == a) & (verdicts["b"] == b))
+                                                      | ((verdicts["a"] == b) & (verdicts["b"] == a)))]  # fmt: skip
+    return [
+        f"{row.tool} c={row.concurrency}: {row.a} served its connections {EVENLY.get(row.verdict, row.verdict)}"
+        f" {row.b} (Jain's index {row.median_a:.2f} against {row.median_b:.2f})"
+        for row in rows.itertuples()
+    ]
 
 
 def _one_verdict(row, better: str, needed: float) -> tuple[str, str]:
