@@ -234,6 +234,9 @@ def test_index_and_chart_draw_in_a_real_browser(tmp_path):
     # Each reason once, listing the comparisons it stopped (not repeated per comparison).
     assert "Not comparable: each reason once" in html
     assert html.count("starman: starved: 98 of 100 connections got (almost) no answer") == 1
+    # The starved pairs, compared on how evenly they served their connections, under their own heading.
+    waiting = html.index("<h3>Connections kept waiting</h3>")
+    assert "serves its connections" in html[waiting:] and "Jain&#39;s index" in html[waiting:]
     errors = screenshots.take_all(tmp_path / "index.html", tmp_path / "screenshots")
     assert errors == {"desktop": [], "phone": []}
     chart_errors = screenshots.screenshot(
