@@ -96,11 +96,18 @@ def test_seed_001_low_with_unit(tmp_path):
     assert set(summary["server"]) == set(servers)
     status = summary.set_index("server")["status"]
     assert set(status) == {"ok"}, summary[["server", "reason"]]
+    assert set(summary["tool"]) == {"ab", "oha-n"}  # the seed's ab, and a client that is not one thread
     for record in records(results):
         argv = record["client"]["argv"]
-        assert argv[0] == "ab" and "-k" in argv and argv[argv.index("-c") + 1] == "1000"
+        assert argv[0] == {"ab": "ab", "oha-n": "oha"}[record["cell"]["tool"]] and argv[argv.index("-c") + 1] == "1000"
+        assert argv[argv.index("-n") + 1] == "5000" and ("-k" in argv or argv[0] == "oha")
         assert record["isolation"]["memory_limit_bytes"] == 512 * 2**20
         assert record["load"]["requests"] == 5000 and record["load"]["requests_per_s"] > 0
+    # Starman's 5 workers wait on idle kept-alive connections for its 1 s timeout: ab's run lasts
+    # about (1000 - 5) / (2 × 5) s, recorded beside the prediction and flagged.
+    starman = next(r for r in records(results) if r["cell"]["server"] == "starman" and r["cell"]["tool"] == "ab")
+    assert starman["checks"]["idle_timeout"]["predicted_s"] == pytest.approx(99.5)
+    assert "idle_timeout_bound" in starman["flags"], starman["checks"]["idle_timeout"]
     for name in ("unit-python", "unit-perl"):
         record = next(r for r in records(results) if r["cell"]["server"] == name)
         assert record["verify"]["keepalive"] == "keeps" and record["server"]["control"]["status"] == 200
@@ -174,7 +181,11 @@ def test_low_high_and_sweep_scaled_to_this_host(tmp_path):
     assert set(ran["profile"]) == {"low", "high", "sweep"}
     skipped = summary[summary["status"] != "ok"]
     assert set(skipped["status"]) <= {"skipped"} and (UNITD is None or skipped.empty), skipped["reason"]
-    by_cell = {(r["cell"]["profile"], r["cell"]["server"]): r for r in records(results) if r["status"] == "ok"}
+    by_cell = {
+        (r["cell"]["profile"], r["cell"]["server"]): r
+        for r in records(results)
+        if r["status"] == "ok" and r["cell"]["tool"] != "oha-n"
+    }
     low = by_cell["low", "gunicorn"]
     assert low["scaling"]["asked"]["server_cpus"] == 2
     assert low["scaling"]["scaled"] == (len(low["isolation"]["server_cpus"]) < 2)
