@@ -40,6 +40,20 @@ def test_one_connection_served_and_99_waiting_is_starved():
     assert result["client_rps_min"] == 0 and result["client_rps_max"] == 5000
 
 
+def test_what_users_waited_counts_the_starved_connections():
+    """The time between answers over all connections: a served connection's 1 / its answers per
+    second; one that got nothing waited at least the window, and counts as the window."""
+    waiting = {f"c{i}": 0 for i in range(9)}
+    shots = snapshots({"c9": 0, **waiting}, {"c9": 500, **waiting}, {"c9": 1000, **waiting})
+    result = fairness.summarise(shots, 500, STARVED)
+    window = result["window_s"]
+    assert result["waits_at_least_window"] == 9
+    # 9 of 10 connections waited the whole window: the median and p90 are the window.
+    assert result["wait_p50_ms"] == result["wait_p90_ms"] == pytest.approx(window * 1000)
+    even = fairness.summarise(snapshots({"a": 0, "b": 0}, {"a": 500, "b": 500}, {"a": 1000, "b": 1000}), 200, STARVED)
+    assert even["wait_p90_ms"] == pytest.approx(10.0) and even["waits_at_least_window"] == 0  # 100 answers/s each
+
+
 def test_even_service_is_fair():
     shots = snapshots({"a": 0, "b": 0}, {"a": 500, "b": 520}, {"a": 1000, "b": 1010})
     result = fairness.summarise(shots, 200, STARVED)

@@ -211,19 +211,17 @@ def test_low_high_and_sweep_scaled_to_this_host(tmp_path):
     verdicts = pd.read_csv(results / "verdicts.csv")
     seed_pairs = verdicts[(verdicts["kind"] == "seed") & (verdicts["profile"] == "sweep")]
     assert {"bjoern", "uwsgi"} <= set(seed_pairs["a"]) | set(seed_pairs["b"]), verdicts[["kind", "a", "b"]]
-    # Under the low profile's load Starman's 5 workers leave most of the 50 connections waiting:
-    # the pairs it is in are compared on how evenly connections were served.
-    fairness = verdicts[(verdicts["kind"] == "fairness") & (verdicts["profile"] == "low")]
+    # Under sweep's load (50 connections, 2*cpus+1 workers) Starman and uWSGI give a worker to a
+    # connection for as long as it lives, so most connections wait: those pairs are compared on how
+    # evenly connections were served. nginx serves them all.
+    fairness = verdicts[(verdicts["kind"] == "fairness") & (verdicts["profile"] == "sweep")]
     assert (fairness["a"] == "starman").any() or (fairness["b"] == "starman").any(), verdicts[["kind", "a", "b"]]
     # Two rounds may not reach significance at Holm's level: then "not tested", never a wrong direction.
     assert set(fairness["verdict"]) <= {"fairer", "less fair", "equivalent", "undetermined", "not tested"}
-    if UNITD:  # Unit's router serves every connection; Starman serves 5 of them
-        unit = fairness[fairness.apply(lambda r: {r["a"], r["b"]} == {"unit-perl", "starman"}, axis=1)]
-        assert not unit.empty, verdicts[["kind", "a", "b", "verdict"]]
-        for _, row in unit.iterrows():
-            jain = {row["a"]: row["median_a"], row["b"]: row["median_b"]}
-            assert jain["unit-perl"] > 0.5 > jain["starman"], row
-            assert row["verdict"] in ("not tested", "fairer" if row["a"] == "unit-perl" else "less fair"), row
+    ceiling = fairness[(fairness["a"] == "starman") & (fairness["b"] == "nginx-baseline")]
+    assert len(ceiling) == 1, fairness[["a", "b", "verdict"]]
+    assert ceiling["median_a"].iloc[0] < 0.5 < ceiling["median_b"].iloc[0]
+    assert ceiling["verdict"].iloc[0] in ("less fair", "not tested")
     claims = pd.read_csv(results / "seed_claims.csv", dtype={"seed": str})
     assert {"holds", "contradicted", "undetermined"} & set(claims["in_run"]), claims[["claim", "in_run", "run_why"]]
     assert set(claims[claims["claim"] == "001-high-unit-over-uwsgi"]["in_seed"]) == {"contradicted"}

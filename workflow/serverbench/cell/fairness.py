@@ -176,8 +176,25 @@ def summarise(
             client_rps_mean=round(per_connection, 2),
             client_rps_min=round(per_connection * min(received) / mean, 2),
             client_rps_max=round(per_connection * max(received) / mean, 2),
+            **connection_waits(received, requests_per_s, window),
         )
     return result
+
+
+def connection_waits(received: list[int], requests_per_s: float, window_s: float) -> dict:
+    """What a user of each connection waited between answers, over all connections, the starved
+    ones included: 1 / its answers per second; a connection answered nothing in the window waited
+    at least the window (counted as the window: the figures are lower bounds where it is)."""
+    total = sum(received)
+    waits = [total / (requests_per_s * value) if value else window_s for value in received]
+    if len(waits) < 2:
+        return {}
+    cuts = statistics.quantiles(waits, n=10, method="inclusive")
+    return {
+        "wait_p50_ms": round(statistics.median(waits) * 1000, 3),
+        "wait_p90_ms": round(cuts[8] * 1000, 3),
+        "waits_at_least_window": sum(1 for value in received if not value),
+    }
 
 
 def sampling_interval(expected_s: float | None) -> float:

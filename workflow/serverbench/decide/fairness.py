@@ -12,6 +12,8 @@ share of connections answered at all sits beside it in the sentence.
 
 from __future__ import annotations
 
+import pandas as pd
+
 from serverbench.decide import inference
 from serverbench.decide.pairs import FAIRNESS
 
@@ -41,13 +43,14 @@ def judge(kind: str, condition: tuple, a, b) -> list[dict]:
         kind=KIND, a=a.server, b=b.server, language_a=a.language, language_b=b.language,
         n_a=len(a.jain), n_b=len(b.jain), median_a=float(a.jain.median()), median_b=float(b.jain.median()),
         method=found.method, ratio=found.ratio, p_value=found.p_value, why=f"compared as {kind}: {'; '.join(reasons)}",
-        _estimate=found, _delivered=None,
+        _estimate=found, _delivered=None, _users=(a.users, b.users),
     )  # fmt: skip
     return [row]
 
 
 def in_words(row: dict) -> None:
     """The outcome in fairness words, and the row's sentence."""
+    users = row.pop("_users", ({}, {}))
     row["verdict"] = WORDS.get(row.get("verdict"), row.get("verdict"))
     where = f"Under {row['tool']} at {row['concurrency']} connections"
     if row.get("ci_low") is None:
@@ -64,5 +67,19 @@ def in_words(row: dict) -> None:
         outcome = f"{row['verdict']} by more than {row['margin'] * 100:.3g}%"
     row["sentence"] = (
         f"{where}, {row['a']} serves its connections {row['ratio']:.2f}× as evenly as {row['b']}"
-        f" ({detail}; {interval}): {outcome}"
+        f" ({detail}; {interval}): {outcome}{_what_users_got(users)}"
     )
+
+
+def _what_users_got(users: tuple[dict, dict]) -> str:
+    """The connections answered at all, and the p90 over all of them of the time between answers."""
+    a, b = users
+    parts = []
+    if pd.notna(a.get("answered_share")) and pd.notna(b.get("answered_share")):
+        parts.append(f"{a['answered_share']:.0%} against {b['answered_share']:.0%} of connections answered")
+    if pd.notna(a.get("connection_wait_p90_ms")) and pd.notna(b.get("connection_wait_p90_ms")):
+        parts.append(
+            f"the slowest-served tenth waited {a['connection_wait_p90_ms']:,.0f} against"
+            f" {b['connection_wait_p90_ms']:,.0f} ms between answers (a starved connection counts its whole window)"
+        )
+    return f"; {'; '.join(parts)}" if parts else ""

@@ -59,6 +59,7 @@ class Measured:
     windows: fullspeed.CellWindows | None = None
     phased: str | None = None
     jain: pd.Series | None = None  # Jain's fairness index by round (runs.csv fairness_jain)
+    users: dict = field(default_factory=dict)  # median answered share and connection wait p90 (runs.csv)
 
     @property
     def comparable(self) -> bool:
@@ -82,6 +83,7 @@ def measured_cells(
         cell = Measured(row["server"], row["language"], int(row["concurrency"]), good, why)
         if "fairness_jain" in ok:
             cell.jain = ok.set_index("repeat")["fairness_jain"].dropna().astype(float)
+            cell.users = {key: ok[key].median() for key in ("answered_share", "connection_wait_p90_ms") if key in ok}
         by_condition.setdefault(tuple(row[CONDITION]), {})[row["server"]] = cell
     if spec is not None and spec["decides"]:
         _attach_windows(by_condition, windows, spec)

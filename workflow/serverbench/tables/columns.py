@@ -12,8 +12,8 @@ RUN_COLUMNS = [
     "server_cpu_s", "server_cpu_percent", "server_rss_peak_mb", "server_rss_mean_mb", "server_pss_peak_mb",
     "server_processes_max", "workers_start", "workers_peak", "time_to_peak_s", "time_to_scale_down_s",
     "server_cpus", "scaled", "client_cpu_percent", "keepalive", "fairness_min_over_mean", "starved_connections",
-    "fairness_jain", "answered_share", "http_version", "server_version", "interpreter", "flags", "job_start",
-    "job_end", "result",
+    "fairness_jain", "answered_share", "connection_wait_p90_ms", "http_version", "server_version", "interpreter",
+    "flags", "job_start", "job_end", "result",
 ]  # fmt: skip
 # Columns of runs.csv that summary.csv averages over the ok repeats (trimmed mean, with min and max beside).
 AVERAGED_COLUMNS = [

@@ -66,11 +66,13 @@ def run_row(record: CellRecord, path: str | Path) -> dict:
 def _shares(fairness: Fairness) -> dict:
     """Jain's fairness index over the connections' answers, (Σx)²/(n·Σx²) = 1/(1 + cv²) with the
     population cv the sampler kept (1: all served alike; 1/n: one connection got everything),
-    and the share of connections that got any answer."""
+    the share of connections that got any answer, and what the slowest-served tenth waited."""
     cv, idle, connections = (fairness.extra.get(key) for key in ("cv", "idle_connections", "connections"))
     return {
         "fairness_jain": round(1 / (1 + cv**2), 4) if cv is not None else None,
         "answered_share": round(1 - idle / connections, 4) if connections and idle is not None else None,
+        # The p90 over all connections (starved ones included) of the time between a connection's answers.
+        "connection_wait_p90_ms": fairness.extra.get("wait_p90_ms"),
     }
 
 
