@@ -71,6 +71,10 @@ def in_words(row: dict) -> None:
     )
 
 
+def _ms(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.2g}"
+
+
 def _what_users_got(users: tuple[dict, dict]) -> str:
     """The connections answered at all, and the p90 over all of them of the time between answers."""
     a, b = users
@@ -79,7 +83,7 @@ def _what_users_got(users: tuple[dict, dict]) -> str:
         parts.append(f"{a['answered_share']:.0%} against {b['answered_share']:.0%} of connections answered")
     if pd.notna(a.get("connection_wait_p90_ms")) and pd.notna(b.get("connection_wait_p90_ms")):
         parts.append(
-            f"the slowest-served tenth waited {a['connection_wait_p90_ms']:,.0f} against"
-            f" {b['connection_wait_p90_ms']:,.0f} ms between answers (a starved connection counts its whole window)"
+            f"the slowest-served tenth waited {_ms(a['connection_wait_p90_ms'])} against"
+            f" {_ms(b['connection_wait_p90_ms'])} ms between answers (a starved connection counts its whole window)"
         )
     return f"; {'; '.join(parts)}" if parts else ""
