@@ -70,7 +70,7 @@ class Measure:
         self.values = loadgen.tool_values(profile, cell.concurrency, self.url, duration)
         if plan:
             self.values["rate"] = f"{plan['offered_rps']:g}"
-        self.deadline = profile.tool_deadline if not plan else duration + profile.warmup + 10 * profile.timeout + 60
+        self.deadline = profile.tool_deadline(duration)
         self.raw_text = ""
         try:
             self.argv = loadgen.build_argv(self.tool_spec, self.values, env["PATH"])

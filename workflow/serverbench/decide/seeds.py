@@ -118,7 +118,6 @@ def _different_command(seeds: Seeds, seed: str, table: str, servers) -> str:
 def judge_in_run(seeds: Seeds, claim: dict, table: str, item: dict, verdicts: pd.DataFrame) -> tuple[str, str]:
     """One comparison a claim makes, read from the run's verdicts at every condition of the table's profile."""
     profile = seeds.table(claim["seed"], table)["profile"]
-    profile = None if pd.isna(profile) else profile
     mapping = seeds.catalogue_of(claim["seed"], table)
     a, b = mapping[item["better"]], mapping[item["than"]]
     if item["metric"] != "rps":
@@ -180,7 +179,6 @@ def claim_table(seeds: Seeds, verdicts: pd.DataFrame | None = None, profiles: se
     for claim in seeds.claims:
         for table in claim["tables"]:
             profile = seeds.table(claim["seed"], table)["profile"]
-            profile = None if pd.isna(profile) else profile
             for item in claim["says"]:
                 ratio, in_seed, seed_why = judge_in_seed(seeds, claim, table, item)
                 if profiles is not None and profile not in profiles:

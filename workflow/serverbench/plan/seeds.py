@@ -48,8 +48,9 @@ class Seeds:
     problems: list[str] = field(default_factory=list)
 
     def table(self, seed: str, table: str) -> dict:
+        """One table's row; a key the YAML left empty (a table no profile re-runs) is None."""
         found = self.tables[(self.tables["seed"] == seed) & (self.tables["table"] == table)]
-        return found.iloc[0].to_dict()
+        return {key: None if _missing(value) else value for key, value in found.iloc[0].to_dict().items()}
 
     def catalogue_of(self, seed: str, table: str) -> dict[str, str]:
         """The seed's server labels in one table → the catalogue servers standing for them."""
@@ -59,6 +60,10 @@ class Seeds:
     def for_profile(self, profile: str) -> list[dict]:
         """The seed tables a profile re-runs."""
         return [row for row in self.tables.to_dict("records") if row["profile"] == profile]
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and value != value)  # NaN
 
 
 def number(value) -> float | None:

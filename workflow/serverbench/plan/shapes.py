@@ -111,10 +111,10 @@ class Profile:
         """Repeats every cell gets: all of them, or the first before precision is judged."""
         return (self.min_repeats or self.repeats) if self.precision else self.repeats
 
-    @property
-    def tool_deadline(self) -> float:
-        """Seconds one load tool run may take before it is killed (``run_deadline``, else from its duration)."""
-        return self.run_deadline or self.duration + self.warmup + 10 * self.timeout + 60
+    def tool_deadline(self, duration: float) -> float:
+        """Seconds one load tool run of ``duration`` may take before it is killed (``run_deadline``, else
+        from the duration)."""
+        return self.run_deadline or duration + self.warmup + 10 * self.timeout + 60
 
     def runtime_minutes(self) -> int:
         """An upper bound of one cell's wall time, for executors that need one."""

@@ -14,21 +14,18 @@ from serverbench.decide import seeds as side
 from serverbench.plan import seeds as seed_data
 
 
-def tables(results: Path, studies: seed_data.Seeds | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(side by side, claims) of a results directory: its runs, summary and verdicts."""
-    studies = studies or seed_data.load()
-    runs, summary = pd.read_csv(results / "runs.csv"), pd.read_csv(results / "summary.csv")
-    verdicts_csv = results / "verdicts.csv"
-    verdicts = pd.read_csv(verdicts_csv) if verdicts_csv.exists() else pd.DataFrame()
+def tables(runs_csv, summary_csv, verdicts_csv) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(side by side, claims) of a run's tables (without verdicts.csv: claims not judged in the run)."""
+    studies = seed_data.load()
+    runs, summary = pd.read_csv(runs_csv), pd.read_csv(summary_csv)
+    verdicts = pd.read_csv(verdicts_csv) if Path(verdicts_csv).exists() else pd.DataFrame()
     return side.side_by_side(studies, runs, summary), side.claim_table(studies, verdicts, set(summary["profile"]))
 
 
 def write(runs_csv, summary_csv, verdicts_csv, side_csv, claims_csv) -> None:
     """The workflow's rule: seeds.csv and seed_claims.csv."""
-    studies = seed_data.load()
-    runs, summary, verdicts = (pd.read_csv(p) for p in (runs_csv, summary_csv, verdicts_csv))
-    files.write_atomic(Path(side_csv), side.side_by_side(studies, runs, summary).to_csv(index=False))
-    claims = side.claim_table(studies, verdicts, set(summary["profile"]))
+    side_table, claims = tables(runs_csv, summary_csv, verdicts_csv)
+    files.write_atomic(Path(side_csv), side_table.to_csv(index=False))
     files.write_atomic(Path(claims_csv), claims.to_csv(index=False))
 
 
@@ -114,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.results / "summary.csv").exists():
         sys.stderr.write(f"serverbench seeds: no summary.csv in {args.results}\n")
         return 2
-    side_table, claims = tables(args.results)
+    side_table, claims = tables(*(args.results / name for name in ("runs.csv", "summary.csv", "verdicts.csv")))
     ran = claims[claims["in_run"] != side.NOT_MEASURED]
     if not ran.empty:  # the claims this run could speak to (all of them, judged in the seeds only, otherwise)
         claims = claims[claims["claim"].isin(set(ran["claim"]))]
