@@ -1,10 +1,10 @@
-"""The README's tables from a real run: every server's version, keep-alive
-class, req/s and flags, and each profile's wall time here.
+"""The tables of docs/servers.md and docs/configuration.md from a real run: every
+server's version, keep-alive class, req/s and flags, and each profile's wall time here.
 
     snakemake --cores 4 --config profile=smoke
     .venv/bin/python benchmarks/catalogue_table.py results
 
-Prints Markdown. The server table is what the README's "Servers" section
+Prints Markdown. The server table is what docs/servers.md
 shows; the profile times fill the "time here" column for the profiles run.
 """
 

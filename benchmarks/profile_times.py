@@ -1,7 +1,7 @@
-"""Each profile run whole on this host, timed: the README's profile table's "time here".
+"""Each profile run whole on this host, timed: the profile table's "time here" (docs/configuration.md).
 
     .venv/bin/python benchmarks/profile_times.py low high:duration=10 sweep:duration=3,concurrency=[100,1000]
-    .venv/bin/python benchmarks/profile_times.py --readme low high:duration=10   # rewrites the README's rows
+    .venv/bin/python benchmarks/profile_times.py --write low high:duration=10   # rewrites the table's rows
 
 A profile may carry overrides after a colon (the shortening is stated in the
 table). One profile at a time, each into its own results directory under
@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
-README = REPO / "README.md"
+PROFILE_TABLE = REPO / "docs" / "configuration.md"
 TARGETS = ("summary.csv", "verdicts.csv", "seeds.csv", "seed_claims.csv")
 
 
@@ -55,9 +55,9 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def rewrite_readme(rows: list[dict]) -> None:
-    """The last column of the README's profile table, for the profiles timed."""
-    text = README.read_text().splitlines()
+def rewrite_table(rows: list[dict]) -> None:
+    """The last column of the profile table, for the profiles timed."""
+    text = PROFILE_TABLE.read_text().splitlines()
     for row in rows:
         shortened = "" if row["overrides"] == "none" else f", shortened: `{row['overrides']}`"
         for index, line in enumerate(text):
@@ -65,20 +65,20 @@ def rewrite_readme(rows: list[dict]) -> None:
                 cells = line.rstrip(" |").split(" | ")
                 cells[-1] = f"{row['wall_min']:.1f} min{shortened}"
                 text[index] = " | ".join(cells) + " |"
-    README.write_text("\n".join(text) + "\n")
+    PROFILE_TABLE.write_text("\n".join(text) + "\n")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("profiles", nargs="+", help="NAME or NAME:key=value,key=value")
     parser.add_argument("--out", type=Path, default=Path("/tmp/serverbench-profile-times"))
-    parser.add_argument("--readme", action="store_true", help="write the times into README.md")
+    parser.add_argument("--write", action="store_true", help="write the times into docs/configuration.md")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [run(*parse(spec), args.out) for spec in args.profiles]
     print(markdown(rows))
-    if args.readme:
-        rewrite_readme(rows)
+    if args.write:
+        rewrite_table(rows)
     return max(row["exit"] for row in rows)
 
 

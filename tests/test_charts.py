@@ -203,6 +203,21 @@ def test_scale_without_max_rows_error(tmp_path):
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
 
 
+def test_layout_problems_name_what_keeps_a_reader_out():
+    """The judge of the browser tests, on layouts it must refuse."""
+    chart = {"title": "forest", "drawn": True, "left": 8, "right": 380, "width": 372, "height": 300, "box_height": 304}
+    fine = {"viewport": 390, "document": 390, "charts": [chart], "console_errors": []}
+    assert screenshots.layout_problems(fine, "forest") == []
+    wide = fine | {"document": 786, "charts": [chart | {"right": 2014}]}
+    assert screenshots.layout_problems(wide, "forest") == [
+        "the document is 786 px wide in a 390 px window",
+        "forest: drawn from 8 to 2014 px, outside the 390 px window",
+    ]
+    banded = fine | {"charts": [chart | {"box_height": 460}, chart | {"title": "rps", "drawn": False}]}
+    assert screenshots.layout_problems(banded, "forest") == ["forest: 160 px of blank band under it", "rps: not drawn"]
+    assert screenshots.layout_problems(fine | {"console_errors": ["x"]}, "forest") == ["console: x"]
+
+
 def _png_pixels(path: Path) -> np.ndarray:
     with Image.open(path) as image:
         return np.asarray(image.convert("RGB"))
@@ -221,22 +236,33 @@ def test_index_and_chart_draw_in_a_real_browser(tmp_path):
     table.to_csv(verdicts_csv, index=False)
     files = {}
     for name in ("forest", "rps"):  # in the workflow's order: the forest plot first
-        paths = {ext: tmp_path / "charts" / f"{name}.{ext}" for ext in ("html", "png", "svg")}
+        paths = {ext: tmp_path / "charts" / f"{name}.{ext}" for ext in ("html", "png", "svg", "json")}
         chart = charts.build(name, CONFIG, summary, verdicts=table)
-        charts.save_chart(chart, paths["html"], paths["png"], paths["svg"])
+        charts.save_chart(chart, paths["html"], paths["png"], paths["svg"], paths["json"])
         files[charts.CHARTS[name]] = paths
     write_index(csv, verdicts_csv, tmp_path / "environment.json", files, tmp_path / "index.html")
     html = (tmp_path / "index.html").read_text()
-    # The paragraph, then the forest plot, then the sentences; the other charts after the Answers.
-    forest = html.index(f'<iframe src="charts/forest.html" title="{charts.CHARTS["forest"]}">')
+    # The paragraph, then the forest plot, then the table of every comparison; the other charts after the Answers.
+    forest = html.index(f'data-title="{charts.CHARTS["forest"]}"')
     assert html.index("<h2>Answers</h2>") < html.index('class="headline"') < forest
-    assert forest < html.index("Not comparable: each reason once") < html.index('<iframe src="charts/rps.html"')
+    table = html.index('<h3 id="comparisons">Every comparison</h3>')
+    assert forest < table < html.index("Not comparable: each reason once")
+    assert html.index("Not comparable: each reason once") < html.index(f'data-title="{charts.CHARTS["rps"]}"')
+    assert "This run made 14 comparisons: " in html and "<iframe" not in html
     # Each reason once, listing the comparisons it stopped (not repeated per comparison).
-    assert "Not comparable: each reason once" in html
-    assert html.count("starman: starved: 98 of 100 connections got (almost) no answer") == 1
+    assert html.count("starman: starved: 98 of 100 connections got (almost) no answer") == 1 + 2  # list + table rows
     # The starved pairs, compared on how evenly they served their connections, under their own heading.
     waiting = html.index("<h3>Connections kept waiting</h3>")
     assert "serves its connections" in html[waiting:] and "Jain&#39;s index" in html[waiting:]
+    # At a phone's width and a laptop's: the document no wider than the window, every chart drawn,
+    # the forest plot whole inside the window, no box taller than its drawing (no blank band).
+    for width in (390, 1280):
+        layout = screenshots.layout(tmp_path / "index.html", width)
+        assert layout["viewport"] == width and screenshots.layout_problems(layout, charts.CHARTS["forest"]) == []
+        assert [chart["title"] for chart in layout["charts"]] == [charts.CHARTS["forest"], charts.CHARTS["rps"]]
+        assert all(chart["height"] > 100 for chart in layout["charts"]), layout
+        drawn_forest = layout["charts"][0]
+        assert drawn_forest["width"] > width * 0.7, f"the forest plot does not use the width: {drawn_forest}"
     errors = screenshots.take_all(tmp_path / "index.html", tmp_path / "screenshots")
     assert errors == {"desktop": [], "phone": []}
     chart_errors = screenshots.screenshot(
@@ -250,7 +276,7 @@ def test_index_and_chart_draw_in_a_real_browser(tmp_path):
         non_white = (pixels.sum(axis=2) < 700).mean()
         assert len(colours) > 20, f"{shot.name}: an almost uniform screenshot ({len(colours)} colours)"
         assert non_white > 0.01, f"{shot.name}: the page is blank"
-    # The chart inside the index is drawn too: its iframe's area is not white.
+    # The charts inside the index are drawn too: the upper half of the page is not white.
     desktop = _png_pixels(shots[0])
     assert (desktop[: desktop.shape[0] // 2].sum(axis=2) < 700).mean() > 0.01
     assert os.path.getsize(tmp_path / "charts" / "rps.svg") > 1000

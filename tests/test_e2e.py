@@ -15,6 +15,8 @@ import pytest
 from conftest import TINY_MATRIX, require, run_snakemake, server_processes
 from serverbench import REPO_ROOT
 from serverbench.cell import parsers
+from serverbench.report import screenshots
+from serverbench.report.names import CHARTS
 
 pytestmark = pytest.mark.e2e
 
@@ -130,9 +132,23 @@ def test_verdicts_and_answers(tiny_run):
     assert family["sentence"].startswith("Under wrk at 10 connections")
     assert "comparisons (" in done.stdout + done.stderr  # the table printed when the workflow finished
     index = (results / "index.html").read_text()
-    assert index.index("<h2>Answers</h2>") < index.index("<iframe")
+    assert index.index("<h2>Answers</h2>") < index.index('class="chart"') < index.index('id="comparisons"')
     # Not-comparable reasons are grouped on the page: one line per reason, naming the comparisons it stopped.
     assert re.search(r"<li>starman: starved: [^<]*: gunicorn against starman \(wrk, c=10\)</li>", index)
+
+
+def test_page_reads_on_a_phone_and_a_laptop(tiny_run):
+    """The run's own page in a real browser, as the workflow checked it (screenshots/layout.json)
+    and again here: at 390 and 1,280 px no wider than the window, every chart drawn, the forest
+    plot whole inside the window, no blank band, no console error."""
+    require("chromium")
+    results, _, _ = tiny_run
+    checked = json.loads((results / "screenshots" / "layout.json").read_text())
+    assert {name: found["viewport"] for name, found in checked.items()} == {"desktop": 1280, "phone": 390}
+    assert {name: found["problems"] for name, found in checked.items()} == {"desktop": [], "phone": []}
+    forest = screenshots.layout(results / "index.html", 390)
+    assert screenshots.layout_problems(forest, CHARTS["forest"]) == []
+    assert len(forest["charts"]) == len(CHARTS) and forest["charts"][0]["title"] == CHARTS["forest"]
 
 
 def test_report_packs_the_run(tiny_run, tmp_path):

@@ -22,6 +22,8 @@ rule chart:
             labels={"chart": "{chart}"},
         ),
         svg=f"{RESULTS}/charts/{{chart}}.svg",
+        # The Vega-Lite spec, which index.html draws in place.
+        json=f"{RESULTS}/charts/{{chart}}.json",
     log:
         f"{RESULTS}/logs/chart-{{chart}}.log",
     conda:
@@ -61,6 +63,8 @@ rule screenshots:
         desktop=report(f"{RESULTS}/screenshots/index-desktop.png", category="Overview"),
         phone=report(f"{RESULTS}/screenshots/index-phone.png", category="Overview"),
         console=f"{RESULTS}/screenshots/console-errors.json",
+        # The page's width, each chart's place, and what keeps a reader from it.
+        layout=f"{RESULTS}/screenshots/layout.json",
     log:
         f"{RESULTS}/logs/screenshots.log",
     conda:

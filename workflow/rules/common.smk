@@ -43,7 +43,7 @@ SCREENSHOTS = (
 CHART_FILES = [
     f"{RESULTS}/charts/{name}.{ext}"
     for name in CHARTS
-    for ext in ("html", "png", "svg")
+    for ext in ("html", "png", "svg", "json")
 ]
 
 # isolation: docker: the engine this run started, if it started one (stopped at the end).

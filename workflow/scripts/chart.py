@@ -12,4 +12,10 @@ chart = charts.build(
     latency_rows=pd.read_csv(snakemake.input.latency),  # noqa: F821
     verdicts=pd.read_csv(snakemake.input.verdicts),  # noqa: F821
 )
-charts.save_chart(chart, snakemake.output.html, snakemake.output.png, snakemake.output.svg)  # noqa: F821
+charts.save_chart(
+    chart,
+    snakemake.output.html,  # noqa: F821
+    snakemake.output.png,  # noqa: F821
+    snakemake.output.svg,  # noqa: F821
+    snakemake.output.json,  # noqa: F821
+)

@@ -6,7 +6,7 @@ from serverbench.report.index import write_index
 
 out = Path(snakemake.output.index)  # noqa: F821 (injected by Snakemake)
 charts = {
-    title: {ext: out.parent / "charts" / f"{name}.{ext}" for ext in ("html", "png", "svg")}
+    title: {ext: out.parent / "charts" / f"{name}.{ext}" for ext in ("html", "png", "svg", "json")}
     for name, title in snakemake.params.charts.items()  # noqa: F821
 }
 write_index(

@@ -332,7 +332,7 @@ def exit_status(table: pd.DataFrame, fail_above: float) -> tuple[int, str]:
     could = ", ".join(f"{row.server} c={row.concurrency}: {row.detectable_drop:.0%}" for row in unsure.itertuples())
     return EXIT_CANNOT_TELL, (
         f"cannot tell whether {len(unsure)} cell(s) stayed within {fail_above:.0%}; the drop each could have "
-        f"shown: {could or 'none comparable'}. Measure both variants in one run for a sharper check (README)"
+        f"shown: {could or 'none comparable'}. Measure both variants in one run to see more (docs/statistics.md)"
     )
 
 

@@ -164,6 +164,69 @@ def margin_sentence(verdicts: pd.DataFrame) -> str:
     return f"Equivalent means {'; '.join(parts)}; faster and slower mean by more than that margin."
 
 
+# The page's table of every comparison: grouped by kind, decided ones first in each.
+OUTCOME_ORDER = ["faster", "slower", "fairer", "less fair", "lower p99", "higher p99", "equivalent", "undetermined",
+                 "not tested", "not comparable"]  # fmt: skip
+
+
+def comparison_table(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Every comparison in one row each: pair, languages, condition, ratio with its interval,
+    outcome, the smallest ratio the run could have told, and the reason where there is one."""
+    if verdicts.empty:
+        return pd.DataFrame(columns=["kind", "pair", "languages", "condition", "ratio (interval, level)", "outcome",
+                                     "detectable", "reason"])  # fmt: skip
+    kinds = list(dict.fromkeys(verdicts["kind"]))
+    rank = {outcome: i for i, outcome in enumerate(OUTCOME_ORDER)}
+    ordered = verdicts.assign(
+        _kind=verdicts["kind"].map(kinds.index), _outcome=verdicts["verdict"].map(rank).fillna(len(rank))
+    ).sort_values(["_kind", "_outcome"], kind="stable")
+    return pd.DataFrame(
+        {
+            "kind": ordered["kind"],
+            "pair": [_pair(row) for row in ordered.itertuples()],
+            "languages": [_languages(row) for row in ordered.itertuples()],
+            "condition": [_condition(row) for row in ordered.itertuples()],
+            "ratio (interval, level)": [_ratio(row) for row in ordered.itertuples()],
+            "outcome": ordered["verdict"],
+            "detectable": [f"{d:.3g}×" if pd.notna(d) else "" for d in ordered["detectable_ratio"]],
+            "reason": ordered["why"].fillna(""),
+        }
+    )
+
+
+def _pair(row) -> str:
+    return f"{row.a} / {row.b}" if isinstance(row.a, str) and isinstance(row.b, str) else "best of each language"
+
+
+def _languages(row) -> str:
+    # A server of no language (nginx answering by itself) is not named as one.
+    named = [str(language) for language in (row.language_a, row.language_b) if isinstance(language, str)]
+    return " / ".join(language for language in named if language != "none")
+
+
+def _condition(row) -> str:
+    at = "" if pd.isna(row.fraction) else f" at {row.fraction:g} of capacity"
+    return f"{row.tool} c={row.concurrency}{at}"
+
+
+def _ratio(row) -> str:
+    if pd.isna(row.ratio):
+        return ""
+    if pd.isna(row.ci_low) or pd.isna(row.ci_high):
+        return f"{row.ratio:.2f}×"
+    return f"{row.ratio:.2f}× ({row.ci_low:.2f}–{row.ci_high:.2f}, {confidence_label(row.level)})".replace("inf", "∞")
+
+
+def counts_sentence(verdicts: pd.DataFrame) -> str:
+    """How many comparisons the run made and how each came out, in one sentence."""
+    if verdicts.empty:
+        return ""
+    counts = verdicts["verdict"].value_counts()
+    parts = [f"{counts[outcome]} {outcome}" for outcome in OUTCOME_ORDER if outcome in counts]
+    return (f"This run made {len(verdicts)} comparisons: {', '.join(parts)}. The forest plot draws each "
+            "one with an interval; the table lists them all (click a column to sort).")  # fmt: skip
+
+
 def answers_markdown(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None, titles=None) -> str:
     """answers.md: the headline, the margin in words, then every section's sentences."""
     lines = ["# Answers", ""]

@@ -337,10 +337,10 @@ def build(
     return builders[name]()
 
 
-def save_chart(chart, html_path, png_path, svg_path=None) -> None:
+def save_chart(chart, html_path, png_path, svg_path=None, json_path=None) -> None:
+    """The chart as its own page, as images, and as the Vega-Lite spec the index draws in place."""
     outputs = [(Path(html_path), {"inline": True}), (Path(png_path), {"scale_factor": 2})]
-    if svg_path:
-        outputs.append((Path(svg_path), {}))
+    outputs += [(Path(path), {}) for path in (svg_path, json_path) if path]
     with alt.data_transformers.disable_max_rows():
         for path, kwargs in outputs:
             path.parent.mkdir(parents=True, exist_ok=True)

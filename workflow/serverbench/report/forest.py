@@ -49,8 +49,11 @@ def forest_chart(verdicts: pd.DataFrame, margin: float) -> alt.LayerChart:
     rows = rows.assign(ci_low=rows["ci_low"].clip(lower=low), ci_high=rows["ci_high"].clip(upper=high))
     log_axis = alt.Scale(type="log", domain=[low, high])
     x = alt.X("ratio:Q", scale=log_axis, title="ratio A / B (log)")
-    y = alt.Y("comparison:N", sort=None, title=None, axis=alt.Axis(labelLimit=420))
-    colour = alt.Color("verdict:N", scale=alt.Scale(domain=OUTCOMES, range=COLOURS), title="outcome")
+    # Each row's label sits above its interval, not in a column on the left: on a phone's
+    # width a label column leaves no room for the plot.
+    y = alt.Y("comparison:N", sort=None, title=None, axis=None, scale=alt.Scale(padding=0.7))
+    legend = alt.Legend(orient="top", direction="horizontal", columns=3, title=None)
+    colour = alt.Color("verdict:N", scale=alt.Scale(domain=OUTCOMES, range=COLOURS), legend=legend)
     tooltip = ["comparison", "verdict", "ratio", "ci_low", "ci_high", "confidence", "detectable_ratio", "sentence"]
     band = (
         alt.Chart(pd.DataFrame({"low": [1 / (1 + margin)], "high": [1 + margin]}))
@@ -61,6 +64,13 @@ def forest_chart(verdicts: pd.DataFrame, margin: float) -> alt.LayerChart:
     bars = alt.Chart(rows).mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", scale=log_axis), x2="ci_high:Q", y=y,
                                                             color=colour, tooltip=tooltip)  # fmt: skip
     points = alt.Chart(rows).mark_point(filled=True, size=50).encode(x=x, y=y, color=colour, tooltip=tooltip)
-    band_words = f"grey band: within ±{margin * 100:.3g}% (equivalent)"
-    title = f"Every comparison: ratio and interval at its Holm level; {band_words}"
-    return (band + one + bars + points).properties(width=520, height=max(120, 18 * len(rows)), title=title)
+    labels = (
+        alt.Chart(rows)
+        .mark_text(align="left", baseline="bottom", dy=-6, fontSize=11, color="#222", limit=alt.ExprRef("width"))
+        .encode(x=alt.value(0), y=y, text="comparison:N", tooltip=tooltip)
+    )
+    title = alt.TitleParams(
+        ["Every comparison: its ratio and interval", f"grey band: within ±{margin * 100:.3g}% (equivalent)"],
+        anchor="start",
+    )
+    return (band + one + bars + points + labels).properties(width=520, height=34 * len(rows) + 10, title=title)

@@ -8,13 +8,22 @@ from pathlib import Path
 
 import jinja2
 import pandas as pd
+import vl_convert
+from altair.utils._importers import vl_version_for_vl_convert
 from markupsafe import Markup
 
 from serverbench import files
 from serverbench.decide.seeds import claims_in_brief
 from serverbench.record.flags import FLAG_HELP
 from serverbench.report import seeds as seed_report
-from serverbench.report.answers import answers, answers_markdown, headline, margin_sentence
+from serverbench.report.answers import (
+    answers,
+    answers_markdown,
+    comparison_table,
+    counts_sentence,
+    headline,
+    margin_sentence,
+)
 from serverbench.report.machine import steadiness_sentence
 from serverbench.report.names import CHARTS
 
@@ -41,14 +50,33 @@ def _table(frame: pd.DataFrame, columns: list[str], sortable: bool = False) -> M
     return Markup(table)
 
 
+def _chart(number: int, title: str, outputs: dict, index_dir: Path) -> dict:
+    """One chart as the page shows it: drawn in place from its Vega-Lite spec (the ``json``
+    output), with links to its own page and its images."""
+    spec = Path(outputs["json"]).read_text() if "json" in outputs else None
+    return {
+        "id": f"chart-{number}",
+        "title": title,
+        # Inside <script type="application/json">: "</" must not end the element early.
+        "spec": Markup(spec.replace("</", "<\\/")) if spec else None,
+        "links": {ext: Path(path).relative_to(index_dir).as_posix() for ext, path in outputs.items() if ext != "json"},
+    }
+
+
+def vega_script() -> Markup:
+    """vega, vega-lite and vega-embed in one script (vl-convert's bundle, as Altair inlines
+    it), so the page draws its charts with no network."""
+    bundle = vl_convert.javascript_bundle(vl_version=vl_version_for_vl_convert())
+    if "</script" in bundle.lower():
+        raise RuntimeError("vl-convert's bundle holds '</script': it cannot be inlined into the page")
+    return Markup(bundle)
+
+
 def index_context(summary: pd.DataFrame, environment: dict, charts: dict, index_dir: Path) -> dict:
-    """What index.html shows: the charts (relative links), the tables, the environment."""
+    """What index.html shows: the charts (drawn in place), the tables, the environment."""
     bad = summary[summary["status"] != "ok"]
     flagged = summary[summary["flags"].fillna("") != ""]
-    drawn = [
-        {"title": title, "links": {ext: Path(path).relative_to(index_dir).as_posix() for ext, path in outputs.items()}}
-        for title, outputs in charts.items()
-    ]
+    drawn = [_chart(number, title, outputs, index_dir) for number, (title, outputs) in enumerate(charts.items())]
     return {
         "cells": len(summary),
         "statuses": ", ".join(f"{n} {s}" for s, n in summary["status"].value_counts().items()),
@@ -68,6 +96,7 @@ def index_context(summary: pd.DataFrame, environment: dict, charts: dict, index_
         else None,
         "flag_help": FLAG_HELP,
         "environment_json": json.dumps(environment, indent=2),
+        "vega_script": vega_script() if any(chart["spec"] for chart in drawn) else None,
     }
 
 
@@ -142,6 +171,9 @@ def write_index(
     context["answers"] = answers(verdicts, conformance)
     context["headline"] = headline(verdicts, language_titles)
     context["margin_words"] = margin_sentence(verdicts)
+    context["counts"] = counts_sentence(verdicts)
+    every = comparison_table(verdicts)
+    context["comparisons"] = {"columns": list(every.columns), "rows": every.to_dict("records")} if len(every) else None
     if answers_path:
         files.write_atomic(Path(answers_path), answers_markdown(verdicts, conformance, language_titles))
     context["conformance"] = conformance_matrix(conformance) if conformance is not None else {}

@@ -4,11 +4,15 @@ page's console errors."""
 
 from __future__ import annotations
 
+import html
+import json
 import re
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+
+from PIL import Image
 
 WIDTHS = {"desktop": (1280, 2400), "phone": (390, 3200)}
 CONSOLE_ERROR = re.compile(r'CONSOLE.*"(?:Uncaught|Error)[^"]*"|:ERROR:CONSOLE', re.I)
@@ -18,28 +22,128 @@ def browser() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def screenshot(url: str, target: Path, size: tuple[int, int]) -> list[str]:
-    """Draw ``url`` into ``target`` at ``size``; the console errors the page logged."""
+def _chromium(url: str, size: tuple[int, int], action: list[str], extra=()) -> subprocess.CompletedProcess:
+    """Headless Chromium at ``size`` on ``url``, doing ``action`` (a screenshot, a DOM dump)
+    once the page has had 8 s of virtual time to draw."""
     program = browser()
     if program is None:
         raise FileNotFoundError("chromium not found on PATH (Debian package chromium)")
-    target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as profile:
-        done = subprocess.run(
+        return subprocess.run(
             [program, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-             "--enable-logging=stderr", "--v=0", "--hide-scrollbars",
+             "--enable-logging=stderr", "--v=0", "--hide-scrollbars", *extra,
              f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}", "--virtual-time-budget=8000",
-             f"--screenshot={target}", url],
+             *action, url],
             capture_output=True, text=True, timeout=180, check=False,
         )  # fmt: skip
+
+
+def console_errors(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if CONSOLE_ERROR.search(line)]
+
+
+def screenshot(url: str, target: Path, size: tuple[int, int]) -> list[str]:
+    """Draw ``url`` into ``target`` at ``size``; the console errors the page logged."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    done = _chromium(url, size, [f"--screenshot={target}"])
     if not target.exists():
         raise RuntimeError(f"chromium wrote no screenshot (exit {done.returncode}): {done.stderr[-1000:]}")
-    return [line for line in done.stderr.splitlines() if CONSOLE_ERROR.search(line)]
+    return console_errors(done.stderr)
+
+
+# A page that holds index.html in a frame of the width wanted and, once every chart is
+# drawn, writes the framed page's geometry as JSON.
+MEASURE = """<!doctype html><html><body style="margin:0">
+<iframe id="page" src="@PAGE@" style="border:0;width:@WIDTH@px;height:@HEIGHT@px"></iframe>
+<script>
+const frame = document.getElementById('page');
+frame.addEventListener('load', () => {
+  const inner = frame.contentWindow, doc = frame.contentDocument;
+  const drawn = inner.serverbenchCharts || Promise.resolve();
+  drawn.catch(() => null).then(() => setTimeout(() => {
+    const charts = Array.from(doc.querySelectorAll('.chart'), box => {
+      const picture = box.querySelector('canvas, svg');
+      const rect = (picture || box).getBoundingClientRect();
+      return {title: box.dataset.title, drawn: Boolean(picture), left: rect.left, right: rect.right,
+              width: rect.width, height: rect.height, box_height: box.getBoundingClientRect().height};
+    });
+    const layout = {viewport: inner.innerWidth, document: doc.documentElement.scrollWidth, charts};
+    const out = document.createElement('pre');
+    out.id = 'serverbench-layout';
+    out.textContent = JSON.stringify(layout);
+    document.body.appendChild(out);
+  }, 300));
+});
+</script></body></html>"""
+LAYOUT = re.compile(r'<pre id="serverbench-layout">(.*?)</pre>', re.S)
+
+
+def _framed(index: Path, width: int, height: int, action: list[str]) -> subprocess.CompletedProcess:
+    """Chromium on a page holding ``index`` in a frame ``width`` px wide: a true phone's
+    viewport (headless Chromium will not make its own window narrower than 500 px, and a page
+    drawn at 500 px and shown at 390 is not what a phone shows)."""
+    probe = index.with_name(f".framed-{width}-{index.name}")  # beside the page: file access is per folder
+    filled = {"@PAGE@": html.escape(index.name), "@WIDTH@": str(width), "@HEIGHT@": str(height)}
+    probe.write_text(re.sub("@[A-Z]+@", lambda token: filled[token.group(0)], MEASURE))
+    try:
+        return _chromium(probe.resolve().as_uri(), (max(width, 500), height), action,
+                         extra=["--allow-file-access-from-files"])  # fmt: skip
+    finally:
+        probe.unlink()
+
+
+def layout(index: Path, width: int, height: int = 3200) -> dict:
+    """How ``index`` lays out at ``width`` px in a real browser: the viewport's and the
+    document's widths, each chart's box and drawing, and the console errors."""
+    done = _framed(Path(index), width, height, ["--dump-dom"])
+    found = LAYOUT.search(done.stdout)
+    if found is None:
+        raise RuntimeError(f"the page reported no layout (exit {done.returncode}): {done.stderr[-1000:]}")
+    return json.loads(html.unescape(found.group(1))) | {"console_errors": console_errors(done.stderr)}
+
+
+def page_screenshot(index: Path, target: Path, size: tuple[int, int]) -> list[str]:
+    """``index`` as a reader sees it at ``size`` (drawn in a frame of that width) into ``target``;
+    the console errors the page logged."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    wide = target.with_name(f".{target.name}")
+    done = _framed(Path(index), size[0], size[1], [f"--screenshot={wide}"])
+    if not wide.exists():
+        raise RuntimeError(f"chromium wrote no screenshot (exit {done.returncode}): {done.stderr[-1000:]}")
+    with Image.open(wide) as window:
+        window.crop((0, 0, *size)).save(target)
+    wide.unlink()
+    return console_errors(done.stderr)
+
+
+def layout_problems(found: dict, lead: str) -> list[str]:
+    """What keeps a reader of this width from the page: a document wider than the window, a
+    chart not drawn, the chart titled ``lead`` not whole inside the window, a box taller than
+    its drawing (a blank band), a console error."""
+    width = found["viewport"]
+    problems = [f"the document is {found['document']} px wide in a {width} px window"] * (found["document"] > width)
+    problems += [f"console: {line}" for line in found["console_errors"]]
+    for chart in found["charts"]:
+        if not chart["drawn"]:
+            problems.append(f"{chart['title']}: not drawn")
+        elif chart["box_height"] - chart["height"] > 30:
+            problems.append(f"{chart['title']}: {chart['box_height'] - chart['height']:.0f} px of blank band under it")
+        if chart["title"] == lead and not (0 <= chart["left"] and chart["right"] <= width):
+            problems.append(f"{chart['title']}: drawn from {chart['left']:.0f} to {chart['right']:.0f} px, "
+                            f"outside the {width} px window")  # fmt: skip
+    return problems
+
+
+def check_all(index: Path, lead: str) -> dict[str, dict]:
+    """index.html's layout at every width of WIDTHS, with what is wrong with it."""
+    report = {}
+    for name, (width, height) in WIDTHS.items():
+        found = layout(index, width, height)
+        report[name] = found | {"problems": layout_problems(found, lead)}
+    return report
 
 
 def take_all(index: Path, folder: Path) -> dict[str, list[str]]:
     """index.html at every width of WIDTHS into ``folder``; console errors per width."""
-    return {
-        name: screenshot(index.resolve().as_uri(), folder / f"index-{name}.png", size) for name, size in WIDTHS.items()
-    }
+    return {name: page_screenshot(index, folder / f"index-{name}.png", size) for name, size in WIDTHS.items()}
