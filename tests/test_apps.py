@@ -76,8 +76,10 @@ def test_the_conformance_paths_echo_and_lint():
     seen = {}
     body = b"".join(hello.application(environ, lambda status, headers: seen.update(status=status, headers=headers)))
     assert (seen["status"], body) == ("200 OK", b"Hello World!")
-    note = dict(seen["headers"])["X-Serverbench-Lint-Note"]
+    headers = dict(seen["headers"])
+    note = headers["X-Serverbench-Lint-Note"]
     assert note.startswith("SCRIPT_NAME absent; PEP 3333") and "may be omitted" in note
+    assert headers["X-Serverbench-Lint-Outcome"] == "info"
 
 
 def test_workload_answers_are_what_they_say():

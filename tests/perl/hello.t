@@ -38,6 +38,9 @@ like $@, qr/SERVER_NAME/, "Lint's message names it";
 $env{SERVER_NAME} = 'x';
 my $res = $app->( \%env );
 is $res->[0], 200, 'an environment without SCRIPT_NAME is answered';
-like { @{ $res->[1] } }->{'X-Serverbench-Lint-Note'}, qr/^SCRIPT_NAME absent; PSGI: /, 'and the omission named';
+my %headers = @{ $res->[1] };
+like $headers{'X-Serverbench-Lint-Note'}, qr/^SCRIPT_NAME absent; PSGI: /, 'and the omission named';
+like $headers{'X-Serverbench-Lint-Note'}, qr/Plack::Lint/, 'with what the reference linter makes of it';
+is $headers{'X-Serverbench-Lint-Outcome'}, 'warn', 'as a warning';
 
 done_testing;

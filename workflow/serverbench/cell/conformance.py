@@ -45,8 +45,11 @@ class ConformanceResult:
     ended_at: float | None = None
 
 
-# The answer header in which the app names environ keys the server left out that its spec lets it omit.
+# The answer headers in which the app names environ keys the server left out that its spec lets
+# it omit, and how much that matters in its language (info, or warn where the language's own
+# reference linter refuses what its spec allows).
 LINT_NOTE = "x-serverbench-lint-note"
+LINT_OUTCOME = "x-serverbench-lint-outcome"
 
 
 def app_lint(launch: Launch, log_path: Path, app: bool) -> probes.Check:
@@ -71,7 +74,8 @@ def app_lint(launch: Launch, log_path: Path, app: bool) -> probes.Check:
     # words): the linter judged the rest, and a validator's own crash is no server failure.
     allowed = answer.header(LINT_NOTE)
     if allowed:
-        return probes.Check("app_lint", "info", f"no assertion or Lint error; {allowed}"[:400],
+        outcome = answer.header(LINT_OUTCOME) if answer.header(LINT_OUTCOME) in ("info", "warn") else "info"
+        return probes.Check("app_lint", outcome, f"no assertion or Lint error; {allowed}"[:600],
                             received=probes.shown(answer.raw))  # fmt: skip
     return probes.Check("app_lint", "pass", "no assertion or Lint error", received=probes.shown(answer.raw))
 
