@@ -11,7 +11,7 @@ import time
 
 import pytest
 from conftest import REPO_ROOT, require
-from serverbench.cell import probes
+from serverbench.cell import framing, probes
 from serverbench.cell.conformance import run_conformance
 from serverbench.cell.servers import free_port
 from serverbench.tables.conformance import conformance_rows
@@ -155,7 +155,8 @@ def test_a_catalogue_server_gets_a_full_row(base_config, tmp_path, no_leftovers,
     result = run_conformance(base_config, "default", server, tmp_path / "c.json", tmp_path / "c.log")
     assert result["status"] == "ok", result["reason"]
     outcomes = {check["check"]: check["outcome"] for check in result["checks"]}
-    assert set(outcomes) == {run.__name__ for run in probes.PROBES} | {"app_lint"}
+    names = {run.__name__ for run in probes.PROBES} | {case.name for case in framing.CASES}
+    assert set(outcomes) == names | {"app_lint"}
     assert set(outcomes.values()) <= {"pass", "warn", "fail", "info"}
     rows = conformance_rows([tmp_path / "c.json"])
     assert set(rows["server"]) == {server} and len(rows) >= len(outcomes)

@@ -137,6 +137,17 @@ def test_verdicts_and_answers(tiny_run):
     assert re.search(r"<li>starman: starved: [^<]*: gunicorn against starman \(wrk, c=10\)</li>", index)
 
 
+def test_every_server_has_the_request_framing_checks_with_the_rfcs_words(tiny_run):
+    results, _, _ = tiny_run
+    conformance = pd.read_csv(results / "conformance.csv")
+    framing = conformance[conformance["group"] == "request framing"]
+    assert framing.groupby("server")["check"].nunique().to_dict() == {"gunicorn": 23, "starman": 23}
+    assert framing["note"].str.contains(r"\. RFC 911[02] \d", regex=True).all()
+    assert set(framing["requirement"]) == {"MUST", "SHOULD", "MAY"}
+    index = (results / "index.html").read_text()
+    assert 'id="request-framing"' in index and "MUSTs of RFC 9112/9110 on request framing" in index
+
+
 def test_page_reads_on_a_phone_and_a_laptop(tiny_run):
     """The run's own page in a real browser, as the workflow checked it (screenshots/layout.json)
     and again here: at 390 and 1,280 px no wider than the window, every chart drawn, the forest

@@ -233,6 +233,7 @@ def test_a_run_without_comparisons_still_has_answers(tmp_path):
     assert answers(pd.read_csv(path)) == {
         "decided": [], "equivalent": [], "undetermined": [], "described, not tested": [], "not comparable": [],
         "not measured": [], "connections kept waiting": [], "latency under load": [], "speaks HTTP differently": [],
+        "request framing": [],
     }  # fmt: skip
 
 

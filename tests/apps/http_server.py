@@ -118,15 +118,20 @@ class Server(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
 
 
+def serve(port: int, handler) -> None:
+    """Serves on loopback until killed, once "ready" is on stderr (the tests wait for it)."""
+    with Server(("127.0.0.1", port), handler) as server:
+        print("ready", flush=True, file=sys.stderr)
+        server.serve_forever()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("port", type=int)
     parser.add_argument("--breaks")
     args = parser.parse_args()
     Handler.breaks = args.breaks
-    with Server(("127.0.0.1", args.port), Handler) as server:
-        print("ready", flush=True, file=sys.stderr)
-        server.serve_forever()
+    serve(args.port, Handler)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from serverbench import files
-from serverbench.cell import probes
+from serverbench.cell import framing, probes
 from serverbench.cell.errors import CellFailed, CellSkipped
 from serverbench.cell.launch import Launch
 from serverbench.cell.wire import Wire, WireError, request
@@ -24,7 +24,8 @@ from serverbench.host.runenv import make_rundir, run_env
 from serverbench.plan.config import effective_profile, serves
 from serverbench.plan.shapes import Cell
 
-CONFORMANCE_SCHEMA = "conformance/1"
+# /2: request framing checks, each with its group, class and the RFC requirement it rests on.
+CONFORMANCE_SCHEMA = "conformance/2"
 # What the linters say in the server's log: wsgiref.validate's assertions and the
 # exceptions it raises on a missing key, Plack::Middleware::Lint's messages.
 LINT_PATTERN = re.compile(r"((?:\w+Error|WSGIWarning): .*|Missing mandatory .*|.*Plack/Middleware/Lint\.pm.*)$", re.M)
@@ -124,7 +125,11 @@ def run_conformance(config: dict, profile_name: str, server: str, json_path, log
         launch.isolate()
         launch.start()
         launch.wait_ready()
-        checks = [*probes.probe(launch.host, launch.port, app), app_lint(launch, log_path, app)]
+        checks = [
+            *probes.probe(launch.host, launch.port, app),
+            *framing.check_all(probes.Target(launch.host, launch.port, app)),
+            app_lint(launch, log_path, app),
+        ]
         result.checks = [asdict(check) for check in checks]
         try:
             result.lint_findings = lint_answers(launch.host, launch.port, app)

@@ -34,6 +34,9 @@ class Check:
     note: str
     sent: str = ""
     received: str = ""
+    group: str = ""  # a family of checks shown together (request framing)
+    kind: str = ""  # its class within the group
+    requirement: str = ""  # MUST | SHOULD | MAY: the RFC's word the check rests on
 
 
 def shown(data: bytes | str) -> str:

@@ -87,6 +87,30 @@ class Wire:
             body = self._body(headers, deadline)
         return Answer(version, status, reason, headers, body, head + body)
 
+    def read_answers(self, quiet: float, most: int, done=None) -> tuple[list[Answer], str]:
+        """Answers one after another until the server closes the connection (``closed``), sends
+        nothing for ``quiet`` seconds (``open``), sends what is no answer (``garbled: …``),
+        ``done(answers)`` says enough (``done``), or ``most`` have come (``open``)."""
+        answers: list[Answer] = []
+        while len(answers) < most:
+            if not self.buffer:
+                try:
+                    if not self._more(time.monotonic() + quiet):
+                        return answers, "closed"
+                except WireError:
+                    return answers, "open"
+                except OSError:
+                    return answers, "closed"
+            try:
+                answers.append(self.read_answer(timeout=quiet))
+            except WireError as exc:
+                return answers, f"garbled: {exc}"
+            except OSError:
+                return answers, "closed"
+            if done is not None and done(answers):
+                return answers, "done"
+        return answers, "open"
+
     def read_interim(self, timeout: float) -> Answer | None:
         """A 1xx answer if one arrives within ``timeout`` (None if nothing did)."""
         deadline = time.monotonic() + timeout

@@ -22,7 +22,8 @@ def protocol_differences(verdicts: pd.DataFrame, conformance: pd.DataFrame) -> l
     check the other passes, in the order the pairs first appear."""
     if conformance.empty or verdicts.empty:
         return []
-    by_server = outcomes(conformance)
+    # The request framing checks have a sentence of their own per server (framing_sentences).
+    by_server = outcomes(conformance.drop(framing_rows(conformance).index))
     compared = verdicts[~verdicts["kind"].isin(LATENCY_KINDS)]
     pairs = dict.fromkeys((row.profile, row.a, row.b) for row in compared.itertuples(index=False))
     sentences = []
@@ -37,3 +38,47 @@ def protocol_differences(verdicts: pd.DataFrame, conformance: pd.DataFrame) -> l
             if failed:
                 sentences.append(f"{failing} fails {'; '.join(failed)}, which {passing}, compared with it, passes.")
     return list(dict.fromkeys(sentences))
+
+
+FRAMING = "request framing"
+
+
+def framing_rows(conformance: pd.DataFrame) -> pd.DataFrame:
+    """The request framing checks (conformance/2 results; none in older ones)."""
+    if "group" not in conformance.columns:
+        return conformance.iloc[0:0]
+    return conformance[conformance["group"] == FRAMING]
+
+
+def framing_sentences(conformance: pd.DataFrame) -> list[str]:
+    """One sentence per server on how it reads a malformed or ambiguous request: the MUSTs of
+    RFC 9112/9110 it met, the ones it broke (first those that desynchronised it), and the
+    requests it should have refused and took."""
+    rows = framing_rows(conformance)
+    sentences = []
+    for (_, server), checks in rows.groupby(["profile", "server"], sort=False):
+        musts = checks[checks["requirement"] == "MUST"]
+        broken = musts[musts["outcome"] == "fail"]
+        desync = broken["note"].astype(str).str.startswith("desynchronised")
+        broken = pd.concat([broken[desync], broken[~desync]])
+        took = checks[(checks["requirement"] == "SHOULD") & (checks["outcome"] == "warn")]
+        if broken.empty:
+            text = f"{server} met all {len(musts)} MUSTs of RFC 9112/9110 on request framing"
+        else:
+            named = ", ".join(f"{row.check} ({_first_words(row.note)})" for row in broken.head(3).itertuples())
+            more = f" and {len(broken) - 3} more" if len(broken) > 3 else ""
+            which = "among them" if len(broken) > 1 else "the one broken:"
+            text = (f"{server} broke {len(broken)} of {len(musts)} MUSTs of RFC 9112/9110 on request framing, "
+                    f"{which} {named}{more}")  # fmt: skip
+        shoulds = len(checks[checks["requirement"] == "SHOULD"])
+        if len(took):
+            text += f"; it took {len(took)} of {shoulds} requests it should refuse ({', '.join(took['check'])})"
+        sentences.append(text + ".")
+    return list(dict.fromkeys(sentences))
+
+
+def _first_words(note: str) -> str:
+    """What the server did, without the RFC's words that follow it (nor, once desynchronised,
+    what it answered)."""
+    words = str(note).split(". RFC ")[0].split("; it ")[0]
+    return words.split(" (")[0] if words.startswith("desynchronised") else words

@@ -7,7 +7,7 @@ import re
 
 import pandas as pd
 
-from serverbench.decide.conformance import protocol_differences
+from serverbench.decide.conformance import framing_sentences, protocol_differences
 from serverbench.decide.margins import in_words, run_margins
 from serverbench.decide.pairs import FAIRNESS, LATENCY_KINDS
 from serverbench.decide.sentences import confidence_label
@@ -45,6 +45,7 @@ def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> 
         "connections kept waiting": waiting.sort_values("verdict", key=_fairness_order)["sentence"].tolist(),
         "latency under load": latency["sentence"].tolist(),
         "speaks HTTP differently": protocol,
+        "request framing": framing_sentences(conformance) if conformance is not None else [],
     }
 
 

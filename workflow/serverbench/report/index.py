@@ -13,6 +13,7 @@ from altair.utils._importers import vl_version_for_vl_convert
 from markupsafe import Markup
 
 from serverbench import files
+from serverbench.decide.conformance import framing_rows
 from serverbench.decide.seeds import claims_in_brief
 from serverbench.record.flags import FLAG_HELP
 from serverbench.report import seeds as seed_report
@@ -102,8 +103,8 @@ def index_context(summary: pd.DataFrame, environment: dict, charts: dict, index_
 
 def conformance_matrix(table: pd.DataFrame) -> dict[str, dict]:
     """Servers as rows, checks as columns, one matrix per language (the httplint
-    findings stay in conformance.csv)."""
-    table = table[table["check"] != "httplint"].fillna({"note": ""})
+    findings stay in conformance.csv; the request framing checks have a panel of their own)."""
+    table = table[table["check"] != "httplint"].drop(framing_rows(table).index).fillna({"note": ""})
     checks = list(dict.fromkeys(table["check"]))
     matrices = {}
     for language, rows in table.groupby("language", sort=True):
@@ -127,6 +128,34 @@ def conformance_matrix(table: pd.DataFrame) -> dict[str, dict]:
             ],
         }
     return matrices
+
+
+def framing_panel(table: pd.DataFrame) -> dict | None:
+    """Request framing: servers as rows, the classes of malformed request as columns, each cell
+    the MUSTs met of those it holds (with the checks broken, and the SHOULDs not followed, on hover)."""
+    rows = framing_rows(table).fillna({"note": ""})
+    if rows.empty:
+        return None
+    kinds = list(dict.fromkeys(rows["kind"]))
+    panel = []
+    for (_, server), checks in rows.groupby(["profile", "server"], sort=False):
+        cells = [_framing_cell(checks[checks["kind"] == kind]) for kind in kinds]
+        panel.append({"server": server, "cells": cells, "total": _framing_cell(checks)})
+    return {"kinds": kinds, "rows": panel, "checks": rows["check"].nunique()}
+
+
+def _framing_cell(checks: pd.DataFrame) -> dict:
+    musts = checks[checks["requirement"] == "MUST"]
+    met = musts["outcome"].isin(["pass", "info"]).sum()
+    broken = musts[~musts["outcome"].isin(["pass", "info"])]
+    loose = checks[(checks["requirement"] != "MUST") & (checks["outcome"] == "warn")]
+    desync = broken["note"].astype(str).str.startswith("desynchronised").any()
+    title = "; ".join(f"{row.check}: {str(row.note).split('. RFC ')[0]}" for row in [*broken.itertuples(),
+                                                                                 *loose.itertuples()])  # fmt: skip
+    outcome = "fail" if len(broken) else ("warn" if len(loose) else "pass")
+    # A class with no MUST (a bare LF: MAY) shows what the server did instead of 0/0.
+    text = f"{met}/{len(musts)}" if len(musts) else "/".join(sorted(set(checks["outcome"])))
+    return {"text": text + (" ⚠" if desync else ""), "outcome": outcome, "title": title}
 
 
 def seeds_context(side_csv, claims_csv) -> dict | None:
@@ -177,5 +206,6 @@ def write_index(
     if answers_path:
         files.write_atomic(Path(answers_path), answers_markdown(verdicts, conformance, language_titles))
     context["conformance"] = conformance_matrix(conformance) if conformance is not None else {}
+    context["framing"] = framing_panel(conformance) if conformance is not None else None
     context["seeds"] = seeds_context(seeds_csv, seed_claims_csv)
     files.write_atomic(index_path, TEMPLATES.get_template("index.html.j2").render(**context))

@@ -9,7 +9,10 @@ import pandas as pd
 
 from serverbench import files
 
-CONFORMANCE_COLUMNS = ["profile", "server", "language", "check", "outcome", "note", "sent", "received"]
+# group, kind and requirement: a request framing check's group, its class, and the RFC's word it
+# rests on (MUST, SHOULD, MAY); empty for the other checks and in conformance/1 results.
+CONFORMANCE_COLUMNS = ["profile", "server", "language", "check", "outcome", "note", "sent", "received", "group",
+                       "kind", "requirement"]  # fmt: skip
 
 
 def conformance_rows(paths) -> pd.DataFrame:
