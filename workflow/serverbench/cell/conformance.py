@@ -127,7 +127,7 @@ def run_conformance(config: dict, profile_name: str, server: str, json_path, log
         launch.wait_ready()
         checks = [
             *probes.probe(launch.host, launch.port, app),
-            *framing.check_all(probes.Target(launch.host, launch.port, app)),
+            *(framing.check_all(probes.Target(launch.host, launch.port, app)) if config["conformance_framing"] else []),
             app_lint(launch, log_path, app),
         ]
         result.checks = [asdict(check) for check in checks]

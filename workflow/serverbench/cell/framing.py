@@ -27,7 +27,7 @@ GROUP = "request framing"
 HIDDEN = b"GET /big HTTP/1.1\r\nHost: localhost\r\n\r\n"
 MARKER = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"
 BIG_BYTES = 100 * 1024
-QUIET_S = 1.5  # no byte for this long on an open connection: nothing more is coming
+QUIET_S = 1.0  # no byte for this long on an open connection: nothing more is coming
 
 # The RFCs' words, by the requirement each case rests on.
 CL_INVALID = (
