@@ -54,6 +54,9 @@ def test_tables(tiny_run):
     runs = pd.read_csv(results / "runs.csv")
     summary = pd.read_csv(results / "summary.csv")
     assert len(runs) == 4 and set(runs["status"]) == {"ok"}
+    # Every cell names the machine it ran on (no scheduler placed it: no job id).
+    assert runs["host_name"].notna().all() and runs["host_boot_id"].nunique() == 1
+    assert runs["host_cpu_model"].notna().all() and runs["scheduler_job"].isna().all()
     assert sorted(summary["server"]) == ["gunicorn", "starman"]
     assert set(summary["language"]) == {"python", "perl"}
     # Two repeats: nothing trimmed, the estimate is their mean and the band their extremes.

@@ -278,3 +278,20 @@ def test_the_headline_is_one_paragraph_answering_which_language_and_which_server
         "2 connections, on the same server Python and Perl are equivalent within ±5% on unit-python/unit-perl; "
         "this run cannot tell Python from Perl on uwsgi/uwsgi-psgi (it could have told a ratio beyond 1.55×): "
     )
+
+
+def test_a_round_whose_cells_ran_on_different_hosts_is_refused():
+    """A comparison pairs its cells round by round so that a machine's level cancels; where a
+    round's two cells ran on different machines (a cluster placing cells freely) it refuses, and
+    names the round and the hosts. Rounds on one host each, however many hosts, are compared."""
+    rounds = pd.Index([1, 2, 3, 4], name="repeat")
+    a = verdicts.Measured("a", "python", 2, pd.Series([100.0, 101, 99, 100], index=rounds))
+    b = verdicts.Measured("b", "perl", 2, pd.Series([90.0, 91, 89, 90], index=rounds))
+    a.hosts = pd.Series(["n1 (boot 1)", "n2 (boot 2)", "n1 (boot 1)", "n2 (boot 2)"], index=rounds)
+    b.hosts = pd.Series(["n1 (boot 1)", "n2 (boot 2)", "n1 (boot 1)", "n2 (boot 2)"], index=rounds)
+    assert verdicts.judge("family", ("default", "hello", "wrk", 2), a, b).get("verdict") != "not comparable"
+    b.hosts = pd.Series(["n1 (boot 1)", "n1 (boot 1)", "n1 (boot 1)", "n1 (boot 1)"], index=rounds)
+    judged = verdicts.judge("family", ("default", "hello", "wrk", 2), a, b)
+    assert judged["verdict"] == "not comparable"
+    assert judged["why"].startswith("round 2: a ran on n2 (boot 2), b on n1 (boot 1) (a round's cells must share")
+    assert judged["why"].endswith("and 1 more rounds split so")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from serverbench import __version__
+from serverbench.host.environment import host_facts
 from serverbench.plan.config import config_hash
 from serverbench.plan.shapes import Cell, Profile
 from serverbench.record import flags as flagging
@@ -19,6 +20,7 @@ from serverbench.record.model import CellRecord
 from serverbench.record.sections import (
     CpuIdle,
     Harness,
+    HostSection,
     IsolationSection,
     OpenLoop,
     Order,
@@ -80,6 +82,7 @@ def assemble(config: dict, cell: Cell, profile: Profile, outcome: Outcome, parts
         raw=Raw(load=files.raw.name, server_log=files.server_log.name),
         # The harness's own interpreter (a fact of the run, not a language compared).
         harness=dataclasses.replace(Harness.from_dict(placement), version=__version__, python=sys.version.split()[0]),
+        host=HostSection.from_dict(host_facts()),
         order=Order(seed=config["seed"], round=cell.repeat, position=outcome.position),
         config_sha256=config_hash(config),
         environment=os.path.relpath(Path(config["results"]) / "environment.json", files.record.parent),

@@ -60,6 +60,7 @@ class Measured:
     phased: str | None = None
     jain: pd.Series | None = None  # Jain's fairness index by round (runs.csv fairness_jain)
     users: dict = field(default_factory=dict)  # median answered share and connection wait p90 (runs.csv)
+    hosts: pd.Series | None = None  # the machine of each round (runs.csv host_name and host_boot_id)
 
     @property
     def comparable(self) -> bool:
@@ -84,6 +85,10 @@ def measured_cells(
         if "fairness_jain" in ok:
             cell.jain = ok.set_index("repeat")["fairness_jain"].dropna().astype(float)
             cell.users = {key: ok[key].median() for key in ("answered_share", "connection_wait_p90_ms") if key in ok}
+        if "host_name" in ok and ok["host_name"].notna().any():
+            named = ok[ok["host_name"].notna()]
+            cell.hosts = (named["host_name"].astype(str) + " (boot " + named["host_boot_id"].astype(str).str[:8]
+                          + ")").set_axis(named["repeat"])  # fmt: skip
         by_condition.setdefault(tuple(row[CONDITION]), {})[row["server"]] = cell
     if spec is not None and spec["decides"]:
         _attach_windows(by_condition, windows, spec)
@@ -110,6 +115,7 @@ def judge(kind: str, condition: tuple, a: Measured, b: Measured, why: str = "", 
     row = dict(zip(CONDITION, condition, strict=True))
     row.update(kind=kind, a=a.server, b=b.server, language_a=a.language, language_b=b.language, why=why)
     reasons = [f"{cell.server}: {reason}" for cell in (a, b) for reason in cell.why_not]
+    reasons += _rounds_split_over_hosts(a, b)
     if reasons:
         return {**row, "verdict": "not comparable", "why": "; ".join(filter(None, [*reasons, why]))}
     delivered = inference.estimate(a.rps, b.rps)
@@ -124,6 +130,18 @@ def judge(kind: str, condition: tuple, a: Measured, b: Measured, why: str = "", 
         row.update(full_a=a.windows.full_speed, full_b=b.windows.full_speed)
     return {**row, "method": estimate.method, "ratio": estimate.ratio, "p_value": estimate.p_value,
             "delivered_ratio": delivered.ratio, "_estimate": estimate, "_delivered": delivered}  # fmt: skip
+
+
+def _rounds_split_over_hosts(a: Measured, b: Measured) -> list[str]:
+    """A comparison pairs its cells round by round, so that the machine's level cancels; two
+    cells of one round on different machines would measure the machines instead."""
+    if a.hosts is None or b.hosts is None:
+        return []
+    split = [r for r in a.hosts.index.intersection(b.hosts.index) if a.hosts[r] != b.hosts[r]]
+    return [
+        f"round {r}: {a.server} ran on {a.hosts[r]}, {b.server} on {b.hosts[r]} (a round's cells must share a host)"
+        for r in split[:1]
+    ] + ([f"and {len(split) - 1} more rounds split so"] if len(split) > 1 else [])
 
 
 def _full_speed(a: Measured, b: Measured, quantile: float | None) -> inference.Estimate | None:

@@ -36,6 +36,22 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
+def host_facts() -> dict:
+    """The machine a cell runs on, for its record: name, CPU model, kernel, this boot, and the
+    scheduler's job that placed the cell here (Slurm's, where a cluster runs it)."""
+    try:
+        boot_id = open("/proc/sys/kernel/random/boot_id").read().strip()
+    except OSError:
+        boot_id = None
+    return {
+        "hostname": platform.node() or None,
+        "cpu_model": _cpu_model(),
+        "kernel": platform.release() or None,
+        "boot_id": boot_id,
+        "scheduler_job": os.environ.get("SLURM_JOB_ID"),
+    }
+
+
 def _git_commit() -> str | None:
     try:
         done = subprocess.run(

@@ -20,6 +20,7 @@ from serverbench.record.sections import (  # noqa: F401 (the record's types, res
     CpuIdle,
     Fairness,
     Harness,
+    HostSection,
     Image,
     IsolationSection,
     Limits,
@@ -46,11 +47,19 @@ from serverbench.record.sections import (  # noqa: F401 (the record's types, res
 # /2 added load.latency_note, warmup, checks, steady, thresholds, client.cpu_quota,
 # limits.listen_backlog, harness placement and None for error classes a tool cannot
 # observe; /3 added cell.fraction, open_loop and latency_ms.p99_9 (rate cells);
-# /5 added windows (answers per short window, measured durations).
+# /5 added windows (answers per short window, measured durations); /6 added host (the machine,
+# and the scheduler's job that placed the cell on it).
 # Older records read with those unset.
-RECORD_SCHEMA = "serverbench.cell/5"
+RECORD_SCHEMA = "serverbench.cell/6"
 KNOWN_RECORD_SCHEMAS = frozenset(
-    {"serverbench.cell/1", "serverbench.cell/2", "serverbench.cell/3", "serverbench.cell/4", RECORD_SCHEMA}
+    {
+        "serverbench.cell/1",
+        "serverbench.cell/2",
+        "serverbench.cell/3",
+        "serverbench.cell/4",
+        "serverbench.cell/5",
+        RECORD_SCHEMA,
+    }  # fmt: skip
 )
 STATUSES = ("ok", "failed", "skipped")
 
@@ -74,6 +83,7 @@ class CellRecord(Section):
     raw: Raw = field(default_factory=Raw)
     flags: list[str] = field(default_factory=list)
     harness: Harness | None = None
+    host: HostSection | None = None
     order: Order | None = None
     config_sha256: str | None = None
     environment: str | None = None

@@ -191,6 +191,13 @@ Harness = optional_section(
     lists="cpus",
     floats="cpu_s",
 )
+HostSection = optional_section(
+    "HostSection",
+    "The machine the cell ran on: its name, CPU model, kernel and boot, and the scheduler's job"
+    " that placed it there (Slurm's job id, where a cluster ran it).",
+    True,
+    strings="hostname cpu_model kernel boot_id scheduler_job",
+)
 WorkloadSection = optional_section(
     "WorkloadSection", "The app workload asked for, and its path.", True, strings="name path"
 )

@@ -13,7 +13,8 @@ RUN_COLUMNS = [
     "server_processes_max", "workers_start", "workers_peak", "time_to_peak_s", "time_to_scale_down_s",
     "server_cpus", "scaled", "client_cpu_percent", "keepalive", "fairness_min_over_mean", "starved_connections",
     "fairness_jain", "answered_share", "connection_wait_p90_ms", "http_version", "server_version", "interpreter",
-    "flags", "job_start", "job_end", "result",
+    "flags", "job_start", "job_end", "host_name", "host_cpu_model", "host_kernel", "host_boot_id", "scheduler_job",
+    "result",
 ]  # fmt: skip
 # Columns of runs.csv that summary.csv averages over the ok repeats (trimmed mean, with min and max beside).
 AVERAGED_COLUMNS = [

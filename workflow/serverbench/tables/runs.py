@@ -58,6 +58,7 @@ def run_row(record: CellRecord, path: str | Path) -> dict:
         flags=flagging.joined(record.flags),
         job_start=record.timing.get("job_start"),
         job_end=record.timing.get("job_end"),
+        **_host(record),
         result=str(path),
     )
     return row
@@ -82,3 +83,11 @@ def load_runs(paths) -> pd.DataFrame:
     if not frame.empty:
         frame = frame.sort_values(CELL_KEYS + ["repeat"], kind="stable").reset_index(drop=True)
     return frame
+
+
+def _host(record: CellRecord) -> dict:
+    """The machine the cell ran on, and the scheduler's job that put it there (empty before cell/6)."""
+    host = record.host
+    keys = ("hostname", "cpu_model", "kernel", "boot_id")
+    found = {f"host_{'name' if key == 'hostname' else key}": getattr(host, key) if host else None for key in keys}
+    return found | {"scheduler_job": host.scheduler_job if host else None}
