@@ -149,6 +149,7 @@ def test_every_server_has_the_request_framing_checks_with_the_rfcs_words(tiny_ru
     assert set(framing["requirement"]) == {"MUST", "SHOULD", "MAY"}
     index = (results / "index.html").read_text()
     assert 'id="request-framing"' in index and "MUSTs of RFC 9112/9110 on request framing" in index
+    assert "The cells ran on 1 host: " in index
 
 
 def test_page_reads_on_a_phone_and_a_laptop(tiny_run):

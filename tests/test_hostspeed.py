@@ -4,9 +4,10 @@ from a CPU that ran slower, and the page says what was found."""
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 from serverbench.host import steadiness as hostspeed
-from serverbench.report.machine import steadiness_sentence
+from serverbench.report.machine import hosts_sentence, steadiness_sentence
 
 FAST, SLOW = 0.001, 0.002
 
@@ -53,3 +54,20 @@ def test_a_task_sharing_the_cpu_shows_as_waiting_not_as_a_slower_cpu():
 @pytest.mark.parametrize("seconds", [0, None])
 def test_no_seconds_skips_the_check(seconds):
     assert hostspeed.check([0, 1], seconds) is None
+
+
+def test_the_page_names_the_hosts_and_their_rounds():
+    runs = pd.DataFrame(
+        {
+            "repeat": [1, 1, 2, 2],
+            "host_name": ["n1", "n1", "n2", "n2"],
+            "host_cpu_model": ["AMD EPYC"] * 4,
+            "host_kernel": ["6.18"] * 4,
+            "scheduler_job": [11, 11, 12, 12],
+        }
+    )
+    assert hosts_sentence(runs) == (
+        "The cells ran on 2 hosts: n1 (AMD EPYC, kernel 6.18; 2 cells, rounds 1; 1 scheduler job); "
+        "n2 (AMD EPYC, kernel 6.18; 2 cells, rounds 2; 1 scheduler job)."
+    )
+    assert hosts_sentence(runs.drop(columns="host_name")) is None

@@ -35,6 +35,7 @@ rule chart:
 rule index:
     input:
         summary=f"{RESULTS}/summary.csv",
+        runs=f"{RESULTS}/runs.csv",
         verdicts=f"{RESULTS}/verdicts.csv",
         environment=f"{RESULTS}/environment.json",
         conformance=f"{RESULTS}/conformance.csv",

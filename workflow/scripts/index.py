@@ -20,4 +20,5 @@ write_index(
     answers_path=snakemake.output.answers,  # noqa: F821
     seeds_csv=snakemake.input.seeds,  # noqa: F821
     seed_claims_csv=snakemake.input.seed_claims,  # noqa: F821
+    runs_csv=snakemake.input.runs,  # noqa: F821
 )

@@ -25,7 +25,7 @@ from serverbench.report.answers import (
     headline,
     margin_sentence,
 )
-from serverbench.report.machine import steadiness_sentence
+from serverbench.report.machine import hosts_sentence, steadiness_sentence
 from serverbench.report.names import CHARTS
 
 # The summary's columns the page's table shows (summary.csv has them all).
@@ -188,6 +188,7 @@ def write_index(
     answers_path=None,
     seeds_csv=None,
     seed_claims_csv=None,
+    runs_csv=None,
 ) -> None:
     """One page: the answers, then charts, the sortable summary, failed and flagged cells, the
     environment. ``language_titles`` names each language in the headline."""
@@ -208,4 +209,5 @@ def write_index(
     context["conformance"] = conformance_matrix(conformance) if conformance is not None else {}
     context["framing"] = framing_panel(conformance) if conformance is not None else None
     context["seeds"] = seeds_context(seeds_csv, seed_claims_csv)
+    context["hosts"] = hosts_sentence(pd.read_csv(runs_csv, low_memory=False) if runs_csv else None)
     files.write_atomic(index_path, TEMPLATES.get_template("index.html.j2").render(**context))

@@ -1,6 +1,9 @@
-"""How steady the machine was (``host.steadiness``'s check in environment.json), in one sentence for the page."""
+"""The machine, for the page: how steady it was (``host.steadiness``'s check in environment.json),
+and which hosts the cells ran on, round by round (runs.csv), each in one sentence."""
 
 from __future__ import annotations
+
+import pandas as pd
 
 
 def steadiness_sentence(result: dict | None) -> str | None:
@@ -22,3 +25,19 @@ def _describe_cpu(cpu: str, figures: dict) -> str:
     if figures["waited_share"] >= 0.05:
         text += f", and waited for another task {100 * figures['waited_share']:.0f}% of it"
     return text
+
+
+def hosts_sentence(runs: pd.DataFrame | None) -> str | None:
+    """Which machines the cells ran on and in which rounds (a cluster may spread rounds over
+    nodes; a comparison needs each round's cells on one)."""
+    if runs is None or "host_name" not in runs or runs["host_name"].isna().all():
+        return None
+    named = runs[runs["host_name"].notna()]
+    parts = []
+    for (name, model, kernel), cells in named.groupby(["host_name", "host_cpu_model", "host_kernel"], dropna=False):
+        rounds = ", ".join(str(r) for r in sorted(cells["repeat"].unique()))
+        jobs = cells["scheduler_job"].dropna().nunique() if "scheduler_job" in cells else 0
+        placed = f"; {jobs} scheduler job{'s' if jobs > 1 else ''}" if jobs else ""
+        parts.append(f"{name} ({model}, kernel {kernel}; {len(cells)} cells, rounds {rounds}{placed})")
+    count = f"{len(parts)} host" + ("s" if len(parts) > 1 else "")
+    return f"The cells ran on {count}: " + "; ".join(parts) + "."
