@@ -39,7 +39,7 @@ def smoke(tmp_path_factory):
     # Only the table (the charts and the page are tested elsewhere): 36 servers are the point here.
     # The request framing checks are left out (tests/test_framing.py, and the e2e run's two servers).
     targets = [str(results / "summary.csv"), str(results / "conformance.csv")]
-    done = snakemake(*targets, "--config", "profile=smoke", f"results={results}", "conformance_framing=false")
+    done = snakemake(*targets, "--config", "profile=smoke", f"results={results}", "conformance_framing=False")
     assert done.returncode == 0, done.stderr[-3000:]
     summary = pd.read_csv(results / "summary.csv").set_index("server")
     return results, summary, server_processes() - before
