@@ -228,7 +228,6 @@ class Seen:
 
     answers: list[Answer]
     ending: str  # closed | open | garbled: ...
-    sent_failed: bool = False
 
     @property
     def first(self) -> Answer | None:
@@ -243,7 +242,7 @@ def send_with_marker(target: Target, data: bytes) -> Seen:
         try:
             wire.send(data + MARKER)
         except OSError:
-            return Seen([], "closed", sent_failed=True)
+            return Seen([], "closed")
         answers, ending = wire.read_answers(QUIET_S, most=4, done=_marker_answered)
         if ending == "done" and not target.app:
             more, ending = wire.read_answers(0.3, most=2)

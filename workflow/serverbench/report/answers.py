@@ -168,31 +168,25 @@ def margin_sentence(verdicts: pd.DataFrame) -> str:
 # The page's table of every comparison: grouped by kind, decided ones first in each.
 OUTCOME_ORDER = ["faster", "slower", "fairer", "less fair", "lower p99", "higher p99", "equivalent", "undetermined",
                  "not tested", "not comparable"]  # fmt: skip
+COMPARISON_COLUMNS = ["kind", "pair", "languages", "condition", "ratio (interval, level)", "outcome", "detectable",
+                      "reason"]  # fmt: skip
 
 
 def comparison_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     """Every comparison in one row each: pair, languages, condition, ratio with its interval,
     outcome, the smallest ratio the run could have told, and the reason where there is one."""
-    if verdicts.empty:
-        return pd.DataFrame(columns=["kind", "pair", "languages", "condition", "ratio (interval, level)", "outcome",
-                                     "detectable", "reason"])  # fmt: skip
     kinds = list(dict.fromkeys(verdicts["kind"]))
     rank = {outcome: i for i, outcome in enumerate(OUTCOME_ORDER)}
     ordered = verdicts.assign(
         _kind=verdicts["kind"].map(kinds.index), _outcome=verdicts["verdict"].map(rank).fillna(len(rank))
     ).sort_values(["_kind", "_outcome"], kind="stable")
-    return pd.DataFrame(
-        {
-            "kind": ordered["kind"],
-            "pair": [_pair(row) for row in ordered.itertuples()],
-            "languages": [_languages(row) for row in ordered.itertuples()],
-            "condition": [_condition(row) for row in ordered.itertuples()],
-            "ratio (interval, level)": [_ratio(row) for row in ordered.itertuples()],
-            "outcome": ordered["verdict"],
-            "detectable": [f"{d:.3g}×" if pd.notna(d) else "" for d in ordered["detectable_ratio"]],
-            "reason": ordered["why"].fillna(""),
-        }
-    )
+    rows = [
+        [row.kind, _pair(row), _languages(row), _condition(row), _ratio(row), row.verdict,
+         f"{row.detectable_ratio:.3g}×" if pd.notna(row.detectable_ratio) else "",
+         row.why if isinstance(row.why, str) else ""]
+        for row in ordered.itertuples()
+    ]  # fmt: skip
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
 def _pair(row) -> str:

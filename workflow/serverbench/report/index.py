@@ -146,15 +146,14 @@ def framing_panel(table: pd.DataFrame) -> dict | None:
 
 def _framing_cell(checks: pd.DataFrame) -> dict:
     musts = checks[checks["requirement"] == "MUST"]
-    met = musts["outcome"].isin(["pass", "info"]).sum()
     broken = musts[~musts["outcome"].isin(["pass", "info"])]
     loose = checks[(checks["requirement"] != "MUST") & (checks["outcome"] == "warn")]
     desync = broken["note"].astype(str).str.startswith("desynchronised").any()
-    title = "; ".join(f"{row.check}: {str(row.note).split('. RFC ')[0]}" for row in [*broken.itertuples(),
-                                                                                 *loose.itertuples()])  # fmt: skip
+    shown = pd.concat([broken, loose])
+    title = "; ".join(f"{row.check}: {str(row.note).split('. RFC ')[0]}" for row in shown.itertuples())
     outcome = "fail" if len(broken) else ("warn" if len(loose) else "pass")
     # A class with no MUST (a bare LF: MAY) shows what the server did instead of 0/0.
-    text = f"{met}/{len(musts)}" if len(musts) else "/".join(sorted(set(checks["outcome"])))
+    text = f"{len(musts) - len(broken)}/{len(musts)}" if len(musts) else "/".join(sorted(set(checks["outcome"])))
     return {"text": text + (" ⚠" if desync else ""), "outcome": outcome, "title": title}
 
 
