@@ -13,9 +13,10 @@ install:
 	scripts/install --unit
 
 # The tests run the Docker backend too, so they install Debian's engine (not
-# started); and Unit, whose tests fail rather than skip when UNIT_SOURCE is set.
+# started) and Debian's Slurm (not started: tests/test_slurm.py starts a
+# one-node cluster with scripts/one-node-slurm and stops it); and Unit, whose tests fail rather than skip when UNIT_SOURCE is set.
 install-test:
-	scripts/install --docker --unit
+	scripts/install --docker --slurm --unit
 
 bench: install
 	snakemake --cores 4

@@ -3,7 +3,15 @@
 # tool are pinned to, memory, runtime), so any executor can place it. Which
 # jobs may run side by side is the profile's business: the local one
 # (profiles/default) gives every bench job the single bench_slot, so cells
-# never overlap on one machine; profiles/slurm gives each its own node.
+# never overlap on one machine.
+#
+# A round is the unit of placement: a round's cells belong to one group
+# (ROUND_GROUP), which an executor submits as one job when the profile spans
+# the group's unconnected cells (`group-components`, as profiles/slurm does):
+# one node runs the round's cells one after the other in their seeded order,
+# so the two sides of every comparison share a machine and its slow episodes.
+# Run locally, Snakemake ignores groups. Rate cells wait for the capacity of
+# every round, so they form rounds of their own (RATE_ROUND_GROUP).
 
 
 rule bench:
@@ -16,6 +24,8 @@ rule bench:
     log:
         server=f"{CELL_PATTERN}.server.log",
     priority: cell_priority
+    group:
+        ROUND_GROUP
     conda:
         "../../envs/workflow.yaml"
     threads: cell_threads
@@ -60,6 +70,8 @@ rule bench_rate:
     log:
         server=f"{RATE_CELL_PATTERN}.server.log",
     priority: cell_priority
+    group:
+        RATE_ROUND_GROUP
     conda:
         "../../envs/workflow.yaml"
     threads: cell_threads

@@ -30,6 +30,10 @@ CELL_PATTERN = f"{RESULTS}/cells/{CELL_PATH}"
 RATE_CELL_PATTERN = f"{RESULTS}/cells/{RATE_CELL_PATH}"
 # A server's capacity in a profile and workload, which its rate cells offer fractions of.
 CAPACITY = f"{RESULTS}/capacity/{{profile}}/{{workload}}/{{server}}.json"
+# The group of a round's cells (workflow/rules/bench.smk): the name
+# profiles/slurm gives `group-components`.
+ROUND_GROUP = "round-{profile}-r{repeat}"
+RATE_ROUND_GROUP = "rate-round-{profile}-r{repeat}"
 # A cell's repeats share this path (CELL_PATH less its /r{repeat}).
 CELL_GROUP = CELL_PATH.rsplit("/", 1)[0]
 # CHARTS (imported): name -> title of every chart, from serverbench.report.names,
