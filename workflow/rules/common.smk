@@ -136,7 +136,7 @@ def rounds_so_far(wildcards):
 
 def cell_results(wildcards=None):
     """Every cell's result; a precision-driven profile's further rounds appear as
-    its checkpoint asks for them, a whole round at a time."""
+    its checkpoint asks for them, whole rounds, `rounds_at_once` at a time."""
     files = [f"{RESULTS}/cells/{cell.relpath}.json" for cell in MATRIX.cells]
     for name, profile in MATRIX.profiles.items():
         if not profile.precision:
@@ -146,11 +146,13 @@ def cell_results(wildcards=None):
             decision = checkpoints.precision.get(profile=name, n=n).output[0]
             if not json.loads(Path(decision).read_text())["more"]:
                 break
-            n += 1
+            added = profile.rounds_after(n)
             files += [
                 f"{RESULTS}/cells/{cell.relpath}.json"
-                for cell in MATRIX.round_of(name, n)
+                for r in added
+                for cell in MATRIX.round_of(name, r)
             ]
+            n = added[-1]
     return files
 
 

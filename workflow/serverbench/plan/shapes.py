@@ -72,6 +72,7 @@ class Profile:
     precision: float | None
     min_repeats: int | None
     max_repeats: int | None
+    rounds_at_once: int
     duration: float
     requests: int
     rate: float | None
@@ -111,6 +112,12 @@ class Profile:
         """Repeats every cell gets: all of them, or the first before precision is judged."""
         return (self.min_repeats or self.repeats) if self.precision else self.repeats
 
+    def rounds_after(self, rounds: int) -> list[int]:
+        """The rounds a precision checkpoint at ``rounds`` adds when a comparison is still
+        open: ``rounds_at_once`` more (as many as run side by side), up to ``max_repeats``."""
+        limit = self.max_repeats or self.repeats
+        return list(range(rounds + 1, min(rounds + self.rounds_at_once, limit) + 1))
+
     def tool_deadline(self, duration: float) -> float:
         """Seconds one load tool run of ``duration`` may take before it is killed (``run_deadline``, else
         from the duration)."""
@@ -140,7 +147,16 @@ class Profile:
     def measuring_conditions(self) -> dict:
         """What shapes a cell's measurement (the matrix's own lists left out)."""
         out = dataclasses.asdict(self)
-        matrix_keys = ("servers", "tools", "workloads", "concurrency", "repeats", "min_repeats", "max_repeats")
+        matrix_keys = (
+            "servers",
+            "tools",
+            "workloads",
+            "concurrency",
+            "repeats",
+            "min_repeats",
+            "max_repeats",
+            "rounds_at_once",
+        )
         for key in ("name", "description", "precision", *matrix_keys):
             out.pop(key)
         return out
