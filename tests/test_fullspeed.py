@@ -216,3 +216,21 @@ def test_compare_at_full_speed_sees_ten_percent_and_no_change_where_there_is_non
     regressed = compare.compare_sets(before, worse, config, 0.05, normalise)
     assert compare.exit_status(regressed, 0.05)[0] == 1
     assert regressed.set_index("server").loc["gunicorn", "ratio"] == pytest.approx(0.9, abs=0.03)
+
+
+def test_compare_divides_by_the_host_unless_a_run_has_no_steadiness_check():
+    """The default: each run by its host's full speed; where one run made no steadiness
+    check, by the ceiling, and the table says which."""
+    from serverbench.decide import compare
+    from serverbench.plan import config as cfg
+
+    config = cfg.load(REPO_ROOT / "config.yaml")
+    rng = np.random.default_rng(5)
+    before, after = windowed_set(rng), windowed_set(rng, 0.9)
+    by_host = compare.compare_sets(before, after, config, 0.05).set_index("server")
+    assert set(by_host["reference"].dropna()) == {"host"}
+    unchecked = (after[0], after[1], {}, after[3])
+    assert compare.normalisation(before, unchecked, "host") == "ceiling"
+    by_ceiling = compare.compare_sets(before, unchecked, config, 0.05).set_index("server")
+    assert by_ceiling.loc["gunicorn", "reference"] == "nginx-baseline"
+    assert by_ceiling.loc["gunicorn", "ratio"] == pytest.approx(0.9, abs=0.03)
