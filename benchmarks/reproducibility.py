@@ -15,6 +15,7 @@ a user would check across them:
 
     .venv/bin/python benchmarks/reproducibility.py --runs 5 --regression-runs 1 [--keep DIR]
     .venv/bin/python benchmarks/reproducibility.py --reuse R1 R2 R3 --regressed R4
+    .venv/bin/python benchmarks/reproducibility.py --runs 5 --configfile design.yaml   # e.g. profiles.default.repeats
 """
 
 from __future__ import annotations
@@ -43,14 +44,16 @@ REGRESSION = {"catalogue": {"gunicorn-gthread": {"env": {"SERVERBENCH_EXTRA_SHAR
 REGRESSED_SERVERS = ("gunicorn-gthread", "gunicorn-gthread-again")
 
 
-def run_matrix(results: Path, regressed: bool = False) -> None:
+def run_matrix(results: Path, regressed: bool = False, overrides: list[Path] = ()) -> None:
     """One default run, as `make bench` starts it, into its own results directory; ``regressed``:
-    gunicorn-gthread does 10% of the hello's cost more per answer (a real regression)."""
-    extra = []
+    gunicorn-gthread does 10% of the hello's cost more per answer (a real regression);
+    ``overrides``: config files laid over config.yaml for every run (another design to try)."""
+    files = [str(path.resolve()) for path in overrides]
     if regressed:
         results.mkdir(parents=True, exist_ok=True)
         (results.parent / "regression.yaml").write_text(json.dumps(REGRESSION))
-        extra = ["--configfile", "config.yaml", str(results.parent / "regression.yaml")]
+        files.append(str(results.parent / "regression.yaml"))
+    extra = ["--configfile", "config.yaml", *files] if files else []
     subprocess.run(
         [sys.executable, "-m", "snakemake", "--cores", "4", "--quiet", *extra, "--config", f"results={results}"],
         cwd=REPO_ROOT, check=True,
@@ -158,6 +161,9 @@ def main() -> None:
     parser.add_argument("--regression-runs", type=int, default=1, help="runs with a planted 10%% regression")
     parser.add_argument("--regressed", nargs="*", type=Path, default=[], metavar="RESULTS", help="such runs made")
     parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument(
+        "--configfile", type=Path, nargs="*", default=[], help="laid over config.yaml for every run (a design to try)"
+    )
     args = parser.parse_args()
     config = cfg.load(REPO_ROOT / "config.yaml")
     with tempfile.TemporaryDirectory() as tmp:
@@ -172,7 +178,7 @@ def main() -> None:
             for k, path in enumerate(regressed, start=1):
                 order.insert(k * len(sets) // (len(regressed) + 1) + k - 1, (path, True))
             for results, is_regressed in order:
-                run_matrix(results.resolve(), is_regressed)
+                run_matrix(results.resolve(), is_regressed, args.configfile)
         figures = report(sets, config, regressed)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
