@@ -51,20 +51,13 @@ import numpy as np
 from scipy import stats
 from serverbench import REPO_ROOT
 from serverbench.decide.fullspeed import CellWindows, estimate
+from start_effect import loopback_bytes  # benchmarks/ is on the path of a script run from it
 
 SERVERS = {"plain": "0", "again": "0", "plus5": "0.05"}
 PAIRS = (("again", "plain"), ("plus5", "plain"))
 TRIAL_S, WINDOW_S, NEAR_TOP = 2.0, 0.05, 0.85
 MARGIN, LEVEL, POWER = 0.02, 0.05 / 9, 0.8
 GUNICORN = Path(os.environ.get("VIRTUAL_ENV", REPO_ROOT / ".venv")) / "bin" / "gunicorn"
-
-
-def loopback_bytes() -> int:
-    with open("/proc/net/dev") as dev:
-        for line in dev:
-            if line.strip().startswith("lo:"):
-                return int(line.split(":", 1)[1].split()[8])
-    raise RuntimeError("no loopback device")
 
 
 def wrk(port: int, seconds: str) -> list[str]:
