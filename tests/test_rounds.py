@@ -91,7 +91,10 @@ def test_the_same_server_twice_is_never_faster_or_slower(variants_run):
     row = verdict(variants_run, "A/A")
     assert (row["a"], row["b"]) == ("spinner-again", "spinner")
     assert row["verdict"] in ("equivalent", "undetermined"), row["sentence"]
-    assert row["ci_low"] <= 1 <= row["ci_high"]
+    # Not that the interval holds 1: by construction it misses in a share of runs (it did in a
+    # make test, 1.0006 at its low end), and a server of fixed CPU time per answer gives intervals
+    # narrow enough for that. The promise is the margin's: the estimate well inside it.
+    assert 1 / (1 + row["margin"]) < row["ratio"] < 1 + row["margin"], row["sentence"]
 
 
 @pytest.mark.e2e
