@@ -51,11 +51,11 @@ import numpy as np
 from scipy import stats
 from serverbench import REPO_ROOT
 from serverbench.decide.fullspeed import CellWindows, estimate
-from start_effect import loopback_bytes  # benchmarks/ is on the path of a script run from it
+from start_effect import loopback_bytes, loopback_windows  # benchmarks/ is on the path of a script run from it
 
 SERVERS = {"plain": "0", "again": "0", "plus5": "0.05"}
 PAIRS = (("again", "plain"), ("plus5", "plain"))
-TRIAL_S, WINDOW_S, NEAR_TOP = 2.0, 0.05, 0.85
+TRIAL_S, NEAR_TOP = 2.0, 0.85
 MARGIN, LEVEL, POWER = 0.02, 0.05 / 9, 0.8
 GUNICORN = Path(os.environ.get("VIRTUAL_ENV", REPO_ROOT / ".venv")) / "bin" / "gunicorn"
 
@@ -85,13 +85,7 @@ def stop(servers: list[subprocess.Popen]) -> None:
 def in_turn(port: int) -> np.ndarray:
     """One 2 s trial's windows' rates (the first and last 2 windows left out)."""
     load = subprocess.Popen(wrk(port, "2s"), stdout=subprocess.DEVNULL)
-    rates, before, then = [], loopback_bytes(), time.perf_counter()
-    while load.poll() is None:
-        time.sleep(WINDOW_S)
-        now_bytes, now = loopback_bytes(), time.perf_counter()
-        rates.append((now_bytes - before) / (now - then))
-        before, then = now_bytes, now
-    return np.asarray(rates[2:-2])
+    return np.asarray(loopback_windows(load)[2:-2])
 
 
 def serving_processes(port: int) -> int:

@@ -63,13 +63,18 @@ def trial(port: int) -> float:
     """One 2 s trial's p95 of 50 ms windows (the first and last 4 windows left out)."""
     load = subprocess.Popen(["taskset", "-c", "1", "wrk", "-t1", "-c2", "-d2s", f"http://127.0.0.1:{port}/"],
                             stdout=subprocess.DEVNULL)  # fmt: skip
+    return float(np.quantile(loopback_windows(load)[4:-4], 0.95))
+
+
+def loopback_windows(load: subprocess.Popen) -> list[float]:
+    """Loopback bytes per second in windows of WINDOW_S, each over its measured duration, while ``load`` runs."""
     windows, before, then = [], loopback_bytes(), time.perf_counter()
     while load.poll() is None:
         time.sleep(WINDOW_S)
         now_bytes, now = loopback_bytes(), time.perf_counter()
         windows.append((now_bytes - before) / (now - then))
         before, then = now_bytes, now
-    return float(np.quantile(windows[4:-4], 0.95))
+    return windows
 
 
 def rounds(count: int, rng: random.Random) -> dict[int, np.ndarray]:
