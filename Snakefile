@@ -11,6 +11,7 @@ configfile: "config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/conformance.smk"
 include: "workflow/rules/bench.smk"
+include: "workflow/rules/work.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/charts.smk"
 
@@ -24,6 +25,7 @@ rule all:
         f"{RESULTS}/verdicts.csv",
         f"{RESULTS}/conformance.csv",
         f"{RESULTS}/index.html",
+        *WORK_TABLES,
         *CHART_FILES,
         *SCREENSHOTS,
 

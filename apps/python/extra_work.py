@@ -17,6 +17,10 @@ lines:
    per request;
 3. from then on, ``SHARE`` × the hello's cost in loop iterations per answer.
 
+``SERVERBENCH_EXTRA_ITERATIONS`` instead fixes the loop count: no calibration,
+the same extra work at every start (the work lens, which counts instructions,
+plants its variants so; a count calibrated by time would differ per start).
+
 Each worker writes its calibration to stderr (the server's log, kept beside the
 cell's record). Its true effect on throughput is still what the run measures
 (the cells' server CPU-µs per request), not its loop count.
@@ -27,6 +31,7 @@ import sys
 import time
 
 SHARE = float(os.environ.get("SERVERBENCH_EXTRA_SHARE") or 0)
+FIXED_ITERATIONS = os.environ.get("SERVERBENCH_EXTRA_ITERATIONS")
 BATCH, BATCHES = 100, 10  # requests per calibration batch; batches per calibration step
 TRIAL_SHARE = 0.3
 SPIN_TRIALS, SPIN_ITERATIONS = 20, 20000
@@ -95,4 +100,15 @@ class ExtraWork:
         self.trial = None
 
 
-extra_work = ExtraWork(SHARE)
+class FixedWork:
+    """A fixed number of loop iterations per answer (``SERVERBENCH_EXTRA_ITERATIONS``)."""
+
+    def __init__(self, iterations: int):
+        self.iterations = iterations
+
+    def __call__(self) -> None:
+        if self.iterations:
+            spin(self.iterations)
+
+
+extra_work = FixedWork(int(FIXED_ITERATIONS)) if FIXED_ITERATIONS else ExtraWork(SHARE)

@@ -177,3 +177,26 @@ def cell_conditions(wildcards):
     return MATRIX.conditions(
         wildcards.profile, wildcards.tool, wildcards.server, wildcards.workload
     )
+
+
+def work_results(wildcards=None):
+    """Every (profile, workload, server) work record of the profiles with `work: true`."""
+    triples = sorted(
+        {
+            (cell.profile, cell.workload, cell.server)
+            for cell in MATRIX.cells
+            if MATRIX.profiles[cell.profile].work
+        }
+    )
+    return [
+        f"{RESULTS}/work/{profile}/{workload}/{server}.json"
+        for profile, workload, server in triples
+    ]
+
+
+# The work lens's tables, where a profile of the run counts work.
+WORK_TABLES = (
+    [f"{RESULTS}/{name}.csv" for name in ("work", "work_detail", "work_verdicts")]
+    if work_results()
+    else []
+)

@@ -86,6 +86,8 @@ class Launch:
         self.image: str | None = None
         self.values: dict = {}
         self.argv: list[str] = []
+        # A prefix every server process starts under (the work lens: valgrind, perf trace).
+        self.wrapper: list[str] = []
 
     @property
     def in_docker(self) -> bool:
@@ -209,7 +211,9 @@ class Launch:
             raise CellFailed(f"server did not start: {exc}") from None
 
     def _process(self, argv: list[str], env: dict) -> servers.ServerProcess:
-        return servers.ServerProcess(self.network.wrap(argv), self.log_path, self.isolation, REPO_ROOT, env)
+        return servers.ServerProcess(
+            self.network.wrap([*self.wrapper, *argv]), self.log_path, self.isolation, REPO_ROOT, env
+        )
 
     def _front_argv(self) -> list[str]:
         if not self.in_docker:

@@ -26,7 +26,7 @@ SYSCTLS = (
 )
 
 
-def _cpu_model() -> str | None:
+def cpu_model() -> str | None:
     try:
         for line in open("/proc/cpuinfo"):
             if line.startswith("model name"):
@@ -45,7 +45,7 @@ def host_facts() -> dict:
         boot_id = None
     return {
         "hostname": platform.node() or None,
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "kernel": platform.release() or None,
         "boot_id": boot_id,
         "scheduler_job": os.environ.get("SLURM_JOB_ID"),
@@ -100,7 +100,7 @@ def collect(config: dict) -> dict:
         "seed": config["seed"],
         "kernel": platform.release(),
         "os": platform.platform(),
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "cpus": os.cpu_count(),
         "cpus_available": sorted(os.sched_getaffinity(0)),
         "memory_bytes": memory.total,

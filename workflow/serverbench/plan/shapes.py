@@ -73,6 +73,7 @@ class Profile:
     min_repeats: int | None
     max_repeats: int | None
     rounds_at_once: int
+    work: bool
     duration: float
     requests: int
     rate: float | None
@@ -156,6 +157,7 @@ class Profile:
             "min_repeats",
             "max_repeats",
             "rounds_at_once",
+            "work",
         )
         for key in ("name", "description", "precision", *matrix_keys):
             out.pop(key)

@@ -1,0 +1,396 @@
+"""One server's work per request: the lens the host's speed cannot move.
+
+A server is started as its cells would start it (same argv, cgroup, CPUs,
+network), but under a counter, and serves a fixed number of requests from
+``h2load --h1 -c1`` (one at a time, so nothing depends on who wins a race):
+
+1. **Instructions**, two lives under valgrind's callgrind (forks followed, no
+   cache simulation, no address randomisation, fixed hash seeds, a fixed
+   environment): every process's user-space instructions by object.
+2. **Syscalls, context switches, CPU time**, two lives under ``perf trace -s``
+   (tracepoints, no valgrind: it adds syscalls of its own), the tree's context
+   switches and CPU times read just before the stop.
+
+Each pair of lives serves ``requests`` (``counter_requests`` without valgrind,
+more: CPU times come in clock ticks) ``[0]`` and ``[1]`` requests; the
+marginal between them is the figure, so start-up and shutdown cancel. The
+longer life runs first and the shorter one is then held up just as long, so
+that what the server does by the clock cancels too. A life whose processes did
+not all leave complete counts (a worker killed, valgrind refusing the program)
+gives a reason, never a figure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import pwd
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+
+from serverbench import files
+from serverbench.cell import callgrind, perfcount
+from serverbench.cell.errors import CellFailed, CellSkipped
+from serverbench.cell.launch import Launch
+from serverbench.host.environment import cpu_model
+from serverbench.host.runenv import make_rundir, resolve_program, run_env, version_of
+from serverbench.plan.config import effective_profile
+from serverbench.plan.shapes import Cell
+from serverbench.record.work import (
+    WORK_SCHEMA,
+    Instructions,
+    ProcessWork,
+    Syscalls,
+    Tools,
+    WorkRecord,
+)
+
+# Hash seeds fixed, address randomisation off (setarch -R): the same work every life.
+FIXED_SEEDS = {"PYTHONHASHSEED": "0", "PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}
+VALGRIND = ["valgrind", "-q", "--tool=callgrind", "--trace-children=yes", "--vgdb=no"]
+# The lenses, each a pair of lives: instructions (valgrind), counters (perf stat), syscall names (perf trace).
+INSTRUCTIONS, COUNTERS, NAMES = "instructions", "counters", "names"
+
+
+def wrapper(lens: str, out: Path) -> list[str]:
+    """The prefix a server starts under in a life of ``lens``, writing into ``out``."""
+    if lens == INSTRUCTIONS:
+        return ["setarch", "-R", *VALGRIND, f"--callgrind-out-file={out}/callgrind.%p"]
+    if lens == COUNTERS:
+        return perfcount.stat_argv(out / "stat.csv")
+    return perfcount.trace_argv(out / "trace.txt")
+
+
+@dataclass
+class Life:
+    """What one life of the server left: per-process counts and its length."""
+
+    requests: int
+    seconds: float
+    processes: list = dataclasses.field(default_factory=list)  # callgrind.ProcessCount
+    threads: list = dataclasses.field(default_factory=list)  # perfcount.ThreadSyscalls
+    counters: dict = dataclasses.field(default_factory=dict)  # perf stat's, and CPU user/system seconds
+
+
+def fixed_env(server: str, extra: dict[str, str]) -> dict[str, str]:
+    """The environment of every life: the same few variables, whatever the job's own."""
+    user = pwd.getpwuid(os.getuid())
+    return {
+        "PATH": run_env()["PATH"],
+        "HOME": user.pw_dir,
+        "USER": user.pw_name,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        **FIXED_SEEDS,
+        # The server's name: an A/A twin runs from another environment (and directory) on purpose.
+        "SERVERBENCH_WORK_SERVER": server,
+        **extra,
+    }
+
+
+def object_class(path: str, classes: list[dict]) -> str:
+    """The class of an object (its path) by config's ``work.objects``: the first that matches."""
+    for entry in classes:
+        if any(re.search(pattern, path) for pattern in entry["patterns"]):
+            return entry["class"]
+    return "other"
+
+
+_H2LOAD_REQUESTS = re.compile(r"^requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded", re.M)
+_H2LOAD_2XX = re.compile(r"^status codes: (\d+) 2xx", re.M)
+
+
+def _load(launch: Launch, url_path: str, requests: int, cpus: list[int], raw: Path) -> None:
+    """``requests`` answers, one at a time over one kept-alive HTTP/1.1 connection
+    (h2load --h1, as wrk's keep-alive in the cells; ab's HTTP/1.0 would make some
+    servers close every connection); each must be a 2xx."""
+    url = f"http://{launch.host}:{launch.port}{url_path}"
+    argv = ["taskset", "-c", ",".join(map(str, cpus)), "h2load", "--h1", "-n", str(requests), "-c", "1", "-t", "1", url]
+    try:
+        # h2load never exits against a server that closes its connection: bounded.
+        done = subprocess.run(launch.network.wrap(argv), capture_output=True, text=True, timeout=1800)
+    except subprocess.TimeoutExpired:
+        raise CellFailed(f"the client did not finish {requests} requests in 30 minutes") from None
+    raw.write_text(done.stdout + done.stderr)
+    counts, ok = _H2LOAD_REQUESTS.search(done.stdout), _H2LOAD_2XX.search(done.stdout)
+    if not counts or not ok:
+        raise CellFailed(f"the client printed no counts (exit {done.returncode}): {done.stderr.strip()[-300:]}")
+    if int(counts[3]) != requests or int(ok[1]) != requests:
+        raise CellFailed(f"the client got {counts[3]} answers of {requests}, {ok[1]} of them 2xx")
+
+
+def _tree_usage(launch: Launch) -> dict:
+    """CPU seconds in user space and in the kernel of the server's processes (the wrapper
+    excluded), read before the stop: perf's task-clock has the total, not the split."""
+    usage = {"cpu_user_s": 0.0, "cpu_system_s": 0.0}
+    for process in launch.server.tree():
+        try:
+            if process.name() == "perf":
+                continue
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        usage["cpu_user_s"] += times.user + times.children_user
+        usage["cpu_system_s"] += times.system + times.children_system
+    return usage
+
+
+def _stop_server(launch: Launch, grace: float) -> None:
+    """TERM the server's processes but not a perf wrapper (which writes its summary once
+    its child has gone) and wait for the tree to end; Launch.stop ends what is left."""
+    for process in launch.server.tree():
+        try:
+            if process.name() != "perf":
+                process.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    deadline = time.monotonic() + grace
+    while launch.server.exit_code() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+class Lives:
+    """Runs the lives of one server for one (profile, workload)."""
+
+    def __init__(self, config: dict, cell: Cell, env: dict, log_path: Path, raw_dir: Path):
+        self.config, self.cell, self.env = config, cell, env
+        self.settings = config["work"]
+        profile = effective_profile(config, cell.profile)
+        self.profile = dataclasses.replace(
+            profile, ready_timeout=self.settings["ready_timeout"], stop_grace=self.settings["stop_grace"]
+        )
+        self.log_path, self.raw_dir = log_path, raw_dir
+        self.url_path = config["app_workloads"][cell.workload]["path"]
+        self.found_server = None
+
+    def life(self, lens: str, requests: int, hold_s: float) -> Life:
+        """One life: start under the lens's counter, serve, hold, stop, read its counts."""
+        out = Path(tempfile.mkdtemp(prefix=f"serverbench-{lens}-", dir=self.raw_dir))
+        out.chmod(0o1777)  # Unit's router and applications run as another user and write here too
+        rundir = make_rundir()
+        launch = Launch(self.config, self.cell, self.profile, rundir, self.log_path, self.env)
+        launch.wrapper = wrapper(lens, out)
+        life = Life(requests, 0.0)
+        try:
+            launch.prepare()
+            if launch.in_docker:
+                raise CellSkipped("the work lens runs servers on the host (isolation: cgroup), not in containers")
+            launch.isolate()
+            launch.start()
+            launch.wait_ready()
+            self.found_server = launch.found.server
+            placeholders = {str(rundir): "{rundir}", str(launch.port): "{port}"}
+            ready = time.monotonic()
+            _load(launch, self.url_path, requests, list(self.profile.client_cpus), out / "client.txt")
+            time.sleep(max(0.0, hold_s - (time.monotonic() - ready)))
+            launch.check_alive(f"the {lens} life")
+            if lens == COUNTERS:
+                life.counters = _tree_usage(launch)
+            life.seconds = round(time.monotonic() - ready, 3)
+            _stop_server(launch, self.profile.stop_grace)
+        finally:
+            stop = launch.stop()
+            shutil.rmtree(rundir, ignore_errors=True)
+        if stop and launch.found.server.stop and launch.found.server.stop.get("killed"):
+            raise CellFailed(f"{launch.found.server.stop['killed']} process(es) needed SIGKILL to stop")
+        self._read(lens, out, life)
+        shutil.rmtree(out, ignore_errors=True)
+        for process in life.processes:  # one kind of process, whichever life: its command as a template
+            for value, placeholder in placeholders.items():
+                process.command = process.command.replace(value, placeholder)
+        return life
+
+    def _read(self, lens: str, out: Path, life: Life) -> None:
+        if lens == INSTRUCTIONS:
+            outputs = sorted(out.glob("callgrind.*"))
+            if not outputs:
+                raise CellFailed("valgrind wrote no counts (did the server start under it?)")
+            try:
+                life.processes = [callgrind.read(path) for path in outputs]
+            except callgrind.CallgrindError as exc:
+                raise CellFailed(f"a process left no complete count (killed before it wrote it?): {exc}") from None
+            return
+        try:
+            if lens == COUNTERS:
+                life.counters.update(perfcount.read_stat(out / "stat.csv"))
+            else:
+                life.threads = perfcount.read_trace(out / "trace.txt")
+        except perfcount.PerfError as exc:
+            raise CellFailed(str(exc)) from None
+
+    def pair(self, lens: str) -> tuple[Life, Life]:
+        """The longer life first; the shorter is held up as long (see the module's docstring)."""
+        few, many = self.settings["counter_requests" if lens == COUNTERS else "requests"]
+        longer = self.life(lens, many, 0.0)
+        shorter = self.life(lens, few, longer.seconds)
+        return shorter, longer
+
+
+def _per_request(many: float, few: float, span: int) -> float:
+    return (many - few) / span
+
+
+def instructions(config: dict, few: Life, many: Life) -> Instructions:
+    """The marginal instructions per request, by object, class and kind of process."""
+    span = many.requests - few.requests
+    classes = config["work"]["objects"]
+
+    def summed(life: Life, key) -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for process in life.processes:
+            for name, count in key(process):
+                totals[name] = totals.get(name, 0) + count
+        return totals
+
+    objects = [summed(life, lambda p: p.by_object.items()) for life in (few, many)]
+    commands = [summed(life, lambda p: [(p.command, p.instructions)]) for life in (few, many)]
+    counts = [summed(life, lambda p: [(p.command, 1)]) for life in (few, many)]
+    by_object = {
+        name: round(_per_request(objects[1].get(name, 0), objects[0].get(name, 0), span), 2)
+        for name in sorted(set(objects[0]) | set(objects[1]))
+    }
+    by_class: dict[str, float] = {}
+    for name, value in by_object.items():
+        kind = object_class(name, classes)
+        by_class[kind] = round(by_class.get(kind, 0.0) + value, 2)
+    by_command = [
+        ProcessWork(
+            command,
+            counts[1].get(command, 0),
+            round(_per_request(commands[1].get(command, 0), commands[0].get(command, 0), span), 2),
+        )
+        for command in sorted(set(commands[0]) | set(commands[1]))
+    ]
+    totals = [sum(p.instructions for p in life.processes) for life in (few, many)]
+    return Instructions(
+        per_request=round(_per_request(totals[1], totals[0], span), 2),
+        by_object=dict(sorted(by_object.items(), key=lambda item: -abs(item[1]))),
+        by_class=dict(sorted(by_class.items(), key=lambda item: -item[1])),
+        by_command=by_command,
+        lives={str(life.requests): total for life, total in zip((few, many), totals, strict=True)},
+        seconds={str(life.requests): life.seconds for life in (few, many)},
+    )
+
+
+def syscalls(counted: tuple[Life, Life], named: tuple[Life, Life]) -> Syscalls:
+    """The marginal syscalls per request (perf stat's exact total; by name from perf
+    trace's lives), context switches and CPU time."""
+    few, many = counted
+    span = many.requests - few.requests
+
+    def marginal(key: str, scale: float = 1.0) -> float:
+        return round(_per_request(many.counters[key], few.counters[key], span) * scale, 4)
+
+    names = [perfcount.totals(life.threads) for life in named]
+    name_span = named[1].requests - named[0].requests
+    by_name = {
+        name: round(_per_request(names[1].get(name, 0), names[0].get(name, 0), name_span), 4)
+        for name in set(names[0]) | set(names[1])
+    }
+    return Syscalls(
+        per_request=marginal("syscalls"),
+        by_name=dict(sorted(((k, v) for k, v in by_name.items() if abs(v) >= 0.0005), key=lambda item: -item[1])),
+        context_switches_per_request=marginal("context_switches"),
+        cpu_us_per_request=marginal("cpu_ms", 1e3),
+        cpu_user_us_per_request=marginal("cpu_user_s", 1e6),
+        cpu_system_us_per_request=marginal("cpu_system_s", 1e6),
+        lives={str(life.requests): {**life.counters, "seconds": life.seconds} for life in counted},
+    )
+
+
+def _valgrind_build(config: dict, spec: dict, env: dict) -> bool | None:
+    """Whether the server's interpreter was built to cooperate with valgrind (None: not asked)."""
+    command = config["languages"][spec["language"]].get("valgrind_build")
+    if not command:
+        return None
+    program = (spec.get("interpreter") or command)[0]
+    answer = version_of(resolve_program(config, [program, *command[1:]]), env)
+    return {"True": True, "False": False}.get(answer or "")
+
+
+def tools(config: dict, server: str, env: dict) -> Tools:
+    spec = config["catalogue"][server]
+    return Tools(
+        valgrind=version_of(["valgrind", "--version"], env),
+        perf=version_of(["perf", "--version"], env),
+        interpreter_with_valgrind=_valgrind_build(config, spec, env),
+        cpu_model=cpu_model() or platform.processor() or None,
+        glibc_tunables=env.get("GLIBC_TUNABLES"),
+    )
+
+
+def _planted(config: dict, spec: dict) -> dict[str, str]:
+    """A planted variant's fixed extra work: iterations in proportion to its share."""
+    share = (spec.get("env") or {}).get("SERVERBENCH_EXTRA_SHARE")
+    if not share:
+        return {}
+    return {"SERVERBENCH_EXTRA_ITERATIONS": str(round(float(share) * config["work"]["hello_iterations"]))}
+
+
+def _missing_programs(env: dict) -> list[str]:
+    needed = ("valgrind", "perf", "setarch", "h2load", "taskset")
+    return [name for name in needed if not shutil.which(name, path=env["PATH"])]
+
+
+def measure(record: WorkRecord, config: dict, env: dict, log_path: Path, raw_dir: Path) -> None:
+    """Fill ``record`` with both lenses' figures (or raise CellSkipped / CellFailed)."""
+    missing = _missing_programs(env)
+    if missing:
+        raise CellSkipped(f"the work lens needs {', '.join(missing)}, not installed")
+    cell = Cell(record.profile, "work", record.server, 1, 0, record.workload)
+    lives = Lives(config, cell, env, log_path, raw_dir)
+    record.instructions = instructions(config, *lives.pair(INSTRUCTIONS))
+    record.syscalls = syscalls(lives.pair(COUNTERS), lives.pair(NAMES))
+    if lives.found_server is not None:
+        record.tools.server = lives.found_server.version
+        record.tools.interpreter = lives.found_server.interpreter
+
+
+def run_work(config: dict, profile_name: str, server: str, workload: str, json_path, log_path) -> dict:
+    """Measure one server's work per request and write its record (returned as written)."""
+    spec = config["catalogue"][server]
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_bytes(b"")
+    planted = _planted(config, spec)
+    env = fixed_env(server, planted)
+    record = WorkRecord(
+        WORK_SCHEMA,
+        profile_name,
+        server,
+        workload,
+        spec["language"],
+        requests=list(config["work"]["requests"]),
+        tools=tools(config, server, env),
+    )
+    record.planted_iterations = int(planted["SERVERBENCH_EXTRA_ITERATIONS"]) if planted else None
+    started = time.monotonic()
+    record.started_at = round(time.time(), 4)
+    raw_dir = Path(tempfile.mkdtemp(prefix="serverbench-work-"))
+    raw_dir.chmod(0o711)
+    try:
+        measure(record, config, env, log_path, raw_dir)
+        record.status, record.reason = "ok", None
+    except CellSkipped as exc:
+        record.status, record.reason = "skipped", str(exc)
+    except CellFailed as exc:
+        record.status, record.reason = "failed", str(exc)
+    except Exception as exc:  # a harness bug: recorded, the run goes on
+        record.status, record.reason = "failed", f"harness error: {exc.__class__.__name__}: {exc}"
+        with log_path.open("a") as log:
+            log.write(traceback.format_exc())
+    finally:
+        shutil.rmtree(raw_dir, ignore_errors=True)
+    record.seconds = round(time.monotonic() - started, 2)
+    record.ended_at = round(time.time(), 4)
+    files.write_json(json_path, asdict(record))
+    return asdict(record)

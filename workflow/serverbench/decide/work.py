@@ -1,0 +1,139 @@
+"""Comparisons on work per request (the work lens, ``work.csv``): *more work*,
+*less work*, *equivalent* or *undetermined*, never faster or slower.
+
+The figure is user-space instructions per request. The lens repeats itself
+closely but not exactly (memory layout follows the environment and paths), so
+each run measures its own spread: the A/A twin (an alias, started from another
+directory and environment) against its original. A comparison's interval is
+its ratio times or divided by ``exp(h)``, with h three times the largest A/A
+spread of the run and at least ``SPREAD_FLOOR`` (the lens's target spread);
+it is read against ``work.margin`` as the timed comparisons are read against
+theirs: more work when the whole interval lies above 1 + margin. Work is not
+speed: a server can do fewer instructions and still answer more slowly
+(kernel time, instructions per cycle, caches), which is why the page gives
+both.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from serverbench.decide import inference
+from serverbench.decide.judgement import (
+    LESS_WORK,
+    MORE_WORK,
+    NOT_COMPARABLE,
+    WORK,
+    Comparison,
+    Reason,
+)
+from serverbench.decide.pairs import AA, declared_pairs
+
+CONDITION = ["profile", "workload"]
+SPREAD_FLOOR = 0.001  # 0.1%: an interval never narrower than the lens's target spread
+SPREAD_TIMES = 3
+FIGURE = "instructions_per_request"
+WORK_VERDICT_COLUMNS = [
+    *CONDITION,
+    "kind",
+    "a",
+    "b",
+    "metric",
+    "a_value",
+    "b_value",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "level",
+    "margin",
+    "outcome",
+    "detectable_ratio",
+    "reason_codes",
+    "why",
+    "a_syscalls",
+    "b_syscalls",
+]
+
+
+# The timed lens's words for an interval above or below the band, in the work lens's words.
+IN_WORK_WORDS = {inference.FASTER: MORE_WORK, inference.SLOWER: LESS_WORK}
+
+
+def outcome(low: float, high: float, margin: float) -> str:
+    """The interval of a work ratio against the ±margin band around 1 (as a timed one)."""
+    word = inference.outcome(low, high, margin)
+    return IN_WORK_WORDS.get(word, word)
+
+
+def aa_spread(rows: pd.DataFrame, config: dict) -> float | None:
+    """The largest |log ratio| of an A/A twin against its original at one condition (None: no twin)."""
+    figures = rows.set_index("server")[FIGURE].dropna()
+    spreads = [
+        abs(math.log(figures[a] / figures[b]))
+        for kind, a, b in declared_pairs(config, list(figures.index))
+        if kind == AA and figures[a] > 0 and figures[b] > 0
+    ]
+    return max(spreads) if spreads else None
+
+
+def _judge(
+    kind: str, a: pd.Series, b: pd.Series, condition, half_width: float, margin: float, reasons: tuple[Reason, ...]
+) -> Comparison:
+    common = {
+        "kind": kind,
+        "a": a["server"],
+        "b": b["server"],
+        "metric": WORK,
+        "condition": condition,
+        "a_value": a[FIGURE],
+        "b_value": b[FIGURE],
+        "margin": margin,
+    }
+    missing = [row for row in (a, b) if row["status"] != "ok" or not row[FIGURE] or row[FIGURE] <= 0]
+    if missing:
+        why = tuple(Reason("no work figure", f"{row['server']}: {row['reason'] or 'no figure'}") for row in missing)
+        return Comparison(**common, outcome=NOT_COMPARABLE, reasons=why)
+    ratio = a[FIGURE] / b[FIGURE]
+    low, high = ratio * math.exp(-half_width), ratio * math.exp(half_width)
+    return Comparison(
+        **common,
+        outcome=outcome(low, high, margin),
+        estimate=ratio,
+        low=low,
+        high=high,
+        detectable_ratio=(1 + margin) * math.exp(half_width),
+        reasons=reasons,
+    )
+
+
+def work_comparisons(work: pd.DataFrame, config: dict) -> list[Comparison]:
+    """The declared pairs judged on instructions per request, at each (profile, workload)."""
+    margin = config["work"]["margin"]
+    found = []
+    for key, rows in work.groupby(CONDITION, sort=True):
+        condition = tuple(zip(CONDITION, key, strict=True))
+        by_server = {row["server"]: row for _, row in rows.iterrows()}
+        spread = aa_spread(rows[rows["status"] == "ok"], config)
+        half_width = max(SPREAD_TIMES * (spread or 0.0), SPREAD_FLOOR)
+        reasons = (
+            ()
+            if spread is not None
+            else (Reason("no A/A twin", f"no A/A twin measured: the lens's spread taken as {SPREAD_FLOOR:.1%}"),)
+        )
+        for kind, a, b in declared_pairs(config, list(by_server)):
+            found.append(_judge(kind, by_server[a], by_server[b], condition, half_width, margin, reasons))
+    return found
+
+
+def work_verdict_table(work: pd.DataFrame, config: dict) -> pd.DataFrame:
+    """work_verdicts.csv: a row per comparison, with each side's syscalls per request beside."""
+    syscalls = work.set_index([*CONDITION, "server"])["syscalls_per_request"].to_dict()
+    rows = []
+    for comparison in work_comparisons(work, config):
+        row = comparison.as_row()
+        where = tuple(row[column] for column in CONDITION)
+        row["a_syscalls"], row["b_syscalls"] = syscalls.get((*where, row["a"])), syscalls.get((*where, row["b"]))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=WORK_VERDICT_COLUMNS)

@@ -1,0 +1,90 @@
+"""The work a server does per request: one (profile, server, workload)'s
+``WorkRecord``, versioned (``WORK_SCHEMA``).
+
+Every figure is a *marginal*: the counts of a server life that served
+``requests[1]`` requests less those of a life that served ``requests[0]``,
+divided by the difference, so start-up and shutdown cancel. The two lives
+are held up for the same wall time, so what a server does by the clock (a
+master's timers, a Date cache) cancels too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+WORK_SCHEMA = "serverbench.work/1"
+WORK_STATUSES = ("ok", "failed", "skipped")
+
+
+@dataclass
+class ProcessWork:
+    """One kind of process (by its command line): how many there were and the
+    user-space instructions per request they did between them."""
+
+    command: str
+    processes: int
+    instructions_per_request: float
+
+
+@dataclass
+class Instructions:
+    """User-space instructions per request, counted by valgrind (callgrind)."""
+
+    per_request: float
+    # The objects they ran in (the interpreter, the server, libc, ...): each
+    # object's path and its class from config's `work.objects`.
+    by_object: dict[str, float] = field(default_factory=dict)
+    by_class: dict[str, float] = field(default_factory=dict)
+    by_command: list[ProcessWork] = field(default_factory=list)
+    lives: dict[str, int] = field(default_factory=dict)  # requests served -> total instructions of that life
+    seconds: dict[str, float] = field(default_factory=dict)  # requests served -> seconds from ready to stop
+
+
+@dataclass
+class Syscalls:
+    """Syscalls, context switches and CPU time per request, from lives without valgrind:
+    totals from perf stat's counters, names from perf trace's summary (which may miss an
+    event in tens of thousands: they need not add up to the total exactly)."""
+
+    per_request: float
+    by_name: dict[str, float] = field(default_factory=dict)  # the marginal of each syscall, most first
+    context_switches_per_request: float | None = None
+    cpu_us_per_request: float | None = None  # perf's task-clock (nanoseconds), timed: the host moves it
+    cpu_user_us_per_request: float | None = None
+    cpu_system_us_per_request: float | None = None
+    lives: dict[str, dict] = field(default_factory=dict)  # requests served -> that life's totals
+
+
+@dataclass
+class Tools:
+    """What counted: versions that must match for two runs' work to be compared."""
+
+    valgrind: str | None = None
+    perf: str | None = None
+    server: str | None = None
+    interpreter: str | None = None
+    # The interpreter built to cooperate with valgrind (CPython's --with-valgrind), where
+    # its language says how to ask (`languages.*.valgrind_build`); None: not asked.
+    interpreter_with_valgrind: bool | None = None
+    cpu_model: str | None = None
+    glibc_tunables: str | None = None
+
+
+@dataclass
+class WorkRecord:
+    schema: str
+    profile: str
+    server: str
+    workload: str
+    language: str
+    status: str = "failed"  # ok | skipped | failed (WORK_STATUSES)
+    reason: str | None = None
+    requests: list[int] = field(default_factory=list)
+    instructions: Instructions | None = None
+    syscalls: Syscalls | None = None
+    tools: Tools = field(default_factory=Tools)
+    # The planted extra work of a variant (spin-loop iterations per answer), fixed, never calibrated.
+    planted_iterations: int | None = None
+    seconds: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
