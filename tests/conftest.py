@@ -116,15 +116,30 @@ TINY_MATRIX = ["servers=[gunicorn, starman]", "tools=[wrk]", "concurrency=[10]",
 
 
 def run_snakemake(
-    options: list[str], config: list[str], timeout: float = 900, env: dict | None = None, conformance: bool = False
+    options: list[str],
+    config: list[str],
+    timeout: float = 900,
+    env: dict | None = None,
+    conformance: bool = False,
+    work: bool = False,
 ) -> subprocess.CompletedProcess:
     """The snakemake CLI from the repository root (so the workflow profile loads). The HTTP
-    probes are left out unless asked for: test_e2e, test_catalogue and test_conformance test
-    them, and every other workflow test would only spend CI's time on them."""
+    probes and the work lens are left out unless asked for: test_e2e, test_catalogue,
+    test_conformance and test_work test them, and every other workflow test would only spend
+    CI's time on them."""
     import sys
 
     return subprocess.run(
-        [sys.executable, "-m", "snakemake", *options, "--config", *config, f"conformance={conformance}"],
+        [
+            sys.executable,
+            "-m",
+            "snakemake",
+            *options,
+            "--config",
+            *config,
+            f"conformance={conformance}",
+            f"work={work}",
+        ],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -26,7 +26,9 @@ def tiny_run(tmp_path_factory):
     require("gunicorn", "starman", "wrk")
     results = tmp_path_factory.mktemp("e2e") / "results"
     before = server_processes()
-    done = run_snakemake(["--cores", "4"], [*TINY_MATRIX, f"results={results}"], timeout=600, conformance=True)
+    done = run_snakemake(
+        ["--cores", "4"], [*TINY_MATRIX, f"results={results}"], timeout=900, conformance=True, work=True
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return results, done, server_processes() - before
 
@@ -152,6 +154,24 @@ def test_every_server_has_the_request_framing_checks_with_the_rfcs_words(tiny_ru
     assert "The cells ran on 1 host: " in index
 
 
+def test_work_per_request_is_counted_judged_and_shown(tiny_run):
+    """The work lens ran for both servers: figures in work.csv, gunicorn (Python) against
+    Starman (Perl) judged on work in work_verdicts.csv, a section on the page and in
+    answers.md, and the page's sentence beside the timed lens's word."""
+    results, _, _ = tiny_run
+    work = pd.read_csv(results / "work.csv").set_index("server")
+    assert list(work["status"]) == ["ok", "ok"], list(work["reason"])
+    assert (work["instructions_per_request"] > 10_000).all() and (work["syscalls_per_request"] >= 2).all()
+    judged = pd.read_csv(results / "work_verdicts.csv")
+    (family,) = judged[judged["kind"] == "family"].itertuples()
+    assert family.metric == "work" and family.outcome in ("more work", "less work")
+    assert family.ci_low <= family.ratio <= family.ci_high
+    index = (results / "index.html").read_text()
+    assert 'id="work"' in index and "user-space instructions per request" in index
+    answers = (results / "answers.md").read_text()
+    assert "## Work per request" in answers and "It is not speed" in answers
+
+
 def test_page_reads_on_a_phone_and_a_laptop(tiny_run):
     """The run's own page in a real browser, as the workflow checked it (screenshots/layout.json)
     and again here: at 390 and 1,280 px no wider than the window, every chart drawn, the forest
@@ -169,7 +189,9 @@ def test_page_reads_on_a_phone_and_a_laptop(tiny_run):
 def test_report_packs_the_run(tiny_run, tmp_path):
     results, _, _ = tiny_run
     report = tmp_path / "report.zip"
-    done = run_snakemake(["--report", str(report)], [*TINY_MATRIX, f"results={results}"], timeout=600, conformance=True)
+    done = run_snakemake(
+        ["--report", str(report)], [*TINY_MATRIX, f"results={results}"], timeout=600, conformance=True, work=True
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     with zipfile.ZipFile(report) as packed:
         names = packed.namelist()
@@ -199,6 +221,7 @@ def test_rerun_has_nothing_to_do(tiny_run):
             "repeats=2",
             "duration=1",
             f"results={results}",
+            "work=True",
         ],
         cwd=REPO_ROOT,
         capture_output=True,

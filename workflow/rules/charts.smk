@@ -42,6 +42,8 @@ rule index:
         seeds=f"{RESULTS}/seeds.csv",
         seed_claims=f"{RESULTS}/seed_claims.csv",
         charts=CHART_FILES,
+        # work.csv, work_detail.csv, work_verdicts.csv where a profile counts work.
+        work=WORK_TABLES,
     output:
         index=report(f"{RESULTS}/index.html", category="Overview"),
         answers=f"{RESULTS}/answers.md",

@@ -42,10 +42,12 @@ rule work_table:
 
 
 # The declared pairs judged on work (serverbench.decide.work): more work, less
-# work, equivalent or undetermined, read against `work.margin`.
+# work, equivalent or undetermined, read against `work_lens.margin`, with the
+# timed lens's comparison of the same pair beside each (do they agree?).
 rule decide_work:
     input:
-        f"{RESULTS}/work.csv",
+        work=f"{RESULTS}/work.csv",
+        verdicts=f"{RESULTS}/verdicts.csv",
     output:
         report(f"{RESULTS}/work_verdicts.csv", category="Tables"),
     log:

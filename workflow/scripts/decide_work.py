@@ -7,5 +7,9 @@ from serverbench.decide.work import work_verdict_table
 from serverbench.files import write_atomic
 
 with open(snakemake.log[0], "w") as sys.stderr:  # noqa: F821 (injected by Snakemake)
-    table = work_verdict_table(pd.read_csv(snakemake.input[0]), snakemake.config)  # noqa: F821
+    table = work_verdict_table(
+        pd.read_csv(snakemake.input.work),  # noqa: F821
+        snakemake.config,  # noqa: F821
+        pd.read_csv(snakemake.input.verdicts),  # noqa: F821
+    )
     write_atomic(snakemake.output[0], table.to_csv(index=False))  # noqa: F821

@@ -21,4 +21,6 @@ write_index(
     seeds_csv=snakemake.input.seeds,  # noqa: F821
     seed_claims_csv=snakemake.input.seed_claims,  # noqa: F821
     runs_csv=snakemake.input.runs,  # noqa: F821
+    work_csvs=list(snakemake.input.work),  # noqa: F821
+    work_margin=snakemake.config["work_lens"]["margin"],  # noqa: F821
 )

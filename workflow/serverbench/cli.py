@@ -10,7 +10,7 @@ from serverbench.report import seeds
 
 COMMANDS = {"compare": compare.main, "seeds": seeds.main}
 USAGE = (
-    "usage: serverbench compare A B [--format table|csv|markdown] [--fail-above 5%]\n"
+    "usage: serverbench compare A B [--metric work|speed] [--format table|csv|markdown] [--fail-above 5%]\n"
     "       serverbench seeds RESULTS [--format markdown|csv] [--claims]\n"
 )
 

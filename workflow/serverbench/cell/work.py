@@ -13,7 +13,9 @@ network), but under a counter, and serves a fixed number of requests from
 
 Each pair of lives serves ``requests`` (``counter_requests`` without valgrind,
 more: CPU times come in clock ticks) ``[0]`` and ``[1]`` requests; the
-marginal between them is the figure, so start-up and shutdown cancel. The
+marginal between them is the figure, so start-up and shutdown cancel. Before
+either, every worker answers a few requests (a worker's first answer costs
+far more than the next, and which worker answers first is a race). The
 longer life runs first and the shorter one is then held up just as long, so
 that what the server does by the clock cancels too. A life whose processes did
 not all leave complete counts (a worker killed, valgrind refusing the program)
@@ -79,6 +81,7 @@ class Life:
     processes: list = dataclasses.field(default_factory=list)  # callgrind.ProcessCount
     threads: list = dataclasses.field(default_factory=list)  # perfcount.ThreadSyscalls
     counters: dict = dataclasses.field(default_factory=dict)  # perf stat's, and CPU user/system seconds
+    seen: set = dataclasses.field(default_factory=set)  # pids of the server's processes seen alive
 
 
 def fixed_env(server: str, extra: dict[str, str]) -> dict[str, str]:
@@ -109,12 +112,25 @@ _H2LOAD_REQUESTS = re.compile(r"^requests: (\d+) total, \d+ started, (\d+) done,
 _H2LOAD_2XX = re.compile(r"^status codes: (\d+) 2xx", re.M)
 
 
-def _load(launch: Launch, url_path: str, requests: int, cpus: list[int], raw: Path) -> None:
+def _load(launch: Launch, url_path: str, requests: int, cpus: list[int], raw: Path, connections: int = 1) -> None:
     """``requests`` answers, one at a time over one kept-alive HTTP/1.1 connection
     (h2load --h1, as wrk's keep-alive in the cells; ab's HTTP/1.0 would make some
     servers close every connection); each must be a 2xx."""
     url = f"http://{launch.host}:{launch.port}{url_path}"
-    argv = ["taskset", "-c", ",".join(map(str, cpus)), "h2load", "--h1", "-n", str(requests), "-c", "1", "-t", "1", url]
+    argv = [
+        "taskset",
+        "-c",
+        ",".join(map(str, cpus)),
+        "h2load",
+        "--h1",
+        "-n",
+        str(requests),
+        "-c",
+        str(connections),
+        "-t",
+        "1",
+        url,
+    ]
     try:
         # h2load never exits against a server that closes its connection: bounded.
         done = subprocess.run(launch.network.wrap(argv), capture_output=True, text=True, timeout=1800)
@@ -144,6 +160,18 @@ def _tree_usage(launch: Launch) -> dict:
     return usage
 
 
+def _pids(launch: Launch) -> set[int]:
+    """The server's processes now (a perf wrapper left out: it counts, it is not counted)."""
+    found = set()
+    for process in launch.server.tree():
+        try:
+            if process.name() != "perf":
+                found.add(process.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
 def _stop_server(launch: Launch, grace: float) -> None:
     """TERM the server's processes but not a perf wrapper (which writes its summary once
     its child has gone) and wait for the tree to end; Launch.stop ends what is left."""
@@ -163,7 +191,7 @@ class Lives:
 
     def __init__(self, config: dict, cell: Cell, env: dict, log_path: Path, raw_dir: Path):
         self.config, self.cell, self.env = config, cell, env
-        self.settings = config["work"]
+        self.settings = config["work_lens"]
         profile = effective_profile(config, cell.profile)
         self.profile = dataclasses.replace(
             profile, ready_timeout=self.settings["ready_timeout"], stop_grace=self.settings["stop_grace"]
@@ -188,15 +216,7 @@ class Lives:
             launch.start()
             launch.wait_ready()
             self.found_server = launch.found.server
-            placeholders = {str(rundir): "{rundir}", str(launch.port): "{port}"}
-            ready = time.monotonic()
-            _load(launch, self.url_path, requests, list(self.profile.client_cpus), out / "client.txt")
-            time.sleep(max(0.0, hold_s - (time.monotonic() - ready)))
-            launch.check_alive(f"the {lens} life")
-            if lens == COUNTERS:
-                life.counters = _tree_usage(launch)
-            life.seconds = round(time.monotonic() - ready, 3)
-            _stop_server(launch, self.profile.stop_grace)
+            self._serve(launch, lens, hold_s, out, life)
         finally:
             stop = launch.stop()
             shutil.rmtree(rundir, ignore_errors=True)
@@ -204,10 +224,37 @@ class Lives:
             raise CellFailed(f"{launch.found.server.stop['killed']} process(es) needed SIGKILL to stop")
         self._read(lens, out, life)
         shutil.rmtree(out, ignore_errors=True)
+        placeholders = {str(rundir): "{rundir}", str(launch.port): "{port}"}
         for process in life.processes:  # one kind of process, whichever life: its command as a template
             for value, placeholder in placeholders.items():
                 process.command = process.command.replace(value, placeholder)
         return life
+
+    def _serve(self, launch: Launch, lens: str, hold_s: float, out: Path, life: Life) -> None:
+        """Warm up, serve the counted requests, hold, note every process seen, stop."""
+        life.seen = _pids(launch)
+        self._warm_up(launch, out)
+        life.seen |= _pids(launch)
+        ready = time.monotonic()
+        _load(launch, self.url_path, life.requests, list(self.profile.client_cpus), out / "client.txt")
+        time.sleep(max(0.0, hold_s - (time.monotonic() - ready)))
+        launch.check_alive(f"the {lens} life")
+        life.seen |= _pids(launch)
+        if lens == COUNTERS:
+            life.counters = _tree_usage(launch)
+        life.seconds = round(time.monotonic() - ready, 3)
+        _stop_server(launch, self.profile.stop_grace)
+
+    def _warm_up(self, launch: Launch, out: Path) -> None:
+        """Every worker answers before anything counts: a worker's first answer costs it far more
+        than the next (a Python worker's first hello: about 13 million instructions under
+        uWSGI), and which worker the readiness probe or the counted connection reaches is a
+        race. Twice as many connections as workers, held at once, reach every worker of a
+        server that gives a connection to one worker at a time, and most others."""
+        connections = 2 * self.profile.workers
+        requests = connections * self.settings["warmup_requests"]
+        cpus = list(self.profile.client_cpus)
+        _load(launch, self.url_path, requests, cpus, out / "warmup.txt", connections=connections)
 
     def _read(self, lens: str, out: Path, life: Life) -> None:
         if lens == INSTRUCTIONS:
@@ -218,6 +265,9 @@ class Lives:
                 life.processes = [callgrind.read(path) for path in outputs]
             except callgrind.CallgrindError as exc:
                 raise CellFailed(f"a process left no complete count (killed before it wrote it?): {exc}") from None
+            lost = sorted(life.seen - {process.pid for process in life.processes})
+            if lost:
+                raise CellFailed(f"process(es) {lost} of the server wrote no counts (killed before they could?)")
             return
         try:
             if lens == COUNTERS:
@@ -242,7 +292,7 @@ def _per_request(many: float, few: float, span: int) -> float:
 def instructions(config: dict, few: Life, many: Life) -> Instructions:
     """The marginal instructions per request, by object, class and kind of process."""
     span = many.requests - few.requests
-    classes = config["work"]["objects"]
+    classes = config["work_lens"]["objects"]
 
     def summed(life: Life, key) -> dict[str, int]:
         totals: dict[str, int] = {}
@@ -329,11 +379,15 @@ def tools(config: dict, server: str, env: dict) -> Tools:
 
 
 def _planted(config: dict, spec: dict) -> dict[str, str]:
-    """A planted variant's fixed extra work: iterations in proportion to its share."""
-    share = (spec.get("env") or {}).get("SERVERBENCH_EXTRA_SHARE")
+    """A planted variant's fixed extra work: the iterations it names, or as many as its share
+    of ``work_lens.hello_iterations`` (the timed lens's calibration varies per start)."""
+    env = spec.get("env") or {}
+    if env.get("SERVERBENCH_EXTRA_ITERATIONS"):
+        return {"SERVERBENCH_EXTRA_ITERATIONS": str(env["SERVERBENCH_EXTRA_ITERATIONS"])}
+    share = env.get("SERVERBENCH_EXTRA_SHARE")
     if not share:
         return {}
-    return {"SERVERBENCH_EXTRA_ITERATIONS": str(round(float(share) * config["work"]["hello_iterations"]))}
+    return {"SERVERBENCH_EXTRA_ITERATIONS": str(round(float(share) * config["work_lens"]["hello_iterations"]))}
 
 
 def _missing_programs(env: dict) -> list[str]:
@@ -369,7 +423,7 @@ def run_work(config: dict, profile_name: str, server: str, workload: str, json_p
         server,
         workload,
         spec["language"],
-        requests=list(config["work"]["requests"]),
+        requests=list(config["work_lens"]["requests"]),
         tools=tools(config, server, env),
     )
     record.planted_iterations = int(planted["SERVERBENCH_EXTRA_ITERATIONS"]) if planted else None

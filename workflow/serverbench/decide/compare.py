@@ -42,7 +42,7 @@ from scipy import stats
 from statsmodels.robust.scale import mad
 
 from serverbench import REPO_ROOT
-from serverbench.decide import fullspeed, inference
+from serverbench.decide import compare_work, fullspeed, inference
 from serverbench.decide.comparability import why_not_comparable
 from serverbench.decide.margins import margin_for
 from serverbench.plan import config as cfg
@@ -355,6 +355,24 @@ def exit_status(table: pd.DataFrame, fail_above: float) -> tuple[int, str]:
     )
 
 
+def _main_work(args, config: dict) -> int:
+    """compare --metric work: each server's change in work per request, B/A."""
+    if not (compare_work.has_work(args.a) and compare_work.has_work(args.b)):
+        sys.stderr.write("serverbench compare: --metric work needs results/work.csv in both runs\n")
+        return 2
+    table = compare_work.compare_work(args.a, args.b, config, args.fail_above)
+    if args.format == "csv":
+        sys.stdout.write(table.to_csv(index=False))
+    else:
+        sys.stdout.write("Work per request (user-space instructions), change B/A:\n")
+        sys.stdout.write(table.fillna("").to_string(index=False, float_format=lambda v: f"{v:.4f}") + "\n")
+    if args.fail_above is None:
+        return 0
+    status, why = compare_work.exit_status(table, args.fail_above)
+    sys.stderr.write(f"serverbench compare: {why}\n")
+    return status
+
+
 def _share(text: str) -> float:
     return float(text.rstrip("%")) / 100 if text.endswith("%") else float(text)
 
@@ -376,8 +394,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--across-hosts", action="store_true", help="compare runs made on different hosts (CPU model or kernel)"
     )
+    parser.add_argument(
+        "--metric",
+        choices=["work", "speed"],
+        default=None,
+        help="work per request (the default where both runs counted it: results/work.csv) or speed",
+    )
     args = parser.parse_args(argv)
     config = cfg.load(args.config)
+    both_counted = compare_work.has_work(args.a) and compare_work.has_work(args.b)
+    if args.metric == "work" or (args.metric is None and both_counted):
+        return _main_work(args, config)
     a, b = read_set(args.a), read_set(args.b)
     hosts = host_differences(a[2], b[2])
     if hosts and not args.across_hosts:

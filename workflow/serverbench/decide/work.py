@@ -110,7 +110,7 @@ def _judge(
 
 def work_comparisons(work: pd.DataFrame, config: dict) -> list[Comparison]:
     """The declared pairs judged on instructions per request, at each (profile, workload)."""
-    margin = config["work"]["margin"]
+    margin = config["work_lens"]["margin"]
     found = []
     for key, rows in work.groupby(CONDITION, sort=True):
         condition = tuple(zip(CONDITION, key, strict=True))
@@ -127,13 +127,43 @@ def work_comparisons(work: pd.DataFrame, config: dict) -> list[Comparison]:
     return found
 
 
-def work_verdict_table(work: pd.DataFrame, config: dict) -> pd.DataFrame:
-    """work_verdicts.csv: a row per comparison, with each side's syscalls per request beside."""
+# Which way a timed outcome points, in the work lens's terms: more work goes with slower.
+TIMED_DIRECTION = {inference.FASTER: LESS_WORK, inference.SLOWER: MORE_WORK, inference.EQUIVALENT: inference.EQUIVALENT}
+
+
+def timed_beside(row: dict, verdicts: pd.DataFrame | None) -> dict:
+    """The timed lens's comparison of the same pair (its lowest concurrency), and whether
+    the two lenses point the same way where both decided (None where either did not)."""
+    if verdicts is None or verdicts.empty:
+        return {}
+    same = verdicts[
+        (verdicts["a"] == row["a"])
+        & (verdicts["b"] == row["b"])
+        & (verdicts["profile"] == row["profile"])
+        & (verdicts["workload"] == row["workload"])
+    ]
+    if same.empty:
+        return {}
+    timed = same.sort_values("concurrency").iloc[0]
+    direction = TIMED_DIRECTION.get(timed["verdict"])
+    decided = row["outcome"] in (MORE_WORK, LESS_WORK, inference.EQUIVALENT)
+    return {
+        "timed_at": f"{timed['tool']} c={int(timed['concurrency'])}",
+        "timed_ratio": timed["ratio"],
+        "timed_outcome": timed["verdict"],
+        "timed_detectable_ratio": timed.get("detectable_ratio"),
+        "agrees": (direction == row["outcome"]) if direction and decided else None,
+    }
+
+
+def work_verdict_table(work: pd.DataFrame, config: dict, verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
+    """work_verdicts.csv: a row per comparison, with each side's syscalls per request and the
+    timed lens's comparison of the same pair beside it."""
     syscalls = work.set_index([*CONDITION, "server"])["syscalls_per_request"].to_dict()
     rows = []
     for comparison in work_comparisons(work, config):
         row = comparison.as_row()
         where = tuple(row[column] for column in CONDITION)
         row["a_syscalls"], row["b_syscalls"] = syscalls.get((*where, row["a"])), syscalls.get((*where, row["b"]))
-        rows.append(row)
+        rows.append(row | timed_beside(row, verdicts))
     return pd.DataFrame(rows, columns=WORK_VERDICT_COLUMNS)

@@ -54,6 +54,7 @@ PROFILE_OVERRIDES = (
     "scale_down",
     "network",
     "isolation",
+    "work",
 )
 
 FD_RESERVE = 64
@@ -183,8 +184,9 @@ def normalise_overrides(config: dict) -> dict:
             config[key] = [_number(v) for v in value]
         elif value is not None:
             config[key] = _number(value)
-    if config.get("scale_down") is not None:
-        config["scale_down"] = _number(config["scale_down"])
+    for key in ("scale_down", "work"):
+        if config.get(key) is not None:
+            config[key] = _number(config[key])
     return config
 
 

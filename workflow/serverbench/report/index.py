@@ -27,6 +27,7 @@ from serverbench.report.answers import (
 )
 from serverbench.report.machine import hosts_sentence, steadiness_sentence
 from serverbench.report.names import CHARTS
+from serverbench.report.work import work_context, work_markdown
 
 # The summary's columns the page's table shows (summary.csv has them all).
 PAGE_COLUMNS = [
@@ -188,6 +189,8 @@ def write_index(
     seeds_csv=None,
     seed_claims_csv=None,
     runs_csv=None,
+    work_csvs=None,
+    work_margin: float = 0.005,
 ) -> None:
     """One page: the answers, then charts, the sortable summary, failed and flagged cells, the
     environment. ``language_titles`` names each language in the headline."""
@@ -203,8 +206,13 @@ def write_index(
     context["counts"] = counts_sentence(verdicts)
     every = comparison_table(verdicts)
     context["comparisons"] = {"columns": list(every.columns), "rows": every.to_dict("records")} if len(every) else None
+    # work_csvs: work.csv, work_detail.csv, work_verdicts.csv where the run counted work.
+    context["work"] = work_context(*work_csvs, margin=work_margin) if work_csvs else None
     if answers_path:
-        files.write_atomic(Path(answers_path), answers_markdown(verdicts, conformance, language_titles))
+        markdown = answers_markdown(verdicts, conformance, language_titles)
+        if context["work"]:
+            markdown += work_markdown(context["work"])
+        files.write_atomic(Path(answers_path), markdown)
     context["conformance"] = conformance_matrix(conformance) if conformance is not None else {}
     context["framing"] = framing_panel(conformance) if conformance is not None else None
     context["seeds"] = seeds_context(seeds_csv, seed_claims_csv)

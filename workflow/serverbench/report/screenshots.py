@@ -68,7 +68,11 @@ frame.addEventListener('load', () => {
       return {title: box.dataset.title, drawn: Boolean(picture), left: rect.left, right: rect.right,
               width: rect.width, height: rect.height, box_height: box.getBoundingClientRect().height};
     });
-    const layout = {viewport: inner.innerWidth, document: doc.documentElement.scrollWidth, charts};
+    // How far the page itself scrolls sideways (a box that scrolls inside itself does not count).
+    inner.scrollTo(1e6, 0);
+    const scrolled = inner.scrollX;
+    inner.scrollTo(0, 0);
+    const layout = {viewport: inner.innerWidth, document: doc.documentElement.scrollWidth, scroll_x: scrolled, charts};
     const out = document.createElement('pre');
     out.id = 'serverbench-layout';
     out.textContent = JSON.stringify(layout);
@@ -123,6 +127,7 @@ def layout_problems(found: dict, lead: str) -> list[str]:
     its drawing (a blank band), a console error."""
     width = found["viewport"]
     problems = [f"the document is {found['document']} px wide in a {width} px window"] * (found["document"] > width)
+    problems += [f"the page scrolls {found['scroll_x']} px to the right"] * (found.get("scroll_x", 0) > 0)
     problems += [f"console: {line}" for line in found["console_errors"]]
     for chart in found["charts"]:
         if not chart["drawn"]:

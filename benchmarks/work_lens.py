@@ -1,0 +1,56 @@
+"""How repeatable is the work lens, server by server? For each server, ``--pairs``
+pairs of lives under valgrind (serverbench.cell.work, the default profile's
+settings and config.yaml's work_lens), each pair one instructions-per-request
+figure; printed: every figure, the spread (max/min - 1) and the seconds a pair
+took. Its figures go to docs/work.md. Counts do not depend on the machine's
+speed, but run it alone anyway: the timers a server runs by the clock are what
+the held-up shorter life cancels, and a crowded machine stretches them.
+
+    .venv/bin/python benchmarks/work_lens.py [--servers uwsgi-debian uwsgi-psgi gunicorn-gthread] [--pairs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from serverbench import REPO_ROOT
+from serverbench.cell import work
+from serverbench.plan import config as cfg
+from serverbench.plan.shapes import Cell
+
+
+def figures(config: dict, server: str, pairs: int, workload: str) -> list[tuple[float, float]]:
+    """(instructions per request, seconds) of each pair of lives."""
+    cell = Cell("default", "work", server, 1, 0, workload)
+    with tempfile.TemporaryDirectory(prefix="work-lens-") as raw:
+        lives = work.Lives(config, cell, work.fixed_env(server, {}), Path(raw) / "server.log", Path(raw))
+        found = []
+        for _ in range(pairs):
+            started = time.monotonic()
+            counted = work.instructions(config, *lives.pair(work.INSTRUCTIONS))
+            found.append((counted.per_request, time.monotonic() - started))
+        return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--servers", nargs="+", default=["uwsgi-debian", "uwsgi-psgi", "gunicorn-gthread"])
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--workload", default="hello")
+    args = parser.parse_args()
+    config = cfg.load(REPO_ROOT / "config.yaml")
+    print(f"{'server':<24} {'instructions per request (each pair)':<52} {'spread':>8} {'s/pair':>7}")
+    for server in args.servers:
+        found = figures(config, server, args.pairs, args.workload)
+        values = [value for value, _ in found]
+        spread = max(values) / min(values) - 1 if min(values) > 0 else float("nan")
+        shown = ", ".join(f"{value:,.1f}" for value in values)
+        seconds = sum(s for _, s in found) / len(found)
+        print(f"{server:<24} {shown:<52} {spread:>8.4%} {seconds:>7.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""``serverbench compare A B --metric work``: two runs' work per request, server
+by server (the default where both runs counted work).
+
+Counted work does not drift between runs the way time does: the change B/A of
+a server's user-space instructions per request is read with an interval of
+``exp(±h)``, h three times the larger of the two runs' own A/A spreads (at
+least ``decide.work.SPREAD_FLOOR``), against the threshold (``--fail-above``)
+or the work margin. What counts must be the same in both runs: a server whose
+version, interpreter, valgrind or CPU model (glibc picks its string functions
+by CPU) differs is *not comparable*, with the difference as its reason, never
+silently compared.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from serverbench.decide import work as work_lens
+from serverbench.decide.judgement import NOT_COMPARABLE
+
+KEY = ["profile", "workload", "server"]
+MUST_MATCH = ["server_version", "interpreter", "valgrind", "cpu_model"]
+FIGURE = work_lens.FIGURE
+COLUMNS = [*KEY, "a_instructions", "b_instructions", "ratio", "ci_low", "ci_high", "verdict", "why"]
+
+
+def has_work(results: Path) -> bool:
+    return (Path(results) / "work.csv").exists()
+
+
+def _spreads(work: pd.DataFrame, config: dict) -> dict[tuple, float]:
+    """Each (profile, workload)'s A/A spread of one run (absent: no twin measured)."""
+    found = {}
+    for key, rows in work[work["status"] == "ok"].groupby(work_lens.CONDITION):
+        spread = work_lens.aa_spread(rows, config)
+        if spread is not None:
+            found[key] = spread
+    return found
+
+
+def _mismatch(a: pd.Series, b: pd.Series) -> str:
+    return "; ".join(
+        f"{column}: A {a[column]!r}, B {b[column]!r}"
+        for column in MUST_MATCH
+        if not (pd.isna(a[column]) and pd.isna(b[column])) and a[column] != b[column]
+    )
+
+
+def _row(a: pd.Series, b: pd.Series, half_width: float, share: float) -> dict:
+    row = {**{key: a[key] for key in KEY}, "a_instructions": a[FIGURE], "b_instructions": b[FIGURE]}
+    if a["status"] != "ok" or b["status"] != "ok":
+        why = "; ".join(f"{side}: {r['reason']}" for side, r in (("A", a), ("B", b)) if r["status"] != "ok")
+        return {**row, "verdict": NOT_COMPARABLE, "why": why}
+    differs = _mismatch(a, b)
+    if differs:
+        return {**row, "verdict": NOT_COMPARABLE, "why": f"counted with different software or CPU ({differs})"}
+    ratio = b[FIGURE] / a[FIGURE]
+    low, high = ratio * math.exp(-half_width), ratio * math.exp(half_width)
+    return {**row, "ratio": ratio, "ci_low": low, "ci_high": high, "verdict": work_lens.outcome(low, high, share)}
+
+
+def _side(merged: pd.Series, columns, suffix: str) -> pd.Series:
+    """One run's row out of the two runs' merged one."""
+    return pd.Series({c: merged[c] if c in KEY else merged[f"{c}_{suffix}"] for c in columns})
+
+
+def compare_work(a_dir: Path, b_dir: Path, config: dict, share: float | None = None) -> pd.DataFrame:
+    """Every server counted in both runs: its change in work per request, B/A."""
+    share = config["work_lens"]["margin"] if share is None else share
+    a, b = pd.read_csv(Path(a_dir) / "work.csv"), pd.read_csv(Path(b_dir) / "work.csv")
+    spreads = [_spreads(a, config), _spreads(b, config)]
+    both = a.merge(b, on=KEY, suffixes=("_a", "_b"))
+    rows = []
+    for _, merged in both.iterrows():
+        side = [_side(merged, a.columns, suffix) for suffix in ("a", "b")]
+        condition = tuple(merged[c] for c in work_lens.CONDITION)
+        spread = max((found.get(condition, 0.0) for found in spreads), default=0.0)
+        half_width = max(work_lens.SPREAD_TIMES * spread, work_lens.SPREAD_FLOOR)
+        rows.append(_row(side[0], side[1], half_width, share))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def exit_status(table: pd.DataFrame, fail_above: float) -> tuple[int, str]:
+    """1 when a server is shown doing more work by more than ``fail_above``, 0 when every
+    comparable one is shown within it, 3 when the runs cannot tell; and why."""
+    judged = table[table["verdict"] != NOT_COMPARABLE]
+    worse = judged[judged["ci_low"] > 1 + fail_above]
+    if len(worse):
+        named = ", ".join(f"{r.server} {r.ratio:.3f}×" for r in worse.itertuples())
+        return 1, f"{len(worse)} server(s) shown doing more than {fail_above:.1%} more work per request: {named}"
+    within = (judged["ci_low"] >= 1 / (1 + fail_above)) & (judged["ci_high"] <= 1 + fail_above)
+    if len(judged) and within.all() and len(judged) == len(table):
+        return 0, f"every server shown within {fail_above:.1%} of its work per request"
+    unsure = [f"{r.server}: {r.why}" for r in table[table["verdict"] == NOT_COMPARABLE].itertuples()]
+    unsure += [f"{r.server}: {r.ratio:.4f}× [{r.ci_low:.4f}, {r.ci_high:.4f}]" for r in judged[~within].itertuples()]
+    return 3, f"cannot tell for {len(unsure)} server(s): " + "; ".join(unsure or ["no server counted in both runs"])

@@ -1,0 +1,143 @@
+"""The work lens on the page and in answers.md: why work is not speed, one
+sentence per comparison with the timed lens's word beside it, and a table of
+every server's work per request, its instructions stacked by where they ran.
+
+Everything is read from work.csv, work_detail.csv and work_verdicts.csv (which
+has the timed comparison of the same pair beside each) as fields.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+WHY_NOT_SPEED = (
+    "Work is what a server does per request, counted rather than timed: user-space instructions under "
+    "valgrind and syscalls under perf, the same on a quiet machine or a noisy one. It is not speed: time "
+    "also goes to the kernel, to instructions that take more or fewer cycles (caches, branches) and to "
+    "waiting, so the timed comparisons stay beside it."
+)
+# Same-server pairs (one program, two languages) first: the question the lens answers best.
+KIND_ORDER = {"same server": 0, "family": 1, "variant": 2, "A/A": 3, "named": 4, "ceiling": 5}
+# Stacked bar colours by class of object (any other class is grey).
+CLASS_COLOURS = {
+    "interpreter": "#4c78a8",
+    "server": "#f58518",
+    "libc": "#54a24b",
+    "extensions": "#b279a2",
+    "unnamed code (vDSO, generated)": "#9d755d",
+}
+
+
+def _timed(row: pd.Series) -> str:
+    """What the timed lens said of the same pair (work_verdicts.csv's timed_* fields)."""
+    if not isinstance(row.get("timed_at"), str):
+        return ""
+    where = row["timed_at"]
+    if row["timed_outcome"] in ("faster", "slower", "equivalent"):
+        return f"; timed at {where} it was {row['timed_outcome']} ({row['timed_ratio']:.2f}×)"
+    if pd.notna(row.get("timed_detectable_ratio")):
+        return (
+            f"; this run's timing at {where} could not tell their speeds apart "
+            f"(it could have told {row['timed_detectable_ratio']:.2f}×)"
+        )
+    return f"; timed at {where}: {row['timed_outcome']}"
+
+
+def sentence(row: pd.Series) -> str:
+    """One work comparison in words, with the timed lens's word beside it."""
+    if pd.isna(row["ratio"]):
+        return f"{row['a']} against {row['b']} ({row['kind']}): not compared on work ({row['why']})."
+    half = math.log(row["ci_high"] / row["ratio"])
+    syscalls = ""
+    if pd.notna(row.get("a_syscalls")) and pd.notna(row.get("b_syscalls")):
+        syscalls = f" and {row['a_syscalls']:.2f} syscalls per request against {row['b_syscalls']:.2f}"
+    return (
+        f"{row['a']} does {row['ratio']:.3f}× the user-space instructions per request of {row['b']} "
+        f"({row['a_value']:,.0f} against {row['b_value']:,.0f}, ±{half:.2%}: {row['outcome']})"
+        f"{syscalls}{_timed(row)}."
+    )
+
+
+def work_sentences(work_verdicts: pd.DataFrame | None) -> list[str]:
+    if work_verdicts is None or work_verdicts.empty:
+        return []
+    ordered = work_verdicts.assign(_order=work_verdicts["kind"].map(KIND_ORDER).fillna(9)).sort_values(
+        ["_order", "a", "b"], kind="stable"
+    )
+    return [sentence(row) for _, row in ordered.iterrows()]
+
+
+def _bar(classes: pd.Series, widest: float) -> list[dict]:
+    """Segments of one server's stacked bar: class, share of the widest bar (%), value, colour."""
+    return [
+        {
+            "name": name,
+            "width": round(100 * value / widest, 2),
+            "value": f"{value:,.0f}",
+            "colour": CLASS_COLOURS.get(name, "#bab0ac"),
+        }
+        for name, value in classes.items()
+        if value > 0 and widest > 0
+    ]
+
+
+def work_rows(work: pd.DataFrame, detail: pd.DataFrame, pairs_first: list[str]) -> list[dict]:
+    """A row per server: its figures, and its instructions stacked by class of object."""
+    classes = detail[detail["kind"] == "class"]
+    widest = float(work["instructions_per_request"].max()) if work["instructions_per_request"].notna().any() else 0
+    order = {server: n for n, server in enumerate(pairs_first)}
+    rows = []
+    for _, row in work.sort_values("server").iterrows():
+        mine = classes[(classes["server"] == row["server"]) & (classes["profile"] == row["profile"])]
+        figures = {
+            "server": row["server"],
+            "workload": row["workload"],
+            "status": row["status"],
+            "reason": row["reason"] if isinstance(row["reason"], str) else "",
+            "order": order.get(row["server"], len(order)),
+        }
+        if row["status"] == "ok":
+            figures.update(
+                instructions=f"{row['instructions_per_request']:,.0f}",
+                syscalls=f"{row['syscalls_per_request']:.2f}",
+                switches=f"{row['context_switches_per_request']:.2f}",
+                cpu=f"{row['cpu_us_per_request']:.0f}" if pd.notna(row.get("cpu_us_per_request")) else "",
+                bar=_bar(mine.set_index("name")["per_request"], widest),
+            )
+        rows.append(figures)
+    return sorted(rows, key=lambda figures: (figures["order"], figures["server"]))
+
+
+def work_context(work_csv, detail_csv, work_verdicts_csv, margin: float = 0.005) -> dict | None:
+    """The page's "Work per request" section, or None where the run counted no work."""
+    if not work_csv:
+        return None
+    work, detail = pd.read_csv(work_csv), pd.read_csv(detail_csv)
+    judged = pd.read_csv(work_verdicts_csv)
+    same_server = judged[judged["kind"] == "same server"]
+    pairs_first = [server for _, row in same_server.iterrows() for server in (row["a"], row["b"])]
+    return {
+        "why": WHY_NOT_SPEED,
+        "sentences": work_sentences(judged),
+        "rows": work_rows(work, detail, pairs_first),
+        "classes": [{"name": name, "colour": colour} for name, colour in CLASS_COLOURS.items()],
+        "tools": _tools_sentence(work),
+        "margin": f"{margin:.2%}".replace(".50%", ".5%"),
+    }
+
+
+def _tools_sentence(work: pd.DataFrame) -> str:
+    """What counted, once: comparisons across runs need the same versions."""
+    first = work.dropna(subset=["valgrind"]).head(1)
+    if first.empty:
+        return ""
+    row = first.iloc[0]
+    return f"Counted with {row['valgrind']} and {row['perf']} on {row['cpu_model']}."
+
+
+def work_markdown(context: dict) -> str:
+    """answers.md's "Work per request" section."""
+    lines = ["## Work per request", "", context["why"], "", *(f"- {text}" for text in context["sentences"])]
+    return "\n".join([*lines, "", context["tools"], ""])
