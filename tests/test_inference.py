@@ -2,6 +2,7 @@
 data with a known truth; and the old design against the new on a simulated
 noisy machine (benchmarks/noise_simulation.py, a short version)."""
 
+import math
 import sys
 
 import numpy as np
@@ -116,3 +117,22 @@ def test_compare_rarely_alarms_on_runs_that_only_drift_and_never_passes_a_slowed
         table = compare.compare_sets(run, (slowed, run[1], {}), config, 0.05)
         assert compare.exit_status(table, 0.05)[0] != 0
         assert compare.exit_status(compare.compare_sets(run, run, config, 0.05), 0.05)[0] != 1
+
+
+@pytest.mark.parametrize(
+    ("ratio", "low", "high"),
+    [(1.0, 0.9, 1 / 0.9), (1.10, 0.95, 1.27), (0.97, 0.90, 1.045)],
+)
+def test_rounds_to_decide_is_the_fewest_that_clear_the_margins_edge(ratio, low, high):
+    """At the rounds it names, the same noise per round gives an interval that clears the
+    nearer edge of the ±2% band (outside it where the estimate is, inside where it is); one
+    round fewer does not."""
+    rounds, margin = 7, 0.02
+    needed = inference.rounds_to_decide(ratio, low, high, rounds, margin)
+    half = (math.log(high) - math.log(low)) / 2
+    distance = abs(abs(math.log(ratio)) - math.log1p(margin))
+    assert half * math.sqrt(rounds / needed) <= distance < half * math.sqrt(rounds / (needed - 1))
+
+
+def test_rounds_to_decide_at_the_edge_is_capped():
+    assert inference.rounds_to_decide(1.02, 0.98, 1.06, 7, 0.02) == inference.ROUNDS_CAP

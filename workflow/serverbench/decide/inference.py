@@ -174,6 +174,26 @@ def holm_levels(p_values: list[float | None], alpha: float) -> tuple[list[float 
     return adjusted, levels
 
 
+ROUNDS_CAP = 1000
+
+
+def rounds_to_decide(ratio: float, low: float, high: float, rounds: int, margin: float) -> int | None:
+    """The rounds at which this comparison's interval, with the same noise per round and the
+    same estimate, would clear the nearer edge of the ±margin band: wholly outside it (faster
+    or slower) where the estimate lies outside, wholly inside (equivalent) where it lies
+    within. Its half-width falls as one over the square root of the rounds (the t quantile's
+    own fall with more degrees of freedom left out, so it errs high). At most ROUNDS_CAP."""
+    if not rounds or not (0 < low <= ratio <= high):
+        return None
+    half = (math.log(high) - math.log(low)) / 2
+    distance = abs(abs(math.log(ratio)) - math.log1p(margin))
+    if half <= 0:
+        return None
+    if distance <= 0:
+        return ROUNDS_CAP
+    return min(ROUNDS_CAP, max(rounds + 1, math.ceil(rounds * (half / distance) ** 2)))
+
+
 def outcome(low: float, high: float, margin: float) -> str:
     """The interval of a ratio against the ±margin band around 1."""
     upper, lower = 1 + margin, 1 / (1 + margin)

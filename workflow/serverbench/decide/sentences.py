@@ -49,8 +49,15 @@ def outcome_words(row: dict) -> str:
         return f"equivalent (within ±{margin * 100:.3g}%)"
     if verdict == "undetermined":
         detectable = row["detectable_ratio"]
+        needed = row.get("rounds_needed")
+        rounds = (
+            f"; at this host's noise about {needed:.0f} rounds would decide it, against {min(row['n_a'], row['n_b'])}"
+            if needed is not None and needed == needed
+            else ""
+        )
         return (
-            f"undetermined (this run could have told a ratio beyond {detectable:.2f}× or below {1 / detectable:.2f}×)"
+            f"undetermined (this run could have told a ratio beyond {detectable:.2f}× or below {1 / detectable:.2f}×"
+            f"{rounds})"
         )
     return verdict
 

@@ -40,7 +40,7 @@ VERDICT_COLUMNS = [
     "kind", *CONDITION, "fraction", "offered_rps", "a", "b", "language_a", "language_b", "n_a", "n_b",
     "median_a", "median_b", "full_a", "full_b", "method",
     "ratio", "ci_low", "ci_high", "delivered_ratio", "delivered_ci_low", "delivered_ci_high",
-    "level", "p_value", "p_holm", "margin", "detectable_ratio", "verdict", "why",
+    "level", "p_value", "p_holm", "margin", "detectable_ratio", "rounds_needed", "verdict", "why",
     "sentence",
 ]  # fmt: skip
 NOT_TESTED = "not tested"
@@ -270,6 +270,9 @@ def _decide(row: dict, alpha: float, margin: float) -> None:
     row["ci_low"], row["ci_high"] = estimate.interval(row["level"])
     row["verdict"] = inference.outcome(row["ci_low"], row["ci_high"], margin)
     row["detectable_ratio"] = estimate.detectable_ratio(row["level"], margin)
+    if row["verdict"] == inference.UNDETERMINED:  # what this host's noise would need to decide it
+        rounds = min(row["n_a"], row["n_b"])
+        row["rounds_needed"] = inference.rounds_to_decide(row["ratio"], row["ci_low"], row["ci_high"], rounds, margin)
 
 
 def _decide_latency(row: dict, confidence: float) -> None:
