@@ -16,6 +16,24 @@ include: "workflow/rules/collect.smk"
 include: "workflow/rules/charts.smk"
 
 
+# Steps that measure nothing run where snakemake runs: on a cluster only the
+# cells, probes, work counts and the steadiness check become scheduler jobs
+# (each light step would pay a job's start; docs/executors.md).
+localrules:
+    all,
+    capacity,
+    precision,
+    collect,
+    decide,
+    decide_work,
+    work_table,
+    conformance_table,
+    seeds,
+    chart,
+    index,
+    screenshots,
+
+
 rule all:
     default_target: True
     input:

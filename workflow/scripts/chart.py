@@ -1,7 +1,12 @@
 """Draws one chart from the run's tables (serverbench.report.charts)."""
 
+import sys
+
 import pandas as pd
 from serverbench.report import charts
+
+# The rule's log is this job's stderr: warnings and a traceback land beside the run.
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821, SIM115 (injected by Snakemake)
 
 chart = charts.build(
     snakemake.wildcards.chart,  # noqa: F821 (injected by Snakemake)

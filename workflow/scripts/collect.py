@@ -1,6 +1,11 @@
 """Merges cell results into runs.csv, summary.csv, latency.csv, workers.csv and steady.csv (serverbench.tables)."""
 
+import sys
+
 from serverbench.tables.collect import write_tables
+
+# The rule's log is this job's stderr: warnings and a traceback land beside the run.
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821, SIM115 (injected by Snakemake)
 
 write_tables(
     snakemake.input.cells,  # noqa: F821 (injected by Snakemake)

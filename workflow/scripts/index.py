@@ -1,8 +1,12 @@
 """Writes index.html (serverbench.report.index)."""
 
+import sys
 from pathlib import Path
 
 from serverbench.report.index import write_index
+
+# The rule's log is this job's stderr: warnings and a traceback land beside the run.
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821, SIM115 (injected by Snakemake)
 
 out = Path(snakemake.output.index)  # noqa: F821 (injected by Snakemake)
 charts = {

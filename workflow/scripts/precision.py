@@ -1,9 +1,13 @@
 """Decides whether a profile needs another round (serverbench.decide.adaptive)."""
 
 import json
+import sys
 
 from serverbench.decide.adaptive import needs_another_round
 from serverbench.files import write_atomic
+
+# The rule's log is this job's stderr: warnings and a traceback land beside the run.
+sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821, SIM115 (injected by Snakemake)
 
 decision = needs_another_round(
     list(snakemake.input),  # noqa: F821 (injected by Snakemake)
