@@ -80,7 +80,10 @@ def _seen(*answers, ending="open"):
 def test_the_judge_on_what_neither_test_server_does():
     reject = CASES["cl_duplicate_differ"]  # MUST 400, then close
     assert framing.judge(reject, _seen((400, b"no"), (200, framing.HELLO)), app=True)[0] == "fail"
-    assert framing.judge(reject, _seen(ending="closed"), app=True) == ("warn", "closed without an answer")
+    assert framing.judge(reject, _seen(ending="closed"), app=True) == (
+        "warn",
+        "closed without an answer: safe, but the RFC requires a 400 first",
+    )
     # The server waits for more body: the marker was read as body.
     outcome, note = framing.judge(reject, _seen(), app=True)
     assert outcome == "fail" and note.startswith("desynchronised: no answer at all")
@@ -133,3 +136,29 @@ def test_the_panel_and_the_answers_count_the_musts_met(judged):
     assert protocol_differences(verdicts, table) == [
         "lax-server fails date (), which strict-server, compared with it, passes."
     ]
+
+
+def test_a_must_closed_silently_is_broken_alike_in_the_panel_and_the_sentence():
+    """A request a MUST says to reject with a 400, closed without a word (warn: safe, but the
+    400 was owed), counts as a broken MUST in the panel and in the sentence alike; every other
+    check of the planted server passes."""
+    rows = []
+    silent = next(case for case in framing.CASES if case.requires == "reject")
+    for case in framing.CASES:
+        seen = _seen(ending="closed") if case is silent else _seen((400, b"bad\n"), ending="closed")
+        outcome, did, desync = framing.judged(case, seen, app=True)
+        check = probes.Check(case.name, outcome, did, group=framing.GROUP, kind=case.kind,
+                             requirement=framing.REQUIREMENT_LEVEL[case.requires], did=did, words=case.words,
+                             desynchronised=desync, met=outcome in ("pass", "info"))  # fmt: skip
+        rows.append({"profile": "p", "server": "quiet-server", "language": "python", **asdict(check)})
+    table = pd.DataFrame(rows)
+    planted = table.set_index("check").loc[silent.name]
+    assert planted["outcome"] == "warn" and not planted["met"] and "requires a 400" in planted["did"]
+    musts = int((table["requirement"] == "MUST").sum())
+    broken = table[(table["requirement"] == "MUST") & ~table["met"].astype(bool)]
+    assert list(broken["check"]) == [silent.name], broken[["check", "outcome", "did"]]
+    (row,) = framing_panel(table)["rows"]
+    assert row["total"]["text"] == f"{musts - 1}/{musts}" and silent.name in row["total"]["title"]
+    (sentence,) = framing_sentences(table)
+    assert sentence.startswith(f"quiet-server broke 1 of {musts} MUSTs of RFC 9112/9110 on request framing")
+    assert "closed safely without the 400 owed" in sentence and silent.name in sentence

@@ -24,8 +24,9 @@ from serverbench.host.runenv import make_rundir, run_env
 from serverbench.plan.config import effective_profile, serves
 from serverbench.plan.shapes import Cell
 
-# /2: request framing checks, each with its group, class and the RFC requirement it rests on.
-CONFORMANCE_SCHEMA = "conformance/2"
+# /2: request framing checks, each with its group, class and the RFC requirement it rests on;
+# /3: each check's facts as fields (did, reading, words, desynchronised, met).
+CONFORMANCE_SCHEMA = "conformance/3"
 # What the linters say in the server's log: wsgiref.validate's assertions and the
 # exceptions it raises on a missing key, Plack::Middleware::Lint's messages.
 LINT_PATTERN = re.compile(r"((?:\w+Error|WSGIWarning): .*|Missing mandatory .*|.*Plack/Middleware/Lint\.pm.*)$", re.M)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from serverbench.cell.probes import HELLO, Check, Target, shown
 from serverbench.cell.wire import Answer, WireError, request
+from serverbench.record.conformance import met
 
 GROUP = "request framing"
 HIDDEN = b"GET /big HTTP/1.1\r\nHost: localhost\r\n\r\n"
@@ -302,12 +303,24 @@ def reading(case: Case, seen: Seen, app: bool) -> str:
 
 def judge(case: Case, seen: Seen, app: bool) -> tuple[str, str]:
     """The outcome and the note's first words for what the server did under ``case.requires``."""
+    outcome, did, _ = judged(case, seen, app)
+    return outcome, did
+
+
+def judged(case: Case, seen: Seen, app: bool) -> tuple[str, str, bool]:
+    """``judge``, and whether the server was desynchronised (a field, not read back from words)."""
     did, desync = behaviour(seen), desynchronised(seen, app)
     if case.requires == "no-overflow" and seen.first is None:
         # Waiting for the 2^64 + 5 bytes announced (the marker taken as chunk data) reads the size right.
-        return "pass", did + ": no answer while it waits for the size announced, or closed"
+        return "pass", did + ": no answer while it waits for the size announced, or closed", False
     if desync:
-        return "fail", f"desynchronised: {desync} ({did})"
+        return "fail", f"desynchronised: {desync} ({did})", True
+    outcome, did = _judge_in_sync(case, seen, did)
+    return outcome, did, False
+
+
+def _judge_in_sync(case: Case, seen: Seen, did: str) -> tuple[str, str]:
+    """The outcome of a server that read the request that was sent."""
     first = seen.first
     accepted = first is not None and first.status < 400
     closed = seen.ending == "closed" and len(seen.answers) <= 1
@@ -324,7 +337,9 @@ def judge(case: Case, seen: Seen, app: bool) -> tuple[str, str]:
         return outcome, did + why
     if first is None:
         # Closing without a word is safe; where a 400 is a MUST it was owed first.
-        return ("warn" if case.requires == "reject" else "pass"), did
+        if case.requires == "reject":
+            return "warn", did + ": safe, but the RFC requires a 400 first"
+        return "pass", did
     if case.requires == "reject" and case.close and not closed:
         return "fail", did + ": the RFC requires closing after the 400"
     return "pass", did
@@ -337,13 +352,26 @@ def check(case: Case, target: Target) -> Check:
         seen = send_with_marker(target, case.data)
     except (OSError, WireError) as exc:
         seen = Seen([], f"garbled: {exc}")
-    outcome, note = judge(case, seen, target.app)
+    outcome, did, desync = judged(case, seen, target.app)
     if not target.answers_next_client():
-        outcome, note = "fail", f"{note}; afterwards a new client was not answered"
+        outcome, did = "fail", f"{did}; afterwards a new client was not answered"
     received = b"".join(answer.raw[:200] for answer in seen.answers) or seen.ending.encode()
-    return Check(case.name, outcome, f"{note}{reading(case, seen, target.app)}. {case.words}",
-                 shown(case.data + MARKER), shown(received), group=GROUP, kind=case.kind,
-                 requirement=level)  # fmt: skip
+    used = reading(case, seen, target.app)
+    return Check(
+        case.name,
+        outcome,
+        f"{did}{used}. {case.words}",
+        shown(case.data + MARKER),
+        shown(received),
+        group=GROUP,
+        kind=case.kind,
+        requirement=level,
+        did=did,
+        reading=used.removeprefix("; "),
+        words=case.words,
+        desynchronised=desync,
+        met=met(outcome),
+    )
 
 
 def check_all(target: Target) -> list[Check]:

@@ -37,6 +37,12 @@ class Check:
     group: str = ""  # a family of checks shown together (request framing)
     kind: str = ""  # its class within the group
     requirement: str = ""  # MUST | SHOULD | MAY: the RFC's word the check rests on
+    # Request framing's facts, each a field (the note joins them for a reader):
+    did: str = ""  # what the server did, in a few words
+    reading: str = ""  # which length it handed the app, where it took a body
+    words: str = ""  # the RFC's words the check rests on
+    desynchronised: bool = False  # it read a different request than was sent
+    met: bool | None = None  # the requirement met (serverbench.record.conformance.met); None: none
 
 
 def shown(data: bytes | str) -> str:

@@ -58,17 +58,19 @@ def framing_sentences(conformance: pd.DataFrame) -> list[str]:
     sentences = []
     for (_, server), checks in rows.groupby(["profile", "server"], sort=False):
         musts = checks[checks["requirement"] == "MUST"]
-        broken = musts[musts["outcome"] == "fail"]
-        desync = broken["note"].astype(str).str.startswith("desynchronised")
+        broken = musts[~met_column(musts)]
+        desync = truth(broken["desynchronised"])
         broken = pd.concat([broken[desync], broken[~desync]])
         took = checks[(checks["requirement"] == "SHOULD") & (checks["outcome"] == "warn")]
         if broken.empty:
             text = f"{server} met all {len(musts)} MUSTs of RFC 9112/9110 on request framing"
         else:
-            named = ", ".join(f"{row.check} ({_first_words(row.note)})" for row in broken.head(3).itertuples())
+            named = ", ".join(f"{row.check} ({_in_brief(row)})" for row in broken.head(3).itertuples())
             more = f" and {len(broken) - 3} more" if len(broken) > 3 else ""
             which = "among them" if len(broken) > 1 else "the one broken:"
-            text = (f"{server} broke {len(broken)} of {len(musts)} MUSTs of RFC 9112/9110 on request framing, "
+            silent = int((broken["outcome"] == "warn").sum())
+            owed = f" ({silent} of them closed safely without the 400 owed)" if silent else ""
+            text = (f"{server} broke {len(broken)} of {len(musts)} MUSTs of RFC 9112/9110 on request framing{owed}, "
                     f"{which} {named}{more}")  # fmt: skip
         shoulds = len(checks[checks["requirement"] == "SHOULD"])
         if len(took):
@@ -77,8 +79,17 @@ def framing_sentences(conformance: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(sentences))
 
 
-def _first_words(note: str) -> str:
-    """What the server did, without the RFC's words that follow it (nor, once desynchronised,
-    what it answered)."""
-    words = str(note).split(". RFC ")[0].split("; it ")[0]
-    return words.split(" (")[0] if words.startswith("desynchronised") else words
+def truth(values: pd.Series) -> pd.Series:
+    """A column of flags as conformance.csv gives it back (True, "True", False, empty)."""
+    return values.map(lambda value: value is True or str(value) == "True").astype(bool)
+
+
+def met_column(checks: pd.DataFrame) -> pd.Series:
+    """Each check's ``met`` (serverbench.record.conformance's rule, as conformance.csv has it)."""
+    return truth(checks["met"])
+
+
+def _in_brief(row) -> str:
+    """What the server did (once desynchronised: how, without what it answered)."""
+    did = str(row.did)
+    return did.split(" (")[0] if str(row.desynchronised) == "True" else did

@@ -13,7 +13,7 @@ from altair.utils._importers import vl_version_for_vl_convert
 from markupsafe import Markup
 
 from serverbench import files
-from serverbench.decide.conformance import framing_rows
+from serverbench.decide.conformance import framing_rows, met_column, truth
 from serverbench.decide.seeds import claims_in_brief
 from serverbench.record.flags import FLAG_HELP
 from serverbench.report import seeds as seed_report
@@ -147,11 +147,11 @@ def framing_panel(table: pd.DataFrame) -> dict | None:
 
 def _framing_cell(checks: pd.DataFrame) -> dict:
     musts = checks[checks["requirement"] == "MUST"]
-    broken = musts[~musts["outcome"].isin(["pass", "info"])]
+    broken = musts[~met_column(musts)]
     loose = checks[(checks["requirement"] != "MUST") & (checks["outcome"] == "warn")]
-    desync = broken["note"].astype(str).str.startswith("desynchronised").any()
+    desync = truth(broken["desynchronised"]).any()
     shown = pd.concat([broken, loose])
-    title = "; ".join(f"{row.check}: {str(row.note).split('. RFC ')[0]}" for row in shown.itertuples())
+    title = "; ".join(f"{row.check}: {row.did}" for row in shown.itertuples())
     outcome = "fail" if len(broken) else ("warn" if len(loose) else "pass")
     # A class with no MUST (a bare LF: MAY) shows what the server did instead of 0/0.
     text = f"{len(musts) - len(broken)}/{len(musts)}" if len(musts) else "/".join(sorted(set(checks["outcome"])))

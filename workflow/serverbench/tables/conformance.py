@@ -8,11 +8,21 @@ from __future__ import annotations
 import pandas as pd
 
 from serverbench import files
+from serverbench.record.conformance import met
 
 # group, kind and requirement: a request framing check's group, its class, and the RFC's word it
 # rests on (MUST, SHOULD, MAY); empty for the other checks and in conformance/1 results.
+# did, reading, words, desynchronised, met: a framing check's facts as fields (conformance/3); met is
+# serverbench.record.conformance's one rule, derived here for older results that lack it.
 CONFORMANCE_COLUMNS = ["profile", "server", "language", "check", "outcome", "note", "sent", "received", "group",
-                       "kind", "requirement"]  # fmt: skip
+                       "kind", "requirement", "did", "reading", "words", "desynchronised", "met"]  # fmt: skip
+
+
+def _with_met(check: dict) -> dict:
+    """A check with ``met`` where it rests on a requirement (older results: from its outcome)."""
+    if check.get("requirement") and check.get("met") is None:
+        return {**check, "met": met(check["outcome"])}
+    return check
 
 
 def conformance_rows(paths) -> pd.DataFrame:
@@ -24,7 +34,7 @@ def conformance_rows(paths) -> pd.DataFrame:
             continue
         if result["status"] != "ok":
             rows.append({**where, "check": "probe", "outcome": "fail", "note": result["reason"]})
-        rows.extend({**where, **check} for check in result["checks"])
+        rows.extend({**where, **_with_met(check)} for check in result["checks"])
         for finding in result.get("lint_findings") or []:
             note = f"{finding.get('request', 'GET /')}: {finding['level']}: {finding['note']}"
             rows.append({**where, "check": "httplint", "outcome": "info", "note": note})
