@@ -55,6 +55,7 @@ onstart:
 onsuccess:
     docker_down()
     print_answers(f"{RESULTS}/verdicts.csv", f"{RESULTS}/conformance.csv")
+    print_work(f"{RESULTS}/work_verdicts.csv")
 
 
 onerror:

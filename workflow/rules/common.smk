@@ -10,6 +10,7 @@ from serverbench.plan.languages import title as language_title
 from serverbench.plan.matrix import Matrix, kept_seed
 from serverbench.plan.shapes import CELL_PATH, RATE_CELL_PATH
 from serverbench.report.answers import print_answers
+from serverbench.report.work import print_work
 from serverbench.report.names import CHARTS
 from serverbench.report.screenshots import browser
 

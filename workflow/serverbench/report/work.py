@@ -141,3 +141,28 @@ def work_markdown(context: dict) -> str:
     """answers.md's "Work per request" section."""
     lines = ["## Work per request", "", context["why"], "", *(f"- {text}" for text in context["sentences"])]
     return "\n".join([*lines, "", context["tools"], ""])
+
+
+def console_line(row: pd.Series) -> str:
+    """One work comparison on one line, hyperfine's way: the figure, its interval, the word."""
+    if pd.isna(row["ratio"]):
+        return f"{row['a']} against {row['b']}: not compared on work ({row['why']})"
+    timed = f" (timed at {row['timed_at']}: {row['timed_outcome']})" if isinstance(row.get("timed_at"), str) else ""
+    return (
+        f"{row['a']}: {row['ratio']:.3f}× [{row['ci_low']:.3f}–{row['ci_high']:.3f}] the instructions per request "
+        f"of {row['b']} — {row['outcome']}{timed}"
+    )
+
+
+def print_work(path) -> None:
+    """The work comparisons in the terminal when the workflow finishes (where the run counted work)."""
+    try:
+        judged = pd.read_csv(path)
+    except (OSError, pd.errors.EmptyDataError):
+        return
+    print(f"\nwork per request ({len(judged)} comparisons, {path}; work is not speed: docs/work.md):")
+    for (profile, workload), rows in judged.groupby(["profile", "workload"], sort=False):
+        print(f"  {profile}, {workload}:")
+        ordered = rows.assign(_order=rows["kind"].map(KIND_ORDER).fillna(9)).sort_values("_order", kind="stable")
+        for _, row in ordered.iterrows():
+            print(f"    {console_line(row)}")
