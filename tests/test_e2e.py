@@ -166,6 +166,7 @@ def test_work_per_request_is_counted_judged_and_shown(tiny_run):
     (family,) = judged[judged["kind"] == "family"].itertuples()
     assert family.metric == "work" and family.outcome in ("more work", "less work")
     assert family.ci_low <= family.ratio <= family.ci_high
+    assert family.timed_at == "wrk c=10" and isinstance(family.timed_outcome, str)  # the timed lens beside
     index = (results / "index.html").read_text()
     assert 'id="work"' in index and "user-space instructions per request" in index
     answers = (results / "answers.md").read_text()

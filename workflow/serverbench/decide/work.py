@@ -54,6 +54,12 @@ WORK_VERDICT_COLUMNS = [
     "why",
     "a_syscalls",
     "b_syscalls",
+    # The timed lens's comparison of the same pair (its lowest concurrency), and whether both agree.
+    "timed_at",
+    "timed_ratio",
+    "timed_outcome",
+    "timed_detectable_ratio",
+    "agrees",
 ]
 
 
