@@ -69,24 +69,27 @@ def work_sentences(work_verdicts: pd.DataFrame | None) -> list[str]:
     return [sentence(row) for _, row in ordered.iterrows()]
 
 
-def _bar(classes: pd.Series, widest: float) -> list[dict]:
-    """Segments of one server's stacked bar: class, share of the widest bar (%), value, colour."""
+def _bar(classes: pd.Series) -> list[dict]:
+    """Segments of one server's bar: each class's share of its instructions (%), value, colour.
+    The bar is the server's own composition; its total stands beside it (one scale for all
+    would leave a light server a sliver beside gunicorn's 600k)."""
+    shown = classes[classes > 0]
+    total = float(shown.sum())
     return [
         {
             "name": name,
-            "width": round(100 * value / widest, 2),
+            "width": round(100 * value / total, 2),
             "value": f"{value:,.0f}",
             "colour": CLASS_COLOURS.get(name, "#bab0ac"),
         }
-        for name, value in classes.items()
-        if value > 0 and widest > 0
+        for name, value in shown.items()
+        if total > 0
     ]
 
 
 def work_rows(work: pd.DataFrame, detail: pd.DataFrame, pairs_first: list[str]) -> list[dict]:
     """A row per server: its figures, and its instructions stacked by class of object."""
     classes = detail[detail["kind"] == "class"]
-    widest = float(work["instructions_per_request"].max()) if work["instructions_per_request"].notna().any() else 0
     order = {server: n for n, server in enumerate(pairs_first)}
     rows = []
     for _, row in work.sort_values("server").iterrows():
@@ -104,7 +107,7 @@ def work_rows(work: pd.DataFrame, detail: pd.DataFrame, pairs_first: list[str]) 
                 syscalls=f"{row['syscalls_per_request']:.2f}",
                 switches=f"{row['context_switches_per_request']:.2f}",
                 cpu=f"{row['cpu_us_per_request']:.0f}" if pd.notna(row.get("cpu_us_per_request")) else "",
-                bar=_bar(mine.set_index("name")["per_request"], widest),
+                bar=_bar(mine.set_index("name")["per_request"]),
             )
         rows.append(figures)
     return sorted(rows, key=lambda figures: (figures["order"], figures["server"]))
