@@ -80,6 +80,9 @@ class Estimate:
         return math.exp(math.log1p(margin) + half * (1 + power / crit))
 
 
+NUMERIC_FLOOR = 1e-9  # relative: a standard error or an effect below it is rounding
+
+
 def by_rounds(a: pd.Series, b: pd.Series) -> Estimate | None:
     """The rounds model for two servers' log req/s, indexed by round; None when
     fewer than two rounds hold both (then nothing pairs them)."""
@@ -93,7 +96,14 @@ def by_rounds(a: pd.Series, b: pd.Series) -> Estimate | None:
     fit = sm.OLS(y, design).fit()
     if fit.df_resid < 1 or not np.isfinite(fit.bse[1]):
         return None
-    p_value = float(fit.pvalues[1]) if fit.bse[1] > 0 else float(fit.params[1] == 0)
+    # Rounds that fit exactly (two sides alike in every round: Jain's index 1.0 against 1.0)
+    # leave a standard error of rounding noise, whose t and p changed with the machine's BLAS
+    # (0.707 on one host, 1.0 on another): below NUMERIC_FLOOR the fit is exact, and its p 1 or 0.
+    scale = max(1.0, float(np.abs(y).max()))
+    if fit.bse[1] > NUMERIC_FLOOR * scale:
+        p_value = float(fit.pvalues[1])
+    else:
+        p_value = float(abs(fit.params[1]) <= NUMERIC_FLOOR * scale)
     return Estimate("rounds model", len(both), len(both), float(fit.params[1]), p_value, float(fit.bse[1]),
                     float(fit.df_resid))  # fmt: skip
 
