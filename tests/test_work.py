@@ -136,12 +136,22 @@ def test_a_worker_killed_mid_life_gives_a_reason(work_config, tmp_path):
                 continue
         return None
 
+    def counting() -> bool:
+        """The counted load of a life is under way (h2load on one connection; the warm-up has more)."""
+        for process in psutil.process_iter():
+            try:
+                argv = process.cmdline()
+            except psutil.Error:
+                continue
+            if argv[:1] == ["h2load"] and argv[argv.index("-c") + 1] == "1":
+                return True
+        return False
+
     def kill_a_worker():
         deadline = time.monotonic() + 120
         while not killed and time.monotonic() < deadline:
-            worker = a_worker()
+            worker = a_worker() if counting() else None
             if worker is not None:
-                time.sleep(2)  # into the life, past its start
                 try:
                     worker.send_signal(signal.SIGKILL)
                     killed.append(worker.pid)

@@ -127,7 +127,8 @@ def layout_problems(found: dict, lead: str) -> list[str]:
     its drawing (a blank band), a console error."""
     width = found["viewport"]
     problems = [f"the document is {found['document']} px wide in a {width} px window"] * (found["document"] > width)
-    problems += [f"the page scrolls {found['scroll_x']} px to the right"] * (found.get("scroll_x", 0) > 0)
+    scrolled = found.get("scroll_x") or 0
+    problems += [f"the page scrolls {scrolled} px to the right"] * (scrolled > 0)
     problems += [f"console: {line}" for line in found["console_errors"]]
     for chart in found["charts"]:
         if not chart["drawn"]:
