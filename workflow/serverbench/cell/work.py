@@ -144,14 +144,24 @@ def _load(launch: Launch, url_path: str, requests: int, cpus: list[int], raw: Pa
         raise CellFailed(f"the client got {counts[3]} answers of {requests}, {ok[1]} of them 2xx")
 
 
+def _counted(launch: Launch) -> list[psutil.Process]:
+    """The server's processes now, a perf wrapper left out (it counts, it is not counted)."""
+    found = []
+    for process in launch.server.tree():
+        try:
+            if process.name() != "perf":
+                found.append(process)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
 def _tree_usage(launch: Launch) -> dict:
     """CPU seconds in user space and in the kernel of the server's processes (the wrapper
     excluded), read before the stop: perf's task-clock has the total, not the split."""
     usage = {"cpu_user_s": 0.0, "cpu_system_s": 0.0}
-    for process in launch.server.tree():
+    for process in _counted(launch):
         try:
-            if process.name() == "perf":
-                continue
             times = process.cpu_times()
         except psutil.NoSuchProcess:
             continue
@@ -161,15 +171,7 @@ def _tree_usage(launch: Launch) -> dict:
 
 
 def _pids(launch: Launch) -> set[int]:
-    """The server's processes now (a perf wrapper left out: it counts, it is not counted)."""
-    found = set()
-    for process in launch.server.tree():
-        try:
-            if process.name() != "perf":
-                found.add(process.pid)
-        except psutil.NoSuchProcess:
-            pass
-    return found
+    return {process.pid for process in _counted(launch)}
 
 
 def _settle(port: int, timeout: float) -> None:
@@ -192,10 +194,9 @@ def _settle(port: int, timeout: float) -> None:
 def _stop_server(launch: Launch, grace: float) -> None:
     """TERM the server's processes but not a perf wrapper (which writes its summary once
     its child has gone) and wait for the tree to end; Launch.stop ends what is left."""
-    for process in launch.server.tree():
+    for process in _counted(launch):
         try:
-            if process.name() != "perf":
-                process.terminate()
+            process.terminate()
         except psutil.NoSuchProcess:
             pass
     deadline = time.monotonic() + grace
