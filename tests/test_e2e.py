@@ -19,6 +19,8 @@ from serverbench.report import screenshots
 from serverbench.report.names import CHARTS
 
 pytestmark = pytest.mark.e2e
+# Every snakemake call on the tiny run takes the same config, or the rerun would find params changed.
+SHORT_LIVES = ["--configfile", "config.yaml", str(REPO_ROOT / "tests/data/short-work-lives.yaml")]
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +29,7 @@ def tiny_run(tmp_path_factory):
     results = tmp_path_factory.mktemp("e2e") / "results"
     before = server_processes()
     done = run_snakemake(
-        ["--cores", "4"], [*TINY_MATRIX, f"results={results}"], timeout=900, conformance=True, work=True
+        ["--cores", "4", *SHORT_LIVES], [*TINY_MATRIX, f"results={results}"], timeout=900, conformance=True, work=True
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return results, done, server_processes() - before
@@ -191,7 +193,11 @@ def test_report_packs_the_run(tiny_run, tmp_path):
     results, _, _ = tiny_run
     report = tmp_path / "report.zip"
     done = run_snakemake(
-        ["--report", str(report)], [*TINY_MATRIX, f"results={results}"], timeout=600, conformance=True, work=True
+        ["--report", str(report), *SHORT_LIVES],
+        [*TINY_MATRIX, f"results={results}"],
+        timeout=600,
+        conformance=True,
+        work=True,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     with zipfile.ZipFile(report) as packed:
@@ -215,6 +221,7 @@ def test_rerun_has_nothing_to_do(tiny_run):
             "--cores",
             "4",
             "-n",
+            *SHORT_LIVES,
             "--config",
             "servers=[gunicorn, starman]",
             "tools=[wrk]",
