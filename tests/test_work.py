@@ -4,10 +4,13 @@ reason, not a figure, when a worker is killed mid-life."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pandas as pd
 import psutil
@@ -26,7 +29,7 @@ LENS = ("valgrind", "perf", "setarch", "h2load", "taskset")
 @pytest.fixture
 def work_config(base_config):
     """The shipped config with shorter lives (the marginal needs only a few hundred requests)."""
-    base_config["work_lens"].update(requests=[50, 350])
+    base_config["work_lens"].update(requests=[50, 350], counter_requests=[200, 1200])
     return base_config
 
 
@@ -91,6 +94,31 @@ def test_the_lens_tells_uwsgis_plugins_apart(work_config, tmp_path):
     (same_server,) = [c for c in work_comparisons(work, work_config) if c.kind == "same server"]
     assert (same_server.a, same_server.b) == ("uwsgi-debian", "uwsgi-psgi")
     assert same_server.outcome == LESS_WORK and same_server.estimate < 0.95
+    _raw_outputs_trace_the_figures(paths[0])
+
+
+def _raw_outputs_trace_the_figures(path):
+    """Every life's raw outputs are kept beside the record and named in it; the callgrind
+    files, unpacked, give the life's total again, and h2load got every answer it counted."""
+    record = json.loads(path.read_text())
+    assert set(record["raw"]) == {f"{lens}-{n}" for lens, ns in (("instructions", (50, 350)),
+                                  ("counters", (200, 1200)), ("names", (50, 350))) for n in ns}  # fmt: skip
+    for life, names in record["raw"].items():
+        kept = {Path(name).name for name in names}
+        assert {"warmup.txt", "client.txt"} <= kept, (life, kept)
+        assert all((path.parent / name).is_file() for name in names)
+        requests = int(life.rsplit("-", 1)[1])
+        assert f"{requests} succeeded" in (path.parent / next(n for n in names if n.endswith("client.txt"))).read_text()
+    packed = [path.parent / name for name in record["raw"]["instructions-350"] if name.endswith(".gz")]
+    assert packed
+    total = 0
+    for gz in packed:
+        unpacked = gz.with_suffix("")
+        unpacked.write_bytes(gzip.decompress(gz.read_bytes()))
+        total += callgrind.read(unpacked).instructions
+    assert total == record["instructions"]["lives"]["350"]
+    assert any(name.endswith("stat.csv") for name in record["raw"]["counters-1200"])
+    assert any(name.endswith("trace.txt") for name in record["raw"]["names-350"])
 
 
 def test_a_planted_one_percent_is_more_work(work_config, tmp_path):
@@ -169,3 +197,5 @@ def test_a_worker_killed_mid_life_gives_a_reason(work_config, tmp_path):
     assert row["status"] == "failed" and row["reason"]
     assert pd.isna(row["instructions_per_request"]) and pd.isna(row["syscalls_per_request"])
     assert isinstance(row["reason"], str) and row["reason"]
+    # The failed life's outputs stay for a reader to see why (the killed worker's empty file too).
+    assert "instructions-350" in json.loads(path.read_text())["raw"]

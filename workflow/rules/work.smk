@@ -7,7 +7,9 @@
 
 rule work:
     output:
-        f"{RESULTS}/work/{{profile}}/{{workload}}/{{server}}.json",
+        record=f"{RESULTS}/work/{{profile}}/{{workload}}/{{server}}.json",
+        # Each life's raw outputs (h2load's, perf's, callgrind's gzipped), named in the record.
+        raw=directory(f"{RESULTS}/work/{{profile}}/{{workload}}/{{server}}.raw"),
     log:
         f"{RESULTS}/logs/work/{{profile}}/{{workload}}/{{server}}.log",
     # After the steadiness check and the probes, before every cell (its counts do not

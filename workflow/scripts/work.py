@@ -7,6 +7,6 @@ run_work(
     snakemake.wildcards.profile,  # noqa: F821
     snakemake.wildcards.server,  # noqa: F821
     snakemake.wildcards.workload,  # noqa: F821
-    json_path=snakemake.output[0],  # noqa: F821
+    json_path=snakemake.output.record,  # noqa: F821
     log_path=snakemake.log[0],  # noqa: F821
 )

@@ -7,9 +7,10 @@ network), but under a counter, and serves a fixed number of requests from
 1. **Instructions**, two lives under valgrind's callgrind (forks followed, no
    cache simulation, no address randomisation, fixed hash seeds, a fixed
    environment): every process's user-space instructions by object.
-2. **Syscalls, context switches, CPU time**, two lives under ``perf trace -s``
-   (tracepoints, no valgrind: it adds syscalls of its own), the tree's context
-   switches and CPU times read just before the stop.
+2. **Syscalls, context switches, CPU time**, two lives under ``perf stat``
+   (exact tracepoint and software-event totals, no valgrind: it adds syscalls
+   of its own), the tree's CPU times read just before the stop; and two under
+   ``perf trace -s``, which names the syscalls.
 
 Each pair of lives serves ``requests`` (``counter_requests`` without valgrind,
 more: CPU times come in clock ticks) ``[0]`` and ``[1]`` requests; the
@@ -20,11 +21,17 @@ longer life runs first and the shorter one is then held up just as long, so
 that what the server does by the clock cancels too. A life whose processes did
 not all leave complete counts (a worker killed, valgrind refusing the program)
 gives a reason, never a figure.
+
+Every life's raw outputs are kept beside the record, in ``<server>.raw/<lens>-<requests>/``
+(h2load's output for the warm-up and the counted load, perf's CSV or summary, each
+process's callgrind file gzipped), whether the life gave a figure or a reason: every
+number of the record traces to its source, as a cell's do.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import os
 import platform
 import pwd
@@ -207,8 +214,10 @@ def _stop_server(launch: Launch, grace: float) -> None:
 class Lives:
     """Runs the lives of one server for one (profile, workload)."""
 
-    def __init__(self, config: dict, cell: Cell, env: dict, log_path: Path, raw_dir: Path):
+    def __init__(self, config: dict, cell: Cell, env: dict, log_path: Path, raw_dir: Path, kept: Path):
         self.config, self.cell, self.env = config, cell, env
+        self.kept = kept  # where each life's raw outputs stay (the record's ``raw``)
+        self.kept_files: dict[str, list[str]] = {}
         self.settings = config["work_lens"]
         profile = effective_profile(config, cell.profile)
         self.profile = dataclasses.replace(
@@ -238,6 +247,7 @@ class Lives:
         finally:
             stop = launch.stop()
             shutil.rmtree(rundir, ignore_errors=True)
+            self._keep(f"{lens}-{requests}", out)
         if stop and launch.found.server.stop and launch.found.server.stop.get("killed"):
             raise CellFailed(f"{launch.found.server.stop['killed']} process(es) needed SIGKILL to stop")
         self._read(lens, out, life)
@@ -274,6 +284,22 @@ class Lives:
         requests = connections * self.settings["warmup_requests"]
         cpus = list(self.profile.client_cpus)
         _load(launch, self.url_path, requests, cpus, out / "warmup.txt", connections=connections)
+
+    def _keep(self, name: str, out: Path) -> None:
+        """A copy of the life's outputs beside the record (callgrind's gzipped: a megabyte a process)."""
+        dest = self.kept / name
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True)
+        for path in sorted(out.iterdir()):
+            if not path.is_file():
+                continue
+            if path.name.startswith("callgrind."):
+                with path.open("rb") as source, gzip.open(dest / f"{path.name}.gz", "wb") as packed:
+                    shutil.copyfileobj(source, packed)
+            else:
+                shutil.copyfile(path, dest / path.name)
+        base = self.kept.parent
+        self.kept_files[name] = [str(path.relative_to(base)) for path in sorted(dest.iterdir())]
 
     def _read(self, lens: str, out: Path, life: Life) -> None:
         if lens == INSTRUCTIONS:
@@ -414,24 +440,37 @@ def _missing_programs(env: dict) -> list[str]:
     return [name for name in needed if not shutil.which(name, path=env["PATH"])]
 
 
-def measure(record: WorkRecord, config: dict, env: dict, log_path: Path, raw_dir: Path) -> None:
-    """Fill ``record`` with both lenses' figures (or raise CellSkipped / CellFailed)."""
+def measure(record: WorkRecord, config: dict, env: dict, log_path: Path, raw_dir: Path, kept: Path) -> None:
+    """Fill ``record`` with both lenses' figures (or raise CellSkipped / CellFailed); each
+    life's raw outputs go to ``kept``, named in ``record.raw``."""
     missing = _missing_programs(env)
     if missing:
         raise CellSkipped(f"the work lens needs {', '.join(missing)}, not installed")
     cell = Cell(record.profile, "work", record.server, 1, 0, record.workload)
-    lives = Lives(config, cell, env, log_path, raw_dir)
-    record.instructions = instructions(config, *lives.pair(INSTRUCTIONS))
-    record.syscalls = syscalls(lives.pair(COUNTERS), lives.pair(NAMES))
+    lives = Lives(config, cell, env, log_path, raw_dir, kept)
+    try:
+        record.instructions = instructions(config, *lives.pair(INSTRUCTIONS))
+        record.syscalls = syscalls(lives.pair(COUNTERS), lives.pair(NAMES))
+    finally:
+        record.raw = lives.kept_files
     if lives.found_server is not None:
         record.tools.server = lives.found_server.version
         record.tools.interpreter = lives.found_server.interpreter
 
 
+def kept_dir(json_path: Path) -> Path:
+    """Where a record's raw outputs are kept: ``<server>.raw`` beside ``<server>.json``."""
+    return json_path.with_suffix(".raw")
+
+
 def run_work(config: dict, profile_name: str, server: str, workload: str, json_path, log_path) -> dict:
-    """Measure one server's work per request and write its record (returned as written)."""
+    """Measure one server's work per request and write its record (returned as written), its
+    raw outputs in ``kept_dir(json_path)``."""
     spec = config["catalogue"][server]
-    log_path = Path(log_path)
+    json_path, log_path = Path(json_path), Path(log_path)
+    kept = kept_dir(json_path)
+    shutil.rmtree(kept, ignore_errors=True)
+    kept.mkdir(parents=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_bytes(b"")
     planted = _planted(config, spec)
@@ -451,7 +490,7 @@ def run_work(config: dict, profile_name: str, server: str, workload: str, json_p
     raw_dir = Path(tempfile.mkdtemp(prefix="serverbench-work-"))
     raw_dir.chmod(0o711)
     try:
-        measure(record, config, env, log_path, raw_dir)
+        measure(record, config, env, log_path, raw_dir, kept)
         record.status, record.reason = "ok", None
     except CellSkipped as exc:
         record.status, record.reason = "skipped", str(exc)
@@ -463,6 +502,10 @@ def run_work(config: dict, profile_name: str, server: str, workload: str, json_p
             log.write(traceback.format_exc())
     finally:
         shutil.rmtree(raw_dir, ignore_errors=True)
+    if record.status != "ok":
+        # A reason, never a figure: a lens that finished before another failed is not the
+        # server's figure either (its lives stay in ``raw`` for a reader).
+        record.instructions = record.syscalls = None
     record.seconds = round(time.monotonic() - started, 2)
     record.ended_at = round(time.time(), 4)
     files.write_json(json_path, asdict(record))

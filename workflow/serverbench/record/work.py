@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-WORK_SCHEMA = "serverbench.work/1"
+WORK_SCHEMA = "serverbench.work/2"  # /2: each life's raw outputs named (``raw``)
 WORK_STATUSES = ("ok", "failed", "skipped")
 
 
@@ -85,6 +85,8 @@ class WorkRecord:
     tools: Tools = field(default_factory=Tools)
     # The planted extra work of a variant (spin-loop iterations per answer), fixed, never calibrated.
     planted_iterations: int | None = None
+    # Each life's raw outputs ("instructions-1200": files), relative to the record's directory.
+    raw: dict[str, list[str]] = field(default_factory=dict)
     seconds: float | None = None
     started_at: float | None = None
     ended_at: float | None = None
