@@ -218,6 +218,18 @@ def test_layout_problems_name_what_keeps_a_reader_out():
     assert screenshots.layout_problems(fine | {"console_errors": ["x"]}, "forest") == ["console: x"]
 
 
+def test_the_screenshot_step_without_a_browser_says_so(tmp_path, monkeypatch):
+    """No browser on PATH: the step still ends (its folder is the run's target, whatever the
+    machine) with a status that names what was missing, and no picture that was never taken."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    index = tmp_path / "index.html"
+    index.write_text("<html></html>")
+    status = screenshots.shoot(index, tmp_path / "screenshots", "forest")
+    assert status["status"] == "skipped" and "chromium" in status["reason"]
+    assert sorted(path.name for path in (tmp_path / "screenshots").iterdir()) == ["status.json"]
+    assert json.loads((tmp_path / "screenshots" / "status.json").read_text()) == status
+
+
 def _png_pixels(path: Path) -> np.ndarray:
     with Image.open(path) as image:
         return np.asarray(image.convert("RGB"))

@@ -185,7 +185,12 @@ def test_compare_finds_a_regression_and_fails_above_the_threshold(tmp_path):
     passing = run_compare(before, after, "--across-hosts", "--fail-above", "30%")
     assert passing.returncode == 0, passing.stderr
     markdown = run_compare(before, after, "--across-hosts", "--format", "markdown").stdout
-    assert "| profile | workload |" in markdown and "| slower |" in markdown
+    # A pipe table (tabulate's, through pandas): header, rule, a row per cell, "slower" among them.
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")] for line in markdown.splitlines() if line.startswith("|")
+    ]
+    assert rows[0][:2] == ["profile", "workload"] and set("".join(rows[1])) <= set("-: ")
+    assert ["slower"] == [row[rows[0].index("verdict")] for row in rows[2:] if row[3] == "gunicorn"]
 
 
 def test_compare_refuses_runs_from_different_hosts_unless_asked(tmp_path):
@@ -223,7 +228,12 @@ def test_compare_leaves_flagged_cells_undecided(tmp_path):
 
 def test_the_command_is_installed():
     done = subprocess.run([str(REPO_ROOT / ".venv" / "bin" / "serverbench")], capture_output=True, text=True)
-    assert done.returncode == 2 and "serverbench compare A B" in done.stderr
+    assert done.returncode == 2 and "compare" in done.stderr and "seeds" in done.stderr
+    # Each command's usage is argparse's: every option named (a hand-written one left three out).
+    shown = subprocess.run([str(REPO_ROOT / ".venv" / "bin" / "serverbench"), "compare", "--help"],
+                           capture_output=True, text=True)  # fmt: skip
+    options = ("--metric", "--format", "--fail-above", "--config", "--normalise", "--across-hosts")
+    assert shown.returncode == 0 and all(option in shown.stdout for option in options), shown.stdout
 
 
 def test_a_run_without_comparisons_still_has_answers(tmp_path):

@@ -12,7 +12,6 @@ from serverbench.plan.shapes import CELL_PATH, RATE_CELL_PATH
 from serverbench.report.answers import print_answers
 from serverbench.report.work import print_work
 from serverbench.report.names import CHARTS
-from serverbench.report.screenshots import browser
 
 try:
     sbconfig.validate(config)
@@ -39,12 +38,8 @@ RATE_ROUND_GROUP = "rate-round-{profile}-r{repeat}"
 CELL_GROUP = CELL_PATH.rsplit("/", 1)[0]
 # CHARTS (imported): name -> title of every chart, from serverbench.report.names,
 # so parsing the workflow loads no charting library.
-# index.html as a reader sees it, where a browser is installed.
-SCREENSHOTS = (
-    [f"{RESULTS}/screenshots/index-{width}.png" for width in ("desktop", "phone")]
-    if browser()
-    else []
-)
+# index.html as a reader sees it (a status only, where no browser is installed).
+SCREENSHOTS = [f"{RESULTS}/screenshots"]
 CHART_FILES = [
     f"{RESULTS}/charts/{name}.{ext}"
     for name in CHARTS

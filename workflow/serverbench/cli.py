@@ -1,26 +1,40 @@
-"""The ``serverbench`` command: ``serverbench compare A B``, ``serverbench seeds RESULTS`` (the workflow
-itself runs with snakemake)."""
+"""The ``serverbench`` command: ``serverbench compare A B``, ``serverbench seeds RESULTS``
+(the workflow itself runs with snakemake). Each command's module in report/ declares its
+arguments (``add_arguments``) and runs them (``run``); the usage is argparse's, so it
+names every option."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
-from serverbench.decide import compare
-from serverbench.report import seeds
+from serverbench.report import compare, seeds
 
-COMMANDS = {"compare": compare.main, "seeds": seeds.main}
-USAGE = (
-    "usage: serverbench compare A B [--metric work|speed] [--format table|csv|markdown] [--fail-above 5%]\n"
-    "       serverbench seeds RESULTS [--format markdown|csv] [--claims]\n"
-)
+COMMANDS = {"compare": compare, "seeds": seeds}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The whole command line: one subcommand per entry of ``COMMANDS``."""
+    top = argparse.ArgumentParser(
+        prog="serverbench", description="serverbench's reading commands (a run itself: snakemake --cores 4)"
+    )
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        epilog = getattr(module, "EXIT_STATUS", None)
+        command = commands.add_parser(name, help=module.HELP, description=module.HELP, epilog=epilog)
+        module.add_arguments(command)
+        command.set_defaults(run=module.run)
+    return top
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` (else the process's) and run the command: its exit status (2: a usage error)."""
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] not in COMMANDS:
-        sys.stderr.write(USAGE)
+    if not argv:  # the whole usage, every command named, rather than argparse's one line
+        parser().print_help(sys.stderr)
         return 2
-    return COMMANDS[argv[0]](argv[1:])
+    args = parser().parse_args(argv)
+    return args.run(args)
 
 
 if __name__ == "__main__":

@@ -29,25 +29,21 @@ run-to-run drift enters the comparison.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 from statsmodels.robust.scale import mad
 
-from serverbench import REPO_ROOT
-from serverbench.decide import compare_work, fullspeed, inference
+from serverbench.decide import fullspeed, inference
 from serverbench.decide.comparability import why_not_comparable
 from serverbench.decide.margins import margin_for
-from serverbench.plan import config as cfg
 
-CONDITION = ["profile", "workload", "tool", "concurrency"]
 MATCH = ["profile", "workload", "tool", "server", "concurrency"]
 COLUMNS = [
     *MATCH, "reference", "n_a", "n_b", "median_a", "median_b", "ratio", "ci_low", "ci_high", "level",
@@ -72,15 +68,25 @@ EXIT_REGRESSION, EXIT_CANNOT_TELL = 1, 3
 HOST_KEYS = ["cpu_model", "kernel"]
 
 
-def read_set(path: Path) -> tuple:
+class ResultSet(NamedTuple):
+    """What ``compare`` reads of a run: its tables and environment (a plain tuple in this
+    order works too, as the simulations and tests build theirs)."""
+
+    runs: pd.DataFrame
+    summary: pd.DataFrame
+    environment: dict
+    windows: pd.DataFrame | None = None  # None before windows were kept
+
+
+def read_set(path: Path) -> ResultSet:
     """runs.csv, summary.csv and environment.json of a result set (its directory), and its
-    windows.csv where it has one (a fourth item; None before windows were kept)."""
+    windows.csv where it has one."""
     path = Path(path)
     if not (path / "runs.csv").exists():
         raise SystemExit(f"serverbench compare: {path} has no runs.csv (is it a results directory?)")
     environment = path / "environment.json"
     windows = path / "windows.csv"
-    return (
+    return ResultSet(
         pd.read_csv(path / "runs.csv"),
         pd.read_csv(path / "summary.csv"),
         json.loads(environment.read_text()) if environment.exists() else {},
@@ -221,7 +227,7 @@ def _run_sd(changes: dict[tuple, Change], key: tuple) -> tuple[float, float]:
     return math.sqrt(max(0.0, excess)), float(len(others))
 
 
-def normalisation(a: tuple, b: tuple, normalise: str) -> str:
+def normalisation(a: ResultSet, b: ResultSet, normalise: str) -> str:
     """What divides each run out: its ``host``'s full speed (the steadiness check's fastest
     chunk) where both runs made the check, else their ``ceiling`` server at full speed.
 
@@ -229,20 +235,22 @@ def normalisation(a: tuple, b: tuple, normalise: str) -> str:
     (benchmarks/reproducibility.py): by the host the regression was shown in 3 of 5
     comparisons, by the ceiling in none (the ceiling's own round-to-round spread enters
     every cell), and neither raised a false alarm in 20 comparisons of unchanged runs."""
-    if normalise == "host" and (host_speed(a[2]) is None or host_speed(b[2]) is None):
+    a, b = ResultSet(*a), ResultSet(*b)
+    if normalise == "host" and (host_speed(a.environment) is None or host_speed(b.environment) is None):
         return "ceiling"
     return normalise
 
 
 def compare_sets(
-    a: tuple, b: tuple, config: dict, margin: float | None = None, normalise: str = "host"
+    a: ResultSet, b: ResultSet, config: dict, margin: float | None = None, normalise: str = "host"
 ) -> pd.DataFrame:
     """One row per cell measured in both sets; each run normalised by its ``host``'s full speed
     (the default, where both runs made the steadiness check) or by its ``ceiling`` server."""
-    (runs_a, summary_a, *rest_a), (runs_b, summary_b, *rest_b) = a, b
+    a, b = ResultSet(*a), ResultSet(*b)
+    (runs_a, summary_a), (runs_b, summary_b) = (a.runs, a.summary), (b.runs, b.summary)
     spec, full = config["comparisons"], config.get("full_speed")
     margin = margin_for(config, None, "compare") if margin is None else margin
-    windows = tuple(_windows_by_cell(rest[1] if len(rest) > 1 else None, full) for rest in (rest_a, rest_b))
+    windows = tuple(_windows_by_cell(run.windows, full) for run in (a, b))
     excluded, alpha = set(spec["not_comparable_flags"]), 1 - spec["confidence"]
     keys = sorted(
         set(map(tuple, runs_a[MATCH].drop_duplicates().to_numpy()))
@@ -258,7 +266,7 @@ def compare_sets(
     cells_a, cells_b = _by_round(runs_a), _by_round(runs_b)
     changes = {}
     if normalisation(a, b, normalise) == "host":
-        speeds = (host_speed(a[2]), host_speed(b[2]))
+        speeds = (host_speed(a.environment), host_speed(b.environment))
         changes = {key: _host_change(key, windows, full, speeds) for key in comparable}
         # A cell without windows in both runs (an untimed tool) falls back to its ceiling.
         references.update({key: "host" for key, change in changes.items() if change is not None})
@@ -266,28 +274,31 @@ def compare_sets(
         if changes.get(key) is None:
             changes[key] = _change(cells_a, cells_b, key, references[key], windows, full)
     changes = {key: change for key, change in changes.items() if change is not None}
-    rows = []
+    rows, errors = [], []  # errors: each row's (log change, its standard error, df), None where not compared
     for key in keys:
         row = dict(zip(MATCH, key, strict=True))
         old, new = cells_a.get(key, pd.Series(dtype=float)), cells_b.get(key, pd.Series(dtype=float))
         row.update(n_a=len(old), n_b=len(new), median_a=old.median(), median_b=new.median())
         if key not in changes:
             rows.append({**row, "verdict": "not comparable", "why": "; ".join(reasons[key]) or "too few repeats"})
+            errors.append(None)
             continue
         change, (run_sd, df) = changes[key], _run_sd(changes, key)
         se = math.sqrt(change.within_var + run_sd**2)
         p_value = float(2 * stats.t.sf(abs(change.log_change) / se, df)) if se else float(change.log_change == 0)
         rows.append({**row, "reference": references[key], "ratio": math.exp(change.log_change), "run_sd": run_sd,
-                     "p_value": p_value, "_log": change.log_change, "_se": se, "_df": df})  # fmt: skip
-    return _decided(rows, alpha, margin)
+                     "p_value": p_value})  # fmt: skip
+        errors.append((change.log_change, se, df))
+    return _decided(rows, errors, alpha, margin)
 
 
-def _decided(rows: list[dict], alpha: float, margin: float) -> pd.DataFrame:
+def _decided(rows: list[dict], errors: list[tuple | None], alpha: float, margin: float) -> pd.DataFrame:
+    """Each compared row's Holm level, interval, outcome and detectable drop, from its error."""
     adjusted, levels = inference.holm_levels([row.get("p_value") for row in rows], alpha)
-    for row, p_holm, level in zip(rows, adjusted, levels, strict=True):
-        log, se, df = row.pop("_log", None), row.pop("_se", None), row.pop("_df", None)
-        if level is None:
+    for row, error, p_holm, level in zip(rows, errors, adjusted, levels, strict=True):
+        if level is None or error is None:
             continue
+        log, se, df = error
         crit = stats.t.ppf(1 - level / 2, df)
         row.update(p_holm=p_holm, level=level, ci_low=math.exp(log - crit * se), ci_high=math.exp(log + crit * se))
         row["verdict"] = _outcome(row["ci_low"], row["ci_high"], margin)
@@ -319,24 +330,6 @@ def environment_differences(env_a: dict, env_b: dict) -> list[str]:
     ]
 
 
-def render(table: pd.DataFrame, form: str) -> str:
-    if form == "csv":
-        return table.to_csv(index=False)
-    shown = table.copy()
-    for column in ("ratio", "ci_low", "ci_high"):
-        shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
-    shown["p_holm"] = shown["p_holm"].map(lambda v: "" if pd.isna(v) else f"{v:.3g}")
-    shown["detectable_drop"] = shown["detectable_drop"].map(lambda v: "" if pd.isna(v) else f"{v:.0%}")
-    columns = [*MATCH, "ratio", "ci_low", "ci_high", "p_holm", "detectable_drop", "verdict", "why"]
-    if form == "markdown":
-        lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
-        lines += [
-            "| " + " | ".join("" if pd.isna(v) else str(v) for v in row) + " |" for row in shown[columns].to_numpy()
-        ]
-        return "\n".join(lines) + "\n"
-    return shown[columns].fillna("").to_string(index=False) + "\n"
-
-
 def exit_status(table: pd.DataFrame, fail_above: float) -> tuple[int, str]:
     """1 when a cell is shown slower by more than ``fail_above`` (a share), 0 when every
     comparable cell is shown within it, 3 when the runs cannot tell; and why, in words."""
@@ -353,79 +346,3 @@ def exit_status(table: pd.DataFrame, fail_above: float) -> tuple[int, str]:
         f"cannot tell whether {len(unsure)} cell(s) stayed within {fail_above:.0%}; the drop each could have "
         f"shown: {could or 'none comparable'}. Measure both variants in one run to see more (docs/statistics.md)"
     )
-
-
-def _main_work(args, config: dict) -> int:
-    """compare --metric work: each server's change in work per request, B/A."""
-    if not (compare_work.has_work(args.a) and compare_work.has_work(args.b)):
-        sys.stderr.write("serverbench compare: --metric work needs results/work.csv in both runs\n")
-        return 2
-    table = compare_work.compare_work(args.a, args.b, config, args.fail_above)
-    if args.format == "csv":
-        sys.stdout.write(table.to_csv(index=False))
-    else:
-        sys.stdout.write("Work per request (user-space instructions), change B/A:\n")
-        sys.stdout.write(table.fillna("").to_string(index=False, float_format=lambda v: f"{v:.4f}") + "\n")
-    if args.fail_above is None:
-        return 0
-    status, why = compare_work.exit_status(table, args.fail_above)
-    sys.stderr.write(f"serverbench compare: {why}\n")
-    return status
-
-
-def _share(text: str) -> float:
-    return float(text.rstrip("%")) / 100 if text.endswith("%") else float(text)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="serverbench compare", description=__doc__.splitlines()[0])
-    parser.add_argument("a", type=Path, help="the baseline result set (a results directory)")
-    parser.add_argument("b", type=Path, help="the result set compared with it")
-    parser.add_argument("--format", choices=["table", "csv", "markdown"], default="table")
-    parser.add_argument("--fail-above", type=_share, default=None, metavar="SHARE", help="e.g. 5%% or 0.05")
-    parser.add_argument("--config", type=Path, default=REPO_ROOT / "config.yaml", help="whose comparisons section")
-    parser.add_argument(
-        "--normalise",
-        choices=["host", "ceiling"],
-        default="host",
-        help="each run by its host's full speed (the steadiness check's; the ceiling where a run has none),"
-        " or by its ceiling server's",
-    )
-    parser.add_argument(
-        "--across-hosts", action="store_true", help="compare runs made on different hosts (CPU model or kernel)"
-    )
-    parser.add_argument(
-        "--metric",
-        choices=["work", "speed"],
-        default=None,
-        help="work per request (the default where both runs counted it: results/work.csv) or speed",
-    )
-    args = parser.parse_args(argv)
-    config = cfg.load(args.config)
-    both_counted = compare_work.has_work(args.a) and compare_work.has_work(args.b)
-    if args.metric == "work" or (args.metric is None and both_counted):
-        return _main_work(args, config)
-    a, b = read_set(args.a), read_set(args.b)
-    hosts = host_differences(a[2], b[2])
-    if hosts and not args.across_hosts:
-        sys.stderr.write(
-            "serverbench compare: the runs were made on different hosts, a different condition:\n"
-            + "".join(f"  {line}\n" for line in hosts)
-            + "a ratio between servers moves between machines beyond a run's interval; --across-hosts compares"
-            " them anyway\n"
-        )
-        return EXIT_CANNOT_TELL
-    table = compare_sets(a, b, config, args.fail_above, args.normalise)
-    differences = environment_differences(a[2], b[2])
-    out = sys.stdout
-    if differences and args.format != "csv":
-        out.write("Environments differ:\n" + "".join(f"  {line}\n" for line in differences) + "\n")
-    controls = control_outcomes(args.a, "A") + control_outcomes(args.b, "B")
-    if controls and args.format != "csv":
-        out.write("A/A control (the same server twice in one run):\n" + "".join(f"  {c}\n" for c in controls) + "\n")
-    out.write(render(table, args.format))
-    if args.fail_above is None:
-        return 0
-    status, why = exit_status(table, args.fail_above)
-    sys.stderr.write(f"serverbench compare: {why}\n")
-    return status

@@ -42,9 +42,9 @@ import pandas as pd
 from scipy import stats
 
 from serverbench.decide.inference import Estimate
+from serverbench.tables.columns import CONDITION
 
 DRAWS = 1000
-CONDITION = ["profile", "workload", "tool", "concurrency"]
 
 
 @dataclass

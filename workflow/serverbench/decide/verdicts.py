@@ -34,8 +34,8 @@ from serverbench.decide.sentences import latency_sentence, sentence
 from serverbench.decide.stats import smallest_p
 from serverbench.plan import seeds as seed_data
 from serverbench.plan.languages import title
+from serverbench.tables.columns import CONDITION
 
-CONDITION = ["profile", "workload", "tool", "concurrency"]
 VERDICT_COLUMNS = [
     "kind", *CONDITION, "fraction", "offered_rps", "a", "b", "language_a", "language_b", "n_a", "n_b",
     "median_a", "median_b", "full_a", "full_b", "method",

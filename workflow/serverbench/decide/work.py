@@ -30,8 +30,9 @@ from serverbench.decide.judgement import (
     Reason,
 )
 from serverbench.decide.pairs import AA, declared_pairs
+from serverbench.tables.columns import WORK_CONDITION
 
-CONDITION = ["profile", "workload"]
+CONDITION = WORK_CONDITION  # the work lens counts per (profile, workload): no load tool
 SPREAD_FLOOR = 0.001  # 0.1%: an interval never narrower than the lens's target spread
 SPREAD_TIMES = 3
 FIGURE = "instructions_per_request"

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from PIL import Image
 
+from serverbench import files
+
 WIDTHS = {"desktop": (1280, 2400), "phone": (390, 3200)}
 CONSOLE_ERROR = re.compile(r'CONSOLE.*"(?:Uncaught|Error)[^"]*"|:ERROR:CONSOLE', re.I)
 
@@ -153,3 +155,23 @@ def check_all(index: Path, lead: str) -> dict[str, dict]:
 def take_all(index: Path, folder: Path) -> dict[str, list[str]]:
     """index.html at every width of WIDTHS into ``folder``; console errors per width."""
     return {name: page_screenshot(index, folder / f"index-{name}.png", size) for name, size in WIDTHS.items()}
+
+
+def shoot(index: Path, folder: Path, lead: str) -> dict:
+    """The workflow's step: the page at every width of WIDTHS into ``folder`` (index-*.png),
+    its console errors (console-errors.json) and its layout (layout.json); always
+    ``status.json``: ok, or skipped where no browser is installed, or failed (a browser that
+    broke) with the reason. The step's outputs do not depend on the machine, only its status."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if browser() is None:
+        status = {"status": "skipped", "reason": "no browser to draw the page: chromium not on PATH (Debian package)"}
+    else:
+        try:
+            errors = take_all(index, folder)
+            files.write_json(folder / "console-errors.json", errors)
+            files.write_json(folder / "layout.json", check_all(index, lead))
+            status = {"status": "ok", "reason": None}
+        except (OSError, RuntimeError, subprocess.SubprocessError, json.JSONDecodeError) as exc:
+            status = {"status": "failed", "reason": f"{exc.__class__.__name__}: {exc}"}
+    files.write_json(folder / "status.json", status)
+    return status

@@ -102,12 +102,18 @@ def markdown(side_table: pd.DataFrame, claims: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="serverbench seeds", description=__doc__.splitlines()[0])
+HELP = "the seed studies side by side with a run, and their claims judged in it"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``serverbench seeds``'s arguments (serverbench.cli builds the command line)."""
     parser.add_argument("results", type=Path, help="a results directory (runs.csv, summary.csv, verdicts.csv)")
     parser.add_argument("--format", choices=["markdown", "csv"], default="markdown")
     parser.add_argument("--claims", action="store_true", help="with --format csv: the claims, not the side by side")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``serverbench seeds RESULTS``: 0, or 2 where RESULTS is no results directory."""
     if not (args.results / "summary.csv").exists():
         sys.stderr.write(f"serverbench seeds: no summary.csv in {args.results}\n")
         return 2

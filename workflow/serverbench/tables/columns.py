@@ -4,6 +4,10 @@ from serverbench.record.model import ERROR_CLASSES
 
 # What identifies a cell in the tables (a row of summary.csv; runs.csv adds repeat).
 CELL_KEYS = ["profile", "workload", "tool", "server", "language", "concurrency"]
+# The condition under which two servers' cells are compared (a comparison's row keys)...
+CONDITION = ["profile", "workload", "tool", "concurrency"]
+# ... and under which the work lens counts them (no load tool, one connection).
+WORK_CONDITION = ["profile", "workload"]
 RUN_COLUMNS = [
     "workload", "profile", "tool", "server", "language", "family", "concurrency", "repeat", "status", "reason",
     "requests", "duration_s", "rps", "rps_full", "near_top_share",

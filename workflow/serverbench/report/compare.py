@@ -1,0 +1,132 @@
+"""``serverbench compare A B``: two result sets side by side, server by server, on work
+per request (where both runs counted it) or on speed; the judging is
+``serverbench.decide.compare`` (speed) and ``serverbench.decide.compare_work`` (work),
+this module reads the command line and writes what they found for a reader.
+
+``--fail-above 5%`` exits 1 when some server is shown worse by more than 5%, 0 when
+every one is shown within 5%, and 3 when the runs cannot tell (2: a usage error)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from serverbench import REPO_ROOT
+from serverbench.decide import compare, compare_work
+from serverbench.plan import config as cfg
+
+HELP = "two result sets server by server, on work per request or speed; --fail-above for CI"
+EXIT_STATUS = (
+    "exit status: 0, or with --fail-above SHARE: 1 when a server is shown worse by more than SHARE, 0 when"
+    " every one is shown within it, 3 when the runs cannot tell (the change each could have shown is printed);"
+    " 2: a usage error"
+)
+SPEED_COLUMNS = [*compare.MATCH, "ratio", "ci_low", "ci_high", "p_holm", "detectable_drop", "verdict", "why"]
+
+
+def share(text: str) -> float:
+    """``5%`` or ``0.05``: a share."""
+    return float(text.rstrip("%")) / 100 if text.endswith("%") else float(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``serverbench compare``'s arguments (serverbench.cli builds the command line)."""
+    parser.add_argument("a", type=Path, help="the baseline result set (a results directory)")
+    parser.add_argument("b", type=Path, help="the result set compared with it")
+    parser.add_argument(
+        "--metric",
+        choices=["work", "speed"],
+        default=None,
+        help="work per request (the default where both runs counted it: results/work.csv) or speed",
+    )
+    parser.add_argument("--format", choices=["table", "csv", "markdown"], default="table")
+    parser.add_argument("--fail-above", type=share, default=None, metavar="SHARE", help="e.g. 5%% or 0.05")
+    parser.add_argument("--config", type=Path, default=REPO_ROOT / "config.yaml", help="whose comparisons section")
+    parser.add_argument(
+        "--normalise",
+        choices=["host", "ceiling"],
+        default="host",
+        help="speed: each run by its host's full speed (the steadiness check's; the ceiling where a run has"
+        " none), or by its ceiling server's",
+    )
+    parser.add_argument(
+        "--across-hosts",
+        action="store_true",
+        help="speed: compare runs made on different hosts (CPU model or kernel)",
+    )
+
+
+def render(table: pd.DataFrame, form: str) -> str:
+    """compare's speed table as csv, a markdown table or plain text."""
+    if form == "csv":
+        return table.to_csv(index=False)
+    shown = table.copy()
+    for column in ("ratio", "ci_low", "ci_high"):
+        shown[column] = shown[column].map(lambda v: "" if pd.isna(v) else f"{v:.3f}")
+    shown["p_holm"] = shown["p_holm"].map(lambda v: "" if pd.isna(v) else f"{v:.3g}")
+    shown["detectable_drop"] = shown["detectable_drop"].map(lambda v: "" if pd.isna(v) else f"{v:.0%}")
+    if form == "markdown":
+        return shown[SPEED_COLUMNS].fillna("").to_markdown(index=False, disable_numparse=True) + "\n"
+    return shown[SPEED_COLUMNS].fillna("").to_string(index=False) + "\n"
+
+
+def render_work(table: pd.DataFrame, form: str) -> str:
+    """compare's work table as csv, a markdown table or plain text."""
+    if form == "csv":
+        return table.to_csv(index=False)
+    title = "Work per request (user-space instructions), change B/A:\n"
+    if form == "markdown":
+        return title + "\n" + table.fillna("").to_markdown(index=False, floatfmt=".4f") + "\n"
+    return title + table.fillna("").to_string(index=False, float_format=lambda v: f"{v:.4f}") + "\n"
+
+
+def _exit(status_and_why: tuple[int, str]) -> int:
+    status, why = status_and_why
+    sys.stderr.write(f"serverbench compare: {why}\n")
+    return status
+
+
+def run_work(args: argparse.Namespace, config: dict) -> int:
+    """compare --metric work: each server's change in work per request, B/A."""
+    if not (compare_work.has_work(args.a) and compare_work.has_work(args.b)):
+        sys.stderr.write("serverbench compare: --metric work needs results/work.csv in both runs\n")
+        return 2
+    table = compare_work.compare_work(args.a, args.b, config, args.fail_above)
+    sys.stdout.write(render_work(table, args.format))
+    return 0 if args.fail_above is None else _exit(compare_work.exit_status(table, args.fail_above))
+
+
+def run_speed(args: argparse.Namespace, config: dict) -> int:
+    """compare --metric speed: each cell's change in full speed (or delivered req/s), B/A."""
+    a, b = compare.read_set(args.a), compare.read_set(args.b)
+    hosts = compare.host_differences(a.environment, b.environment)
+    if hosts and not args.across_hosts:
+        sys.stderr.write(
+            "serverbench compare: the runs were made on different hosts, a different condition:\n"
+            + "".join(f"  {line}\n" for line in hosts)
+            + "a ratio between servers moves between machines beyond a run's interval; --across-hosts compares"
+            " them anyway\n"
+        )
+        return compare.EXIT_CANNOT_TELL
+    table = compare.compare_sets(a, b, config, args.fail_above, args.normalise)
+    differences = compare.environment_differences(a.environment, b.environment)
+    out = sys.stdout
+    if differences and args.format != "csv":
+        out.write("Environments differ:\n" + "".join(f"  {line}\n" for line in differences) + "\n")
+    controls = compare.control_outcomes(args.a, "A") + compare.control_outcomes(args.b, "B")
+    if controls and args.format != "csv":
+        out.write("A/A control (the same server twice in one run):\n" + "".join(f"  {c}\n" for c in controls) + "\n")
+    out.write(render(table, args.format))
+    return 0 if args.fail_above is None else _exit(compare.exit_status(table, args.fail_above))
+
+
+def run(args: argparse.Namespace) -> int:
+    """``serverbench compare A B``: on work where both runs counted it (or ``--metric``), else speed."""
+    config = cfg.load(args.config)
+    both_counted = compare_work.has_work(args.a) and compare_work.has_work(args.b)
+    if args.metric == "work" or (args.metric is None and both_counted):
+        return run_work(args, config)
+    return run_speed(args, config)
