@@ -1,6 +1,7 @@
 """Statistics with known truth, verdicts on the stored result set
 (tests/data/records-v1), and ``serverbench compare`` on two result sets."""
 
+import io
 import json
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from serverbench import REPO_ROOT
 from serverbench.decide import compare, stats, verdicts
 from serverbench.decide.pairs import declared_pairs
 from serverbench.plan import config as cfg
-from serverbench.report.answers import answers, headline
+from serverbench.report.answers import answers, console_groups, headline
 from serverbench.tables import estimates
 
 CONFIG = cfg.load(REPO_ROOT / "config.yaml")
@@ -264,11 +265,11 @@ def test_the_headline_is_one_paragraph_answering_which_language_and_which_server
         _language_row("same server", 2, "uwsgi", "uwsgi-psgi", 0.97, "undetermined", detectable=1.55),
         _language_row("best of language", 2, "uwsgi", "uwsgi-psgi", 0.97, "not tested", "described, not tested"),
         _language_row("same server", 20, "unit-python", "unit-perl", 1.30, "faster"),
-        _language_row(
+        {**_language_row(
             "best of language", 20, "unit-python", "unit-perl", 1.30, "not tested",
             "described, not tested; left out: uwsgi (starved: 18 of 20 connections got (almost) no answer), "
             "starman (failed: 3 of 3 repeats)",
-        ),
+        ), "left_out": '[["uwsgi", "starved"], ["starman", "failed"]]'},  # read from this field, not from "why"
         _language_row("family", 2, "gunicorn", "starman", 0.3, "slower"),
     ])  # fmt: skip
     text = headline(rows, {"python": "Python", "perl": "Perl"})
@@ -295,13 +296,66 @@ def test_a_round_whose_cells_ran_on_different_hosts_is_refused():
     round's two cells ran on different machines (a cluster placing cells freely) it refuses, and
     names the round and the hosts. Rounds on one host each, however many hosts, are compared."""
     rounds = pd.Index([1, 2, 3, 4], name="repeat")
-    a = verdicts.Measured("a", "python", 2, pd.Series([100.0, 101, 99, 100], index=rounds))
-    b = verdicts.Measured("b", "perl", 2, pd.Series([90.0, 91, 89, 90], index=rounds))
+    a = verdicts.CellRounds("a", "python", 2, pd.Series([100.0, 101, 99, 100], index=rounds))
+    b = verdicts.CellRounds("b", "perl", 2, pd.Series([90.0, 91, 89, 90], index=rounds))
     a.hosts = pd.Series(["n1 (boot 1)", "n2 (boot 2)", "n1 (boot 1)", "n2 (boot 2)"], index=rounds)
     b.hosts = pd.Series(["n1 (boot 1)", "n2 (boot 2)", "n1 (boot 1)", "n2 (boot 2)"], index=rounds)
-    assert verdicts.judge("family", ("default", "hello", "wrk", 2), a, b).get("verdict") != "not comparable"
+    assert verdicts.estimate_pair("family", ("default", "hello", "wrk", 2), a, b).row.get("verdict") != "not comparable"
     b.hosts = pd.Series(["n1 (boot 1)", "n1 (boot 1)", "n1 (boot 1)", "n1 (boot 1)"], index=rounds)
-    judged = verdicts.judge("family", ("default", "hello", "wrk", 2), a, b)
+    judged = verdicts.estimate_pair("family", ("default", "hello", "wrk", 2), a, b).row
     assert judged["verdict"] == "not comparable"
     assert judged["why"].startswith("round 2: a ran on n2 (boot 2), b on n1 (boot 1) (a round's cells must share")
     assert judged["why"].endswith("and 1 more rounds split so")
+
+
+def test_the_terminal_names_each_condition_once_then_a_line_per_comparison():
+    """hyperfine's summary: the condition as a header, then each comparison's ratio, interval,
+    counterpart, kind and outcome on one line; what an undetermined one could have told and how
+    many rounds would decide it; latency rows and rows without an interval stay sentences."""
+    where = {"profile": "default", "workload": "hello", "tool": "wrk"}
+    rows = [
+        {**where, "concurrency": 2, "kind": "same server", "a": "unit-python", "b": "unit-perl", "ratio": 0.94,
+         "ci_low": 0.49, "ci_high": 1.80, "verdict": "undetermined", "detectable_ratio": 2.25, "rounds_needed": 31},
+        {**where, "concurrency": 2, "kind": "ceiling", "a": "starman", "b": "nginx-baseline", "ratio": 0.14,
+         "ci_low": 0.10, "ci_high": 0.20, "verdict": "slower"},
+        {**where, "concurrency": 20, "kind": "fairness", "a": "starman", "b": "nginx-baseline", "ratio": 0.10,
+         "ci_low": 0.09, "ci_high": 0.11, "verdict": "less fair"},
+        {**where, "concurrency": 20, "kind": "family", "a": "gunicorn", "b": "starman", "verdict": "not comparable",
+         "why": "starman: failed"},
+    ]  # fmt: skip
+    groups = console_groups(pd.DataFrame(rows, columns=verdicts.VERDICT_COLUMNS))
+    assert groups == {
+        "default, hello, wrk at 2 connections": [
+            "starman: 0.14× [0.10–0.20] against nginx-baseline (ceiling) — slower",
+            "unit-python: 0.94× [0.49–1.80] against unit-perl (same server) — undetermined (could tell 2.25×;"
+            " about 31 rounds would decide it)",
+        ],
+        "default, hello, wrk at 20 connections": [
+            "starman: 0.10× [0.09–0.11] as evenly as nginx-baseline (fairness) — less fair"
+        ],
+    }
+
+
+def test_a_server_not_measured_is_named_once_from_the_rows_fields():
+    """A skipped cell makes its comparisons not comparable with the fact in fields (who, why, and
+    whether that was the only reason); the Answers name it once under "not measured" from those
+    fields, and keep a comparison with another reason too under "not comparable"."""
+    from serverbench.decide.judgement import Reason
+
+    rounds = pd.Index([1, 2, 3], name="repeat")
+    ok = verdicts.CellRounds("gunicorn", "python", 2, pd.Series([100.0, 101, 99], index=rounds))
+    skipped = verdicts.CellRounds("meinheld", "python", 2, pd.Series(dtype=float))
+    skipped.why_not = [Reason("skipped", "skipped: server program 'meinheld' not found on PATH")]
+    skipped.not_measured = "server program 'meinheld' not found on PATH"
+    failed = verdicts.CellRounds("starman", "perl", 2, pd.Series(dtype=float), [Reason("failed", "failed: crashed")])
+    condition = ("default", "hello", "wrk", 2)
+    only = verdicts.estimate_pair("family", condition, ok, skipped).row
+    assert only["only_not_measured"] is True
+    assert json.loads(only["not_measured"]) == [["meinheld", "server program 'meinheld' not found on PATH"]]
+    both = verdicts.estimate_pair("named", condition, failed, skipped).row
+    assert both["only_not_measured"] is False and json.loads(both["not_measured"])[0][0] == "meinheld"
+    table = pd.read_csv(io.StringIO(pd.DataFrame([only, both], columns=verdicts.VERDICT_COLUMNS).to_csv(index=False)))
+    found = answers(table)
+    assert found["not measured"] == ["meinheld (server program 'meinheld' not found on PATH)"]
+    assert len(found["not comparable"]) == 2 and all("starman against meinheld" in line
+                                                     for line in found["not comparable"])  # fmt: skip

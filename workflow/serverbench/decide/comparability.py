@@ -4,13 +4,15 @@ a server's capacity, the charts and ``serverbench compare``.
 A cell is comparable when it was measured (status ``ok``, or ``partial``: some
 repeats ok), at least two of its repeats succeeded (one has no spread), and
 none of them carries a flag from ``comparisons.not_comparable_flags``. The
-reasons against it are returned as sentences; none means it is comparable.
+reasons against it are ``Reason`` values (a code a program tests, the words a
+reader gets); none means it is comparable.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from serverbench.decide.judgement import Reason
 from serverbench.record import flags as flagging
 from serverbench.record.model import CellRecord, cell_status
 
@@ -18,20 +20,30 @@ MEASURED = ("ok", "partial")
 MIN_REPEATS = 2
 
 
-def why_not_comparable(row, excluded: Iterable[str], starved_connections: int | None = None) -> list[str]:
+TOO_FEW_REPEATS = "too few repeats"
+
+
+def reasons_not_comparable(row, excluded: Iterable[str], starved_connections: int | None = None) -> list[Reason]:
     """Why a cell (a row of summary.csv, or ``cell_of_records``) may decide nothing: it failed or
-    was skipped, has fewer than 2 good repeats, or carries a flag from ``excluded``."""
+    was skipped (code: its status), has fewer than 2 good repeats (``TOO_FEW_REPEATS``), or
+    carries a flag from ``excluded`` (code: the flag)."""
     reasons = []
     if row["status"] not in MEASURED:
-        reasons.append(f"{row['status']}: {row['reason']}")
+        reasons.append(Reason(row["status"], f"{row['status']}: {row['reason']}"))
     elif row["repeats_ok"] < MIN_REPEATS:
-        reasons.append(f"only {row['repeats_ok']} successful repeat")
+        reasons.append(Reason(TOO_FEW_REPEATS, f"only {row['repeats_ok']} successful repeat"))
     for flag in sorted(flagging.parsed(row["flags"]) & set(excluded)):
         if flag == "starved" and starved_connections is not None:
-            reasons.append(f"starved: {starved_connections} of {row['concurrency']} connections got (almost) no answer")
+            text = f"starved: {starved_connections} of {row['concurrency']} connections got (almost) no answer"
+            reasons.append(Reason(flag, text))
         else:
-            reasons.append(flag)
+            reasons.append(Reason(flag, flag))
     return reasons
+
+
+def why_not_comparable(row, excluded: Iterable[str], starved_connections: int | None = None) -> list[str]:
+    """``reasons_not_comparable`` in words: none means the cell is comparable."""
+    return [reason.text for reason in reasons_not_comparable(row, excluded, starved_connections)]
 
 
 def comparable(row, excluded: Iterable[str]) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import pandas as pd
 
 from serverbench.decide import inference
+from serverbench.decide.judgement import Pending
 from serverbench.decide.pairs import FAIRNESS
 
 KIND = FAIRNESS
@@ -26,31 +27,30 @@ STARVED = "starved"
 WITH_STARVATION = ("errors", "timeouts")
 
 
-def judge(kind: str, condition: tuple, a, b) -> list[dict]:
-    """A fairness row for a pair kept apart only by starvation (``a``, ``b``: ``verdicts.Measured``),
-    else none."""
+def fairness_pair(kind: str, condition: tuple, a, b) -> list[Pending]:
+    """A fairness comparison for a pair kept apart only by starvation (``a``, ``b``:
+    ``verdicts.CellRounds``), else none."""
     reasons = [reason for cell in (a, b) for reason in cell.why_not]
-    starved = [reason for reason in reasons if reason.startswith(STARVED)]
-    if not starved or any(not reason.startswith(STARVED) and reason not in WITH_STARVATION for reason in reasons):
+    starved = [reason for reason in reasons if reason.code == STARVED]
+    if not starved or any(reason.code not in (STARVED, *WITH_STARVATION) for reason in reasons):
         return []
     if a.jain is None or b.jain is None or len(a.jain) < 2 or len(b.jain) < 2:
         return []
     found = inference.estimate(a.jain, b.jain)
     if found is None:
         return []
+    words = "; ".join(reason.text for reason in reasons)
     row = dict(zip(("profile", "workload", "tool", "concurrency"), condition, strict=True))
     row.update(
         kind=KIND, a=a.server, b=b.server, language_a=a.language, language_b=b.language,
         n_a=len(a.jain), n_b=len(b.jain), median_a=float(a.jain.median()), median_b=float(b.jain.median()),
-        method=found.method, ratio=found.ratio, p_value=found.p_value, why=f"compared as {kind}: {'; '.join(reasons)}",
-        _estimate=found, _delivered=None, _users=(a.users, b.users),
+        method=found.method, ratio=found.ratio, p_value=found.p_value, why=f"compared as {kind}: {words}",
     )  # fmt: skip
-    return [row]
+    return [Pending(row, estimate=found, users=(a.users, b.users))]
 
 
-def in_words(row: dict) -> None:
-    """The outcome in fairness words, and the row's sentence."""
-    users = row.pop("_users", ({}, {}))
+def in_words(row: dict, users: tuple[dict, dict]) -> None:
+    """The outcome in fairness words, and the row's sentence (``users``: what each side's got)."""
     row["verdict"] = WORDS.get(row.get("verdict"), row.get("verdict"))
     where = f"Under {row['tool']} at {row['concurrency']} connections"
     if row.get("ci_low") is None:

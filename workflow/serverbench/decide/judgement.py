@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from serverbench.decide.inference import UNDETERMINED
+from serverbench.decide.inference import UNDETERMINED, Estimate
 
 # The metrics a comparison can be judged on, and the outcomes of its own: a timed
 # comparison's faster and slower are inference's, as are equivalent and undetermined.
@@ -72,3 +72,15 @@ class Comparison:
             "reason_codes": ";".join(reason.code for reason in self.reasons),
             "why": "; ".join(reason.text for reason in self.reasons),
         }
+
+
+@dataclass
+class Pending:
+    """A timed comparison's row before Holm's procedure sets its level, with the estimates
+    that will then give its interval beside it (never inside it as hidden keys): the one it
+    is decided on and the delivered req/s one; for a fairness row, what users got."""
+
+    row: dict
+    estimate: Estimate | None = None
+    delivered: Estimate | None = None
+    users: tuple[dict, dict] = ({}, {})

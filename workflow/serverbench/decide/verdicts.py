@@ -19,6 +19,7 @@ comparable``, with the reason, and is never the best of its language.
 
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import dataclass, field
 
@@ -26,7 +27,8 @@ import pandas as pd
 
 from serverbench.decide import fairness, fullspeed, inference
 from serverbench.decide import seeds as seed_studies
-from serverbench.decide.comparability import why_not_comparable
+from serverbench.decide.comparability import reasons_not_comparable
+from serverbench.decide.judgement import Pending, Reason
 from serverbench.decide.latency import latency_verdict, latency_verdicts
 from serverbench.decide.margins import margin_for
 from serverbench.decide.pairs import LATENCY_KINDS, best_of_languages, declared_pairs
@@ -41,21 +43,25 @@ VERDICT_COLUMNS = [
     "median_a", "median_b", "full_a", "full_b", "method",
     "ratio", "ci_low", "ci_high", "delivered_ratio", "delivered_ci_low", "delivered_ci_high",
     "level", "p_value", "p_holm", "margin", "detectable_ratio", "rounds_needed", "verdict", "why",
-    "sentence",
+    "sentence", "not_measured", "only_not_measured", "left_out",
 ]  # fmt: skip
+# The last three are facts the Answers read, so that no reader parses ``why``: the pair's servers
+# not measured at all ([server, reason] pairs, JSON), whether that is the comparison's only reason
+# not to be made, and the servers a best-of-language row left out ([server, reason code] pairs, JSON).
 NOT_TESTED = "not tested"
 BEST_OF_LANGUAGE = "best of language"
 
 
 @dataclass
-class Measured:
+class CellRounds:
     """One cell's good repeats (req/s by round) and whether they may decide anything."""
 
     server: str
     language: str
     concurrency: int
     rps: pd.Series
-    why_not: list[str] = field(default_factory=list)
+    why_not: list[Reason] = field(default_factory=list)
+    not_measured: str | None = None  # why the cell was skipped, where it was (its summary row's reason)
     windows: fullspeed.CellWindows | None = None
     phased: str | None = None
     jain: pd.Series | None = None  # Jain's fairness index by round (runs.csv fairness_jain)
@@ -69,19 +75,21 @@ class Measured:
 
 def measured_cells(
     runs: pd.DataFrame, summary: pd.DataFrame, excluded: set[str], windows: pd.DataFrame | None = None, spec=None
-) -> dict[tuple, dict[str, Measured]]:
+) -> dict[tuple, dict[str, CellRounds]]:
     """Per condition, every server's cell, with its windows where ``windows`` (windows.csv) has them."""
     keys = CONDITION + ["server"]
     repeats_of = {key: group for key, group in runs.groupby(keys, sort=False)}
-    by_condition: dict[tuple, dict[str, Measured]] = {}
+    by_condition: dict[tuple, dict[str, CellRounds]] = {}
     for _, row in summary.iterrows():
         repeats = repeats_of.get(tuple(row[keys]), runs.iloc[:0])
         ok = repeats[(repeats["status"] == "ok") & repeats["rps"].notna()]
         # Repeat r of every cell is measured in round r (plan.matrix.in_rounds).
         good = ok.set_index("repeat")["rps"].astype(float)
         starved = repeats["starved_connections"].max() if repeats["starved_connections"].notna().any() else None
-        why = why_not_comparable(row, excluded, None if starved is None else int(starved))
-        cell = Measured(row["server"], row["language"], int(row["concurrency"]), good, why)
+        why = reasons_not_comparable(row, excluded, None if starved is None else int(starved))
+        cell = CellRounds(row["server"], row["language"], int(row["concurrency"]), good, why)
+        if row["status"] == "skipped":
+            cell.not_measured = str(row["reason"])
         if "fairness_jain" in ok:
             cell.jain = ok.set_index("repeat")["fairness_jain"].dropna().astype(float)
             cell.users = {key: ok[key].median() for key in ("answered_share", "connection_wait_p90_ms") if key in ok}
@@ -108,31 +116,37 @@ def _attach_windows(by_condition: dict, windows: pd.DataFrame | None, spec: dict
             cells[name].windows = cell_windows
 
 
-def judge(kind: str, condition: tuple, a: Measured, b: Measured, why: str = "", quantile: float | None = None) -> dict:
+def estimate_pair(
+    kind: str, condition: tuple, a: CellRounds, b: CellRounds, why: str = "", quantile: float | None = None
+) -> Pending:
     """One comparison's estimate, before Holm's procedure sets the level of its interval: on the
     full-speed figures (their ``quantile`` of the windows) where both cells have them, else on
     delivered req/s."""
     row = dict(zip(CONDITION, condition, strict=True))
     row.update(kind=kind, a=a.server, b=b.server, language_a=a.language, language_b=b.language, why=why)
-    reasons = [f"{cell.server}: {reason}" for cell in (a, b) for reason in cell.why_not]
-    reasons += _rounds_split_over_hosts(a, b)
-    if reasons:
-        return {**row, "verdict": "not comparable", "why": "; ".join(filter(None, [*reasons, why]))}
+    reasons = [f"{cell.server}: {reason.text}" for cell in (a, b) for reason in cell.why_not]
+    split = _rounds_split_over_hosts(a, b)
+    if reasons or split:
+        skipped = [[cell.server, cell.not_measured] for cell in (a, b) if cell.not_measured is not None]
+        only = bool(skipped) and not split and not why and all(c.comparable or c.not_measured for c in (a, b))
+        words = "; ".join(filter(None, [*reasons, *split, why]))
+        facts = {"not_measured": json.dumps(skipped) if skipped else None, "only_not_measured": only}
+        return Pending({**row, "verdict": "not comparable", "why": words, **facts})
     delivered = inference.estimate(a.rps, b.rps)
     row.update(n_a=len(a.rps), n_b=len(b.rps), median_a=float(a.rps.median()), median_b=float(b.rps.median()))
     if delivered is None:
-        return {**row, "verdict": "not comparable", "why": "fewer than 2 repeats on a side"}
+        return Pending({**row, "verdict": "not comparable", "why": "fewer than 2 repeats on a side"})
     estimate, why_delivered = _full_speed(a, b, quantile), _why_delivered(a, b)
     if estimate is None:
         estimate = delivered
         row["why"] = "; ".join(filter(None, [row["why"], why_delivered]))
     else:
         row.update(full_a=a.windows.full_speed, full_b=b.windows.full_speed)
-    return {**row, "method": estimate.method, "ratio": estimate.ratio, "p_value": estimate.p_value,
-            "delivered_ratio": delivered.ratio, "_estimate": estimate, "_delivered": delivered}  # fmt: skip
+    row.update(method=estimate.method, ratio=estimate.ratio, p_value=estimate.p_value, delivered_ratio=delivered.ratio)
+    return Pending(row, estimate, delivered)
 
 
-def _rounds_split_over_hosts(a: Measured, b: Measured) -> list[str]:
+def _rounds_split_over_hosts(a: CellRounds, b: CellRounds) -> list[str]:
     """A comparison pairs its cells round by round, so that the machine's level cancels; two
     cells of one round on different machines would measure the machines instead."""
     if a.hosts is None or b.hosts is None:
@@ -144,20 +158,20 @@ def _rounds_split_over_hosts(a: Measured, b: Measured) -> list[str]:
     ] + ([f"and {len(split) - 1} more rounds split so"] if len(split) > 1 else [])
 
 
-def _full_speed(a: Measured, b: Measured, quantile: float | None) -> inference.Estimate | None:
+def _full_speed(a: CellRounds, b: CellRounds, quantile: float | None) -> inference.Estimate | None:
     if quantile is None or a.windows is None or b.windows is None or a.phased or b.phased:
         return None
     return fullspeed.estimate(a.windows, b.windows, quantile)
 
 
-def _why_delivered(a: Measured, b: Measured) -> str:
+def _why_delivered(a: CellRounds, b: CellRounds) -> str:
     """Why a comparison is on delivered req/s: a side slow in phases of its own (none: a side had no windows)."""
     return "; ".join(f"{cell.server}: {cell.phased}" for cell in (a, b) if cell.phased)
 
 
 def best_of_each_language(
-    config: dict, condition: tuple, cells: dict[str, Measured], quantile: float | None = None
-) -> list[dict]:
+    config: dict, condition: tuple, cells: dict[str, CellRounds], quantile: float | None = None
+) -> list[Pending]:
     """The best comparable server of one language against the best of another, for each two
     compared languages present at the condition (highest median req/s)."""
     catalogue = config["catalogue"]
@@ -169,15 +183,20 @@ def best_of_each_language(
     rows = []
     for (first, second), best in best_of_languages(config, usable, list(cells)).items():
         members = [c for language in (first, second) for c in cells.values() if c.language == language]
-        left_out = [f"{c.server} ({'; '.join(c.why_not)})" for c in members if not c.comparable]
-        why = f"left out: {', '.join(left_out)}" if left_out else ""
+        left_out = [c for c in members if not c.comparable]
+        named = [f"{c.server} ({'; '.join(reason.text for reason in c.why_not)})" for c in left_out]
+        why = f"left out: {', '.join(named)}" if named else ""
+        codes = json.dumps([[c.server, c.why_not[0].code] for c in left_out]) if left_out else None
         if None in best:
             missing = [title(config, lang) for lang, server in zip((first, second), best, strict=True) if not server]
             detail = f"no comparable {' or '.join(missing)} server" + (f"; {why}" if why else "")
             row = dict(zip(CONDITION, condition, strict=True))
-            rows.append({**row, "kind": BEST_OF_LANGUAGE, "verdict": "not comparable", "why": detail})
+            rows.append(Pending({**row, "kind": BEST_OF_LANGUAGE, "verdict": "not comparable", "why": detail,
+                                 "left_out": codes}))  # fmt: skip
             continue
-        rows.append(judge(BEST_OF_LANGUAGE, condition, cells[best[0]], cells[best[1]], why, quantile))
+        judged = estimate_pair(BEST_OF_LANGUAGE, condition, cells[best[0]], cells[best[1]], why, quantile)
+        judged.row["left_out"] = codes
+        rows.append(judged)
     return rows
 
 
@@ -193,36 +212,43 @@ def verdict_table(
     ``windows`` (windows.csv): the full-speed figures decide where both cells have them."""
     spec, full = config["comparisons"], config.get("full_speed") or {"decides": False}
     quantile = full["quantile"] if full["decides"] else None
-    rows = []
+    pending: list[Pending] = []
     cells_by_condition = measured_cells(runs, summary, set(spec["not_comparable_flags"]), windows, full)
     studies = _studies_of(summary)
     for condition, cells in sorted(cells_by_condition.items()):
         pairs = declared_pairs(config, sorted(cells))
         pairs += _seed_pairs(studies, condition[0], sorted(cells), pairs)
         for kind, a, b in pairs:
-            rows.append(judge(kind, condition, cells[a], cells[b], quantile=quantile))
+            pending.append(estimate_pair(kind, condition, cells[a], cells[b], quantile=quantile))
             # Where waiting connections are what keeps two servers apart, compare what a user gets.
-            if rows[-1].get("verdict") == "not comparable":
-                rows += fairness.judge(kind, condition, cells[a], cells[b])
+            if pending[-1].row.get("verdict") == "not comparable":
+                pending += fairness.fairness_pair(kind, condition, cells[a], cells[b])
         if spec["best_of_language"]:
-            rows += best_of_each_language(config, condition, cells, quantile)
+            pending += best_of_each_language(config, condition, cells, quantile)
     if latency is not None and not latency.empty:
-        rows += latency_verdicts(latency, config)
+        pending += [Pending(row) for row in latency_verdicts(latency, config)]
     alpha = 1 - spec["confidence"]
-    family = [row for row in rows if _in_family(row, alpha)]
-    adjusted, levels = inference.holm_levels([row["p_value"] for row in family], alpha)
-    for row, p_holm, level in zip(family, adjusted, levels, strict=True):
-        row.update(p_holm=p_holm, level=level)
-    for row in rows:
+    family = []
+    for judged in filter(_tested, pending):
+        left_out = _cannot_reach(judged, alpha)
+        if left_out:
+            judged.row["why"] = "; ".join(filter(None, [judged.row.get("why"), left_out]))
+        else:
+            family.append(judged)
+    adjusted, levels = inference.holm_levels([judged.row["p_value"] for judged in family], alpha)
+    for judged, p_holm, level in zip(family, adjusted, levels, strict=True):
+        judged.row.update(p_holm=p_holm, level=level)
+    for judged in pending:
+        row = judged.row
         if row["kind"] in LATENCY_KINDS:
             _decide_latency(row, spec["confidence"])
         elif row["kind"] == fairness.KIND:
-            _decide(row, alpha, spec.get("fairness_margin", fairness.DEFAULT_MARGIN))
-            fairness.in_words(row)
+            _decide(judged, alpha, spec.get("fairness_margin", fairness.DEFAULT_MARGIN))
+            fairness.in_words(row, judged.users)
         else:
-            _decide(row, alpha, margin_for(config, row["profile"], row["kind"]))
+            _decide(judged, alpha, margin_for(config, row["profile"], row["kind"]))
             row["sentence"] = sentence(row, config)
-    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+    return pd.DataFrame([judged.row for judged in pending], columns=VERDICT_COLUMNS)
 
 
 def _studies_of(summary: pd.DataFrame):
@@ -240,21 +266,25 @@ def _seed_pairs(studies, profile: str, servers: list[str], declared: list[tuple]
     return [(seed_studies.SEED_KIND, a, b) for a, b in found if frozenset((a, b)) not in taken]
 
 
-def _in_family(row: dict, alpha: float) -> bool:
-    """Tested under Holm: a declared comparison (or p99 test) whose repeats can reach significance."""
-    if row.get("p_value") is None or row.get("verdict") or row["kind"] == BEST_OF_LANGUAGE:
-        return False
-    estimate = row.get("_estimate")
+def _tested(judged: Pending) -> bool:
+    """A candidate for Holm's family: a declared comparison (or p99 test) with a p-value and no
+    outcome yet (the best of each language is chosen after seeing the data: described only)."""
+    row = judged.row
+    return row.get("p_value") is not None and not row.get("verdict") and row["kind"] != BEST_OF_LANGUAGE
+
+
+def _cannot_reach(judged: Pending, alpha: float) -> str | None:
+    """Why a candidate stays out of Holm's family (its repeats cannot reach significance), else None."""
+    row, estimate = judged.row, judged.estimate
     reachable = estimate.can_reach(alpha) if estimate else smallest_p(row["n_a"], row["n_b"]) < alpha
-    if not reachable:
-        left_out = f"{row['n_a']} against {row['n_b']} repeats cannot reach p < {alpha:g}: left out of the Holm family"
-        row["why"] = "; ".join(filter(None, [row.get("why"), left_out]))
-    return reachable
+    if reachable:
+        return None
+    return f"{row['n_a']} against {row['n_b']} repeats cannot reach p < {alpha:g}: left out of the Holm family"
 
 
-def _decide(row: dict, alpha: float, margin: float) -> None:
+def _decide(judged: Pending, alpha: float, margin: float) -> None:
     """The outcome of one throughput comparison, from its interval at its Holm level."""
-    estimate, delivered = row.pop("_estimate", None), row.pop("_delivered", None)
+    row, estimate, delivered = judged.row, judged.estimate, judged.delivered
     if row.get("verdict") == "not comparable" or estimate is None:
         return
     row["margin"] = margin

@@ -3,7 +3,7 @@ terminal when the workflow ends), decided ones first."""
 
 from __future__ import annotations
 
-import re
+import json
 
 import pandas as pd
 
@@ -12,9 +12,17 @@ from serverbench.decide.margins import in_words, run_margins
 from serverbench.decide.pairs import FAIRNESS, LATENCY_KINDS
 from serverbench.decide.sentences import confidence_label
 
-SKIPPED = re.compile(r"(\S+): skipped: ([^;]+)")
-# "a (starved: 18 of 20 … (almost) no answer), b (failed)" → (a, starved), (b, failed)
-LEFT_OUT = re.compile(r"(?:^|\), )(\S+) \((\w+)")
+FACT_COLUMNS = ("not_measured", "only_not_measured", "left_out")
+
+
+def _pairs(cell) -> list[list[str]]:
+    """A verdict row's [server, reason] pairs (``not_measured``, ``left_out``: JSON), none where empty."""
+    return json.loads(cell) if isinstance(cell, str) and cell else []
+
+
+def _true(cell) -> bool:
+    """A boolean column as read back from CSV (True, "True", or empty)."""
+    return cell is True or str(cell) == "True"
 
 
 def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> dict[str, list[str]]:
@@ -22,6 +30,8 @@ def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> 
     why; servers that were not measured at all are named once, not in every comparison.
     Latency under load (rate cells) comes next, each server's knee first; last, the
     HTTP checks a compared server fails and its counterpart passes."""
+    # A verdicts.csv written before these facts were columns: none of them.
+    verdicts = verdicts.assign(**{name: None for name in FACT_COLUMNS if name not in verdicts})
     protocol = protocol_differences(verdicts, conformance) if conformance is not None else []
     is_latency = verdicts["kind"].isin(LATENCY_KINDS)
     latency, verdicts = verdicts[is_latency], verdicts[~is_latency]
@@ -31,10 +41,9 @@ def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> 
     latency = latency[(latency["kind"] != "p99 at fraction") | latency["verdict"].isin(["lower p99", "higher p99"])]
     decided = verdicts[verdicts["verdict"].isin(["faster", "slower"])]
     excluded = verdicts[verdicts["verdict"] == "not comparable"]
-    why = excluded["why"].fillna("").astype(str)
-    only_skipped = why.map(lambda text: bool(SKIPPED.search(text)) and not SKIPPED.sub("", text).strip("; "))
-    only_skipped = only_skipped.astype(bool)  # an empty run leaves it untyped
-    not_measured = sorted({f"{server} ({reason})" for text in why for server, reason in SKIPPED.findall(text)})
+    only_skipped = excluded["only_not_measured"].map(_true).astype(bool)  # an empty run leaves it untyped
+    not_measured = sorted({f"{server} ({reason})" for pairs in excluded["not_measured"] for server, reason in
+                           _pairs(pairs)})  # fmt: skip
     return {
         "decided": decided["sentence"].tolist(),
         "equivalent": of(verdicts, "equivalent"),
@@ -109,7 +118,7 @@ def _best_clause(condition: pd.DataFrame, titles: dict[str, str]) -> str:
         f"the fastest {first} server was {row['a']} and the fastest {second} server {row['b']}, "
         f"{row['ratio']:.2f}× apart (described, not tested"
     )
-    left_out = LEFT_OUT.findall(str(row["why"]).partition("left out: ")[2])
+    left_out = _pairs(row.get("left_out"))
     if left_out:
         text += "; left out: " + ", ".join(f"{server} ({reason})" for server, reason in left_out)
     return text + ")"
@@ -137,19 +146,60 @@ def read_table(path) -> pd.DataFrame | None:
         return None
 
 
+# What the terminal prints as sentences after the comparisons' lines (the rest are lines).
+SENTENCE_SECTIONS = ("not comparable", "not measured", "latency under load", "speaks HTTP differently",
+                     "request framing")  # fmt: skip
+CONSOLE_ORDER = {"faster": 0, "slower": 0, "fairer": 1, "less fair": 1, "equivalent": 2, "undetermined": 3}
+
+
+def console_line(row: pd.Series) -> str:
+    """One timed comparison on one line, hyperfine's way: the ratio and its interval, against
+    whom, the outcome, and what the run could have told (the condition is its group's header)."""
+    what = "as evenly as" if row["kind"] == FAIRNESS else "against"
+    figure = f"{row['ratio']:.2f}× [{row['ci_low']:.2f}–{row['ci_high']:.2f}]"
+    line = f"{row['a']}: {figure} {what} {row['b']} ({row['kind']}) — {row['verdict']}"
+    if row["verdict"] == "undetermined" and pd.notna(row.get("detectable_ratio")):
+        needed = row.get("rounds_needed")
+        rounds = f"; about {needed:.0f} rounds would decide it" if pd.notna(needed) else ""
+        line += f" (could tell {row['detectable_ratio']:.2f}×{rounds})"
+    return line
+
+
+def console_groups(verdicts: pd.DataFrame) -> dict[str, list[str]]:
+    """The comparisons with an interval, one line each, under their condition named once."""
+    shown = verdicts[~verdicts["kind"].isin(LATENCY_KINDS) & verdicts["ci_low"].notna()]
+    shown = shown.assign(order=shown["verdict"].map(CONSOLE_ORDER).fillna(4)).sort_values("order", kind="stable")
+    groups: dict[str, list[str]] = {}
+    for (profile, workload, tool, concurrency), rows in shown.groupby(
+        ["profile", "workload", "tool", "concurrency"], sort=True
+    ):
+        header = f"{profile}, {workload}, {tool} at {concurrency} connections"
+        groups[header] = [console_line(row) for _, row in rows.iterrows()]
+    return groups
+
+
 def print_answers(path, conformance_path=None) -> None:
-    """The verdicts in the terminal when the workflow finishes."""
+    """The verdicts in the terminal when the workflow finishes: each condition named once,
+    then a line per comparison; then, in sentences, what could not be compared and why."""
     verdicts = read_table(path)
     if verdicts is None:
         return
-    print(f"\nserverbench: {len(verdicts)} comparisons ({path})")
+    print(f"\nserverbench: {len(verdicts)} comparisons ({path}; in sentences: answers.md)")
+    margins = margin_sentence(verdicts)
+    if margins:
+        print(margins)
+    for header, lines in console_groups(verdicts).items():
+        print(f"\n{header}:")
+        for line in lines:
+            print(f"  {line}")
     conformance = read_table(conformance_path) if conformance_path else None
     for title, sentences in answers(verdicts, conformance).items():
+        if title not in SENTENCE_SECTIONS or not sentences:
+            continue
         title = {"not measured": "not measured here (every comparison with them left out)"}.get(title, title)
-        if sentences:
-            print(f"\n{title} ({len(sentences)}):")
-            for text in sentences:
-                print(f"  - {text}")
+        print(f"\n{title} ({len(sentences)}):")
+        for text in sentences:
+            print(f"  - {text}")
 
 
 def margin_sentence(verdicts: pd.DataFrame) -> str:
