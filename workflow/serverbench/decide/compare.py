@@ -307,7 +307,10 @@ def _decided(rows: list[dict], errors: list[tuple | None], alpha: float, margin:
 
 
 def _outcome(low: float, high: float, share: float) -> str:
-    """A change B/A against ±share: slower means below 1 - share."""
+    """A change B/A against ±share of the baseline: slower means below 1 - share. Not
+    ``inference.outcome``'s log-symmetric band: a change has a direction (after against
+    before, never swapped), and "5% slower" is what ``--fail-above 5%`` promises a CI
+    user, 0.95 of the baseline rather than 1/1.05."""
     if high < 1 - share:
         return inference.SLOWER
     if low > 1 + share:

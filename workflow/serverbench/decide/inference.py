@@ -205,7 +205,10 @@ def rounds_to_decide(ratio: float, low: float, high: float, rounds: int, margin:
 
 
 def outcome(low: float, high: float, margin: float) -> str:
-    """The interval of a ratio against the ±margin band around 1."""
+    """The interval of a ratio A/B against the band [1/(1+margin), 1+margin]: symmetric on the
+    log scale, so that A against B and B against A come out mirrored (faster one way is slower
+    the other, by the same margin). ``compare``'s band is a share of the baseline instead (see
+    ``serverbench.decide.compare._outcome``)."""
     upper, lower = 1 + margin, 1 / (1 + margin)
     if low > upper:
         return FASTER
