@@ -77,8 +77,9 @@ def app_lint(launch: Launch, log_path: Path, app: bool) -> probes.Check:
     allowed = answer.header(LINT_NOTE)
     if allowed:
         outcome = answer.header(LINT_OUTCOME) if answer.header(LINT_OUTCOME) in ("info", "warn") else "info"
-        return probes.Check("app_lint", outcome, f"no assertion or Lint error; {allowed}"[:600],
-                            received=probes.shown(answer.raw))  # fmt: skip
+        return probes.Check(
+            "app_lint", outcome, f"no assertion or Lint error; {allowed}"[:600], received=probes.shown(answer.raw)
+        )
     return probes.Check("app_lint", "pass", "no assertion or Lint error", received=probes.shown(answer.raw))
 
 

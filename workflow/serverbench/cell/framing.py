@@ -146,49 +146,123 @@ def content_length_cases() -> list[Case]:
     both = {"the first Content-Length (5)": PING, f"the last Content-Length ({LONG})": PING + HIDDEN}
     as_five = {"Content-Length 5": PING}
     return [
-        Case("cl_duplicate_differ", "content-length", "reject", CL_INVALID,
-             _post([("Content-Length", "5"), ("Content-Length", LONG)], PING + HIDDEN), both, close=True),
-        Case("cl_list_differ", "content-length", "reject", CL_INVALID,
-             _post([("Content-Length", f"5, {LONG}")], PING + HIDDEN),
-             {"the list's first value (5)": PING, f"the list's last value ({LONG})": PING + HIDDEN}, close=True),
-        Case("cl_list_same", "content-length", "may", CL_LIST, _post([("Content-Length", "5, 5")], PING),
-             {"the list's single value (5)": PING}),
-        Case("cl_plus_sign", "content-length", "reject", CL_INVALID, _post([("Content-Length", "+5")], PING),
-             as_five, close=True),
-        Case("cl_negative", "content-length", "reject", CL_INVALID, _post([("Content-Length", "-1")], PING),
-             close=True),
-        Case("cl_non_digit", "content-length", "reject", CL_INVALID, _post([("Content-Length", "5x")], PING),
-             as_five, close=True),
-    ]  # fmt: skip
+        Case(
+            "cl_duplicate_differ",
+            "content-length",
+            "reject",
+            CL_INVALID,
+            _post([("Content-Length", "5"), ("Content-Length", LONG)], PING + HIDDEN),
+            both,
+            close=True,
+        ),
+        Case(
+            "cl_list_differ",
+            "content-length",
+            "reject",
+            CL_INVALID,
+            _post([("Content-Length", f"5, {LONG}")], PING + HIDDEN),
+            {"the list's first value (5)": PING, f"the list's last value ({LONG})": PING + HIDDEN},
+            close=True,
+        ),
+        Case(
+            "cl_list_same",
+            "content-length",
+            "may",
+            CL_LIST,
+            _post([("Content-Length", "5, 5")], PING),
+            {"the list's single value (5)": PING},
+        ),
+        Case(
+            "cl_plus_sign",
+            "content-length",
+            "reject",
+            CL_INVALID,
+            _post([("Content-Length", "+5")], PING),
+            as_five,
+            close=True,
+        ),
+        Case(
+            "cl_negative", "content-length", "reject", CL_INVALID, _post([("Content-Length", "-1")], PING), close=True
+        ),
+        Case(
+            "cl_non_digit",
+            "content-length",
+            "reject",
+            CL_INVALID,
+            _post([("Content-Length", "5x")], PING),
+            as_five,
+            close=True,
+        ),
+    ]
 
 
 def transfer_encoding_cases() -> list[Case]:
     chunked_or_length = {"chunked": PING, "Content-Length 4": CHUNKED[:4]}
     return [
-        Case("te_chunked_not_last", "transfer-encoding", "reject", TE_NOT_FINAL,
-             _post([("Transfer-Encoding", "chunked, identity")], CHUNKED), {"chunked": PING}, close=True),
-        Case("te_unknown", "transfer-encoding", "reject", TE_UNKNOWN,
-             _post([("Transfer-Encoding", "serverbench-unknown")], CHUNKED), {"chunked": PING}, close=True),
-        Case("te_chunked_twice", "transfer-encoding", "should", CHUNKED_TWICE + GRAMMAR,
-             _post([("Transfer-Encoding", "chunked, chunked")], CHUNKED), {"chunked, decoded once": PING}),
-        Case("te_http10", "transfer-encoding", "close", TE_HTTP10,
-             _post([("Connection", "keep-alive"), ("Transfer-Encoding", "chunked"),
-                    ("Content-Length", str(len(CHUNKED)))], CHUNKED, "HTTP/1.0"),
-             {"chunked": PING, f"Content-Length {len(CHUNKED)}": CHUNKED}),
-        Case("te_and_cl_kept_open", "transfer-encoding", "close", TE_AND_CL,
-             _post([("Content-Length", "4"), ("Transfer-Encoding", "chunked")], CHUNKED), chunked_or_length),
-    ]  # fmt: skip
+        Case(
+            "te_chunked_not_last",
+            "transfer-encoding",
+            "reject",
+            TE_NOT_FINAL,
+            _post([("Transfer-Encoding", "chunked, identity")], CHUNKED),
+            {"chunked": PING},
+            close=True,
+        ),
+        Case(
+            "te_unknown",
+            "transfer-encoding",
+            "reject",
+            TE_UNKNOWN,
+            _post([("Transfer-Encoding", "serverbench-unknown")], CHUNKED),
+            {"chunked": PING},
+            close=True,
+        ),
+        Case(
+            "te_chunked_twice",
+            "transfer-encoding",
+            "should",
+            CHUNKED_TWICE + GRAMMAR,
+            _post([("Transfer-Encoding", "chunked, chunked")], CHUNKED),
+            {"chunked, decoded once": PING},
+        ),
+        Case(
+            "te_http10",
+            "transfer-encoding",
+            "close",
+            TE_HTTP10,
+            _post(
+                [("Connection", "keep-alive"), ("Transfer-Encoding", "chunked"), ("Content-Length", str(len(CHUNKED)))],
+                CHUNKED,
+                "HTTP/1.0",
+            ),
+            {"chunked": PING, f"Content-Length {len(CHUNKED)}": CHUNKED},
+        ),
+        Case(
+            "te_and_cl_kept_open",
+            "transfer-encoding",
+            "close",
+            TE_AND_CL,
+            _post([("Content-Length", "4"), ("Transfer-Encoding", "chunked")], CHUNKED),
+            chunked_or_length,
+        ),
+    ]
 
 
 def field_syntax_cases() -> list[Case]:
     return [
-        Case("whitespace_before_colon", "field syntax", "reject", WHITESPACE_COLON,
-             _post([("Content-Length ", "5")], PING), {"Content-Length 5": PING}),
+        Case(
+            "whitespace_before_colon",
+            "field syntax",
+            "reject",
+            WHITESPACE_COLON,
+            _post([("Content-Length ", "5")], PING),
+            {"Content-Length 5": PING},
+        ),
         Case("obs_fold", "field syntax", "either", OBS_FOLD, _get(("X-Probe", "a\r\n b"))),
         Case("bare_cr", "field syntax", "either", BARE_CR, _get(("X-Probe", "a\rb"))),
         Case("nul_in_value", "field syntax", "either", NUL, _get(("X-Probe", "a\x00b"))),
         Case("field_name_not_token", "field syntax", "should", GRAMMAR, _get(("X(Probe)", "1"))),
-    ]  # fmt: skip
+    ]
 
 
 def chunk_cases() -> list[Case]:
@@ -196,17 +270,40 @@ def chunk_cases() -> list[Case]:
         return _post([("Transfer-Encoding", "chunked")], body)
 
     return [
-        Case("chunk_size_prefix", "chunk framing", "should", CHUNK_SIZE + GRAMMAR,
-             chunked(b"0x5\r\nping\n\r\n0\r\n\r\n"), {"size 0x5 read as 5": PING}),
+        Case(
+            "chunk_size_prefix",
+            "chunk framing",
+            "should",
+            CHUNK_SIZE + GRAMMAR,
+            chunked(b"0x5\r\nping\n\r\n0\r\n\r\n"),
+            {"size 0x5 read as 5": PING},
+        ),
         # 2^64 + 5: read modulo 2^64, it is a chunk of 5 bytes.
-        Case("chunk_size_overflow", "chunk framing", "no-overflow", CHUNK_OVERFLOW,
-             chunked(b"10000000000000005\r\nping\n\r\n0\r\n\r\n"), {"the size modulo 2^64 (5)": PING}),
-        Case("chunk_data_longer", "chunk framing", "should", CHUNK_SIZE + GRAMMAR,
-             chunked(b"5\r\nping\nEXTRA\r\n0\r\n\r\n"), {"its size (5), the rest dropped": PING,
-                                                        "the data up to the CRLF": b"ping\nEXTRA"}),
-        Case("chunk_missing_crlf", "chunk framing", "should", CHUNK_SIZE + GRAMMAR,
-             chunked(b"5\r\nping\n0\r\n\r\n"), {"its size (5)": PING}),
-    ]  # fmt: skip
+        Case(
+            "chunk_size_overflow",
+            "chunk framing",
+            "no-overflow",
+            CHUNK_OVERFLOW,
+            chunked(b"10000000000000005\r\nping\n\r\n0\r\n\r\n"),
+            {"the size modulo 2^64 (5)": PING},
+        ),
+        Case(
+            "chunk_data_longer",
+            "chunk framing",
+            "should",
+            CHUNK_SIZE + GRAMMAR,
+            chunked(b"5\r\nping\nEXTRA\r\n0\r\n\r\n"),
+            {"its size (5), the rest dropped": PING, "the data up to the CRLF": b"ping\nEXTRA"},
+        ),
+        Case(
+            "chunk_missing_crlf",
+            "chunk framing",
+            "should",
+            CHUNK_SIZE + GRAMMAR,
+            chunked(b"5\r\nping\n0\r\n\r\n"),
+            {"its size (5)": PING},
+        ),
+    ]
 
 
 def other_cases() -> list[Case]:
@@ -215,7 +312,7 @@ def other_cases() -> list[Case]:
         Case("host_duplicate", "host", "reject", HOST, _get(("Host", "localhost"))),
         Case("host_invalid", "host", "reject", HOST, request("GET", "/", "HTTP/1.1", [("Host", "local host")])),
         Case("bare_lf", "line ends", "may", BARE_LF, bare_lf),
-    ]  # fmt: skip
+    ]
 
 
 CASES = [*content_length_cases(), *transfer_encoding_cases(), *field_syntax_cases(), *chunk_cases(),

@@ -247,9 +247,11 @@ def expect_continue(target: Target) -> Check:
         return no_echo("expect_continue")
     body = b"x" * 1000
     head_bytes = request(
-        "POST", "/echo", "HTTP/1.1",
+        "POST",
+        "/echo",
+        "HTTP/1.1",
         [("Host", "localhost"), ("Content-Length", str(len(body))), ("Expect", "100-continue")],
-    )  # fmt: skip
+    )
     with target.wire() as wire:
         wire.send(head_bytes)
         interim = wire.read_interim(1.0)
@@ -314,10 +316,15 @@ def missing_host(target: Target) -> Check:
 
 def length_and_chunked(target: Target) -> Check:
     # RFC 9112 6.3: a server may process this as chunked but must then close; request smuggling otherwise.
-    sent = request(
-        "POST", "/echo", "HTTP/1.1",
-        [("Host", "localhost"), ("Content-Length", "4"), ("Transfer-Encoding", "chunked")],
-    ) + b"0\r\n\r\n"  # fmt: skip
+    sent = (
+        request(
+            "POST",
+            "/echo",
+            "HTTP/1.1",
+            [("Host", "localhost"), ("Content-Length", "4"), ("Transfer-Encoding", "chunked")],
+        )
+        + b"0\r\n\r\n"
+    )
     return _refused(target, "length_and_chunked", sent, accepted="warn")
 
 

@@ -286,8 +286,15 @@ def compare_sets(
         change, (run_sd, df) = changes[key], _run_sd(changes, key)
         se = math.sqrt(change.within_var + run_sd**2)
         p_value = float(2 * stats.t.sf(abs(change.log_change) / se, df)) if se else float(change.log_change == 0)
-        rows.append({**row, "reference": references[key], "ratio": math.exp(change.log_change), "run_sd": run_sd,
-                     "p_value": p_value})  # fmt: skip
+        rows.append(
+            {
+                **row,
+                "reference": references[key],
+                "ratio": math.exp(change.log_change),
+                "run_sd": run_sd,
+                "p_value": p_value,
+            }
+        )
         errors.append((change.log_change, se, df))
     return _decided(rows, errors, alpha, margin)
 

@@ -70,8 +70,10 @@ def framing_sentences(conformance: pd.DataFrame) -> list[str]:
             which = "among them" if len(broken) > 1 else "the one broken:"
             silent = int((broken["outcome"] == "warn").sum())
             owed = f" ({silent} of them closed safely without the 400 owed)" if silent else ""
-            text = (f"{server} broke {len(broken)} of {len(musts)} MUSTs of RFC 9112/9110 on request framing{owed}, "
-                    f"{which} {named}{more}")  # fmt: skip
+            text = (
+                f"{server} broke {len(broken)} of {len(musts)} MUSTs of RFC 9112/9110 on request framing{owed}, "
+                f"{which} {named}{more}"
+            )
         shoulds = len(checks[checks["requirement"] == "SHOULD"])
         if len(took):
             text += f"; it took {len(took)} of {shoulds} requests it should refuse ({', '.join(took['check'])})"

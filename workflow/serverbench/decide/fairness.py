@@ -42,10 +42,20 @@ def fairness_pair(kind: str, condition: tuple, a, b) -> list[Pending]:
     words = "; ".join(reason.text for reason in reasons)
     row = dict(zip(("profile", "workload", "tool", "concurrency"), condition, strict=True))
     row.update(
-        kind=KIND, a=a.server, b=b.server, language_a=a.language, language_b=b.language,
-        n_a=len(a.jain), n_b=len(b.jain), median_a=float(a.jain.median()), median_b=float(b.jain.median()),
-        method=found.method, ratio=found.ratio, p_value=found.p_value, why=f"compared as {kind}: {words}",
-    )  # fmt: skip
+        kind=KIND,
+        a=a.server,
+        b=b.server,
+        language_a=a.language,
+        language_b=b.language,
+        n_a=len(a.jain),
+        n_b=len(b.jain),
+        median_a=float(a.jain.median()),
+        median_b=float(b.jain.median()),
+        method=found.method,
+        ratio=found.ratio,
+        p_value=found.p_value,
+        why=f"compared as {kind}: {words}",
+    )
     return [Pending(row, estimate=found, users=(a.users, b.users))]
 
 

@@ -104,8 +104,9 @@ def by_rounds(a: pd.Series, b: pd.Series) -> Estimate | None:
         p_value = float(fit.pvalues[1])
     else:
         p_value = float(abs(fit.params[1]) <= NUMERIC_FLOOR * scale)
-    return Estimate("rounds model", len(both), len(both), float(fit.params[1]), p_value, float(fit.bse[1]),
-                    float(fit.df_resid))  # fmt: skip
+    return Estimate(
+        "rounds model", len(both), len(both), float(fit.params[1]), p_value, float(fit.bse[1]), float(fit.df_resid)
+    )
 
 
 def by_ranks(a, b) -> Estimate | None:
@@ -117,8 +118,9 @@ def by_ranks(a, b) -> Estimate | None:
     ties = len(np.unique(np.concatenate([log_a, log_b]))) < len(log_a) + len(log_b)
     method = "asymptotic" if ties or len(pairwise) > 900 else "exact"
     p_value = float(stats.mannwhitneyu(log_a, log_b, alternative="two-sided", method=method).pvalue)
-    return Estimate("Hodges-Lehmann", len(log_a), len(log_b), float(np.median(pairwise)), p_value,
-                    pairwise=tuple(sorted(pairwise)))  # fmt: skip
+    return Estimate(
+        "Hodges-Lehmann", len(log_a), len(log_b), float(np.median(pairwise)), p_value, pairwise=tuple(sorted(pairwise))
+    )
 
 
 def estimate(a: pd.Series, b: pd.Series) -> Estimate | None:

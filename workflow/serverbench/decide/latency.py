@@ -53,8 +53,13 @@ def latency_pairs(config: dict, found: dict) -> list[tuple[str, str, str]]:
 def _knee_row(found: dict) -> dict:
     if found["knee_rps"] is None:
         return {"verdict": "not measured", "why": found["knee_note"]}
-    return {"median_a": found["knee_rps"], "ci_low": found["knee_ci_low"], "ci_high": found["knee_ci_high"],
-            "verdict": "measured", "why": found["knee_note"]}  # fmt: skip
+    return {
+        "median_a": found["knee_rps"],
+        "ci_low": found["knee_ci_low"],
+        "ci_high": found["knee_ci_high"],
+        "verdict": "measured",
+        "why": found["knee_note"],
+    }
 
 
 def _knee_ratio(a: dict, b: dict) -> dict:

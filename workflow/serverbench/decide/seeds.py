@@ -59,8 +59,14 @@ def declared_pairs(seeds: Seeds, profile: str, servers: list[str]) -> list[tuple
 def _seed_order(seeds: Seeds, table: dict) -> dict[str, str]:
     """The table's servers (label → catalogue) best first: by the seed's req/s, else its ranking claim."""
     mapping = seeds.catalogue_of(table["seed"], table["table"])
-    ranking = next((c["ranking"] for c in seeds.claims if table["table"] in c["tables"] and c.get("ranking")
-                    and c["seed"] == table["seed"]), None)  # fmt: skip
+    ranking = next(
+        (
+            c["ranking"]
+            for c in seeds.claims
+            if table["table"] in c["tables"] and c.get("ranking") and c["seed"] == table["seed"]
+        ),
+        None,
+    )
     rps = _figure(seeds, table["seed"], table["table"], "rps")
     if rps:
         order = sorted(mapping, key=lambda label: -(rps.get(label) or -math.inf))
@@ -128,15 +134,19 @@ def judge_in_run(seeds: Seeds, claim: dict, table: str, item: dict, verdicts: pd
     rows = rows[((rows["a"] == a) & (rows["b"] == b)) | ((rows["a"] == b) & (rows["b"] == a))]
     if rows.empty:
         return NOT_MEASURED, f"{a} against {b} is not compared in this run ({profile})"
-    outcomes = [_one_verdict(row, a, item.get("by_at_least", 1.0)) for row in rows.drop_duplicates(
-        ["tool", "concurrency"]).itertuples()]  # fmt: skip
+    outcomes = [
+        _one_verdict(row, a, item.get("by_at_least", 1.0))
+        for row in rows.drop_duplicates(["tool", "concurrency"]).itertuples()
+    ]
     return _combine([o for o, _ in outcomes]), "; ".join([why for _, why in outcomes] + _waiting(verdicts, a, b))
 
 
 def _waiting(verdicts: pd.DataFrame, a: str, b: str) -> list[str]:
     """Where starvation kept the two apart on req/s: how evenly each served its connections."""
-    rows = verdicts[(verdicts["kind"] == FAIRNESS) & (((verdicts["a"] == a) & (verdicts["b"] == b))
-                                                      | ((verdicts["a"] == b) & (verdicts["b"] == a)))]  # fmt: skip
+    rows = verdicts[
+        (verdicts["kind"] == FAIRNESS)
+        & (((verdicts["a"] == a) & (verdicts["b"] == b)) | ((verdicts["a"] == b) & (verdicts["b"] == a)))
+    ]
     return [
         f"{row.tool} c={row.concurrency}: {row.a} served its connections {EVENLY.get(row.verdict, row.verdict)}"
         f" {row.b} (Jain's index {row.median_a:.2f} against {row.median_b:.2f})"
@@ -188,9 +198,21 @@ def claim_table(seeds: Seeds, verdicts: pd.DataFrame | None = None, profiles: se
                 says = f"{item['better']} better than {item['than']} on {item['metric']}"
                 if item.get("by_at_least"):
                     says += f" by ≥{item['by_at_least']:g}×"
-                rows.append(dict(claim=claim["id"], seed=claim["seed"], quote=claim["quote"], table=table, says=says,
-                                 seed_ratio=ratio, in_seed=in_seed, seed_why=seed_why, profile=profile,
-                                 in_run=in_run, run_why=run_why))  # fmt: skip
+                rows.append(
+                    dict(
+                        claim=claim["id"],
+                        seed=claim["seed"],
+                        quote=claim["quote"],
+                        table=table,
+                        says=says,
+                        seed_ratio=ratio,
+                        in_seed=in_seed,
+                        seed_why=seed_why,
+                        profile=profile,
+                        in_run=in_run,
+                        run_why=run_why,
+                    )
+                )
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 
@@ -199,9 +221,16 @@ def claims_in_brief(table: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for claim, group in table.groupby("claim", sort=False):
         reasons = dict.fromkeys(group["seed_why"].tolist() + group["run_why"].tolist())
-        rows.append(dict(claim=claim, seed=group["seed"].iloc[0], quote=group["quote"].iloc[0],
-                         in_seed=_combine(list(group["in_seed"])), in_run=_combine(list(group["in_run"])),
-                         why="; ".join(reasons)))  # fmt: skip
+        rows.append(
+            dict(
+                claim=claim,
+                seed=group["seed"].iloc[0],
+                quote=group["quote"].iloc[0],
+                in_seed=_combine(list(group["in_seed"])),
+                in_run=_combine(list(group["in_run"])),
+                why="; ".join(reasons),
+            )
+        )
     return pd.DataFrame(rows, columns=["claim", "seed", "quote", "in_seed", "in_run", "why"])
 
 
@@ -225,10 +254,16 @@ def _one_condition(seeds, table, runs, cells, tool, concurrency, rng) -> list[di
     seed_rps = _figure(seeds, table["seed"], table["table"], "rps")
     reference = table["reference"]
     ref_server = order.get(reference)
-    here = runs[(runs["profile"] == cells["profile"].iloc[0]) & (runs["tool"] == tool)
-                & (runs["concurrency"] == concurrency) & (runs["status"] == "ok")]  # fmt: skip
-    samples = {label: here[here["server"] == server]["rps"].dropna().astype(float).to_numpy()
-               for label, server in order.items()}  # fmt: skip
+    here = runs[
+        (runs["profile"] == cells["profile"].iloc[0])
+        & (runs["tool"] == tool)
+        & (runs["concurrency"] == concurrency)
+        & (runs["status"] == "ok")
+    ]
+    samples = {
+        label: here[here["server"] == server]["rps"].dropna().astype(float).to_numpy()
+        for label, server in order.items()
+    }
     medians = {label: float(np.median(v)) if len(v) else None for label, v in samples.items()}
     ours = [label for label in order if medians[label]]
     our_rank = _ranks({label: medians[label] for label in ours})
@@ -243,15 +278,31 @@ def _one_condition(seeds, table, runs, cells, tool, concurrency, rng) -> list[di
             ratio = medians[label] / ref_median
             ratio_low, ratio_high = _ratio_interval(samples[label], samples[reference], rng)
         seed_ratio = seed_rps[label] / seed_rps[reference] if label in seed_rps and reference in seed_rps else None
-        rows.append(dict(
-            seed=table["seed"], table=table["table"], profile=cells["profile"].iloc[0], tool=tool,
-            concurrency=concurrency, seed_server=label, server=server, seed_rps=seed_rps.get(label),
-            seed_ratio=seed_ratio, seed_rank=seed_rank.get(label), rps=medians[label], ratio=ratio,
-            ratio_ci_low=ratio_low, ratio_ci_high=ratio_high, rank=our_rank.get(label),
-            status=cell["status"].iloc[0] if len(cell) else "not run", flags=cell["flags"].iloc[0] if len(cell) else "",
-            kendall_tau=tau, tau_ci_low=tau_low, tau_ci_high=tau_high,
-            reference=f"{reference} ({ref_server})" if ref_server else reference,
-        ))  # fmt: skip
+        rows.append(
+            dict(
+                seed=table["seed"],
+                table=table["table"],
+                profile=cells["profile"].iloc[0],
+                tool=tool,
+                concurrency=concurrency,
+                seed_server=label,
+                server=server,
+                seed_rps=seed_rps.get(label),
+                seed_ratio=seed_ratio,
+                seed_rank=seed_rank.get(label),
+                rps=medians[label],
+                ratio=ratio,
+                ratio_ci_low=ratio_low,
+                ratio_ci_high=ratio_high,
+                rank=our_rank.get(label),
+                status=cell["status"].iloc[0] if len(cell) else "not run",
+                flags=cell["flags"].iloc[0] if len(cell) else "",
+                kendall_tau=tau,
+                tau_ci_low=tau_low,
+                tau_ci_high=tau_high,
+                reference=f"{reference} ({ref_server})" if ref_server else reference,
+            )
+        )
     return rows
 
 

@@ -52,9 +52,14 @@ def compare(a, b, confidence: float, seed: int) -> Comparison:
     if len(x) < 2 or len(y) < 2 or not median_b:
         return Comparison(len(x), len(y), median_a, median_b, ratio, None, None, None)
     interval = stats.bootstrap(
-        (x, y), _ratio_of_medians, confidence_level=confidence, n_resamples=RESAMPLES,
-        method="percentile", rng=np.random.default_rng(seed), vectorized=True,
-    ).confidence_interval  # fmt: skip
+        (x, y),
+        _ratio_of_medians,
+        confidence_level=confidence,
+        n_resamples=RESAMPLES,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+        vectorized=True,
+    ).confidence_interval
     # The exact distribution where there are no ties: the normal approximation is anticonservative at ten repeats.
     ties = len(np.unique(np.concatenate([x, y]))) < len(x) + len(y)
     method = "asymptotic" if ties or len(x) + len(y) > 60 else "exact"

@@ -95,8 +95,9 @@ def measured_cells(
             cell.users = {key: ok[key].median() for key in ("answered_share", "connection_wait_p90_ms") if key in ok}
         if "host_name" in ok and ok["host_name"].notna().any():
             named = ok[ok["host_name"].notna()]
-            cell.hosts = (named["host_name"].astype(str) + " (boot " + named["host_boot_id"].astype(str).str[:8]
-                          + ")").set_axis(named["repeat"])  # fmt: skip
+            cell.hosts = (
+                named["host_name"].astype(str) + " (boot " + named["host_boot_id"].astype(str).str[:8] + ")"
+            ).set_axis(named["repeat"])
         by_condition.setdefault(tuple(row[CONDITION]), {})[row["server"]] = cell
     if spec is not None and spec["decides"]:
         _attach_windows(by_condition, windows, spec)
@@ -191,8 +192,11 @@ def best_of_each_language(
             missing = [title(config, lang) for lang, server in zip((first, second), best, strict=True) if not server]
             detail = f"no comparable {' or '.join(missing)} server" + (f"; {why}" if why else "")
             row = dict(zip(CONDITION, condition, strict=True))
-            rows.append(Pending({**row, "kind": BEST_OF_LANGUAGE, "verdict": "not comparable", "why": detail,
-                                 "left_out": codes}))  # fmt: skip
+            rows.append(
+                Pending(
+                    {**row, "kind": BEST_OF_LANGUAGE, "verdict": "not comparable", "why": detail, "left_out": codes}
+                )
+            )
             continue
         judged = estimate_pair(BEST_OF_LANGUAGE, condition, cells[best[0]], cells[best[1]], why, quantile)
         judged.row["left_out"] = codes

@@ -31,17 +31,23 @@ def dockerd_argv(state_dir: Path) -> list[str]:
     """An engine that owns only ``state_dir`` and changes no network setting of the host."""
     return [
         "dockerd",
-        "--host", f"unix://{state_dir / 'docker.sock'}",
-        "--group", "root",  # the socket is root:root 0660: only root can drive the engine
-        "--data-root", str(state_dir / "data"),
-        "--exec-root", str(state_dir / "exec"),
-        "--pidfile", str(state_dir / "dockerd.pid"),
-        "--bridge", "none",  # no docker0, no 172.17.x addresses
+        "--host",
+        f"unix://{state_dir / 'docker.sock'}",
+        "--group",
+        "root",  # the socket is root:root 0660: only root can drive the engine
+        "--data-root",
+        str(state_dir / "data"),
+        "--exec-root",
+        str(state_dir / "exec"),
+        "--pidfile",
+        str(state_dir / "dockerd.pid"),
+        "--bridge",
+        "none",  # no docker0, no 172.17.x addresses
         "--iptables=false",
         "--ip-forward=false",
         "--ip-masq=false",
         "--userland-proxy=false",
-    ]  # fmt: skip
+    ]
 
 
 def engine_problem(env: dict | None = None) -> str | None:

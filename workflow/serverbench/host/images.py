@@ -123,9 +123,20 @@ def build_servers(config: dict, language: str, env: dict) -> Image:
         digest = context_digest(context, extra=base.tag + dockerfile.read_text())
         tag = f"{spec['image']}:{digest[:12]}"
         argv = [
-            "docker", "build", "--network", "host", "--build-arg", f"BASE={base.tag}",
-            "--label", f"serverbench.digest={digest}", "--tag", tag, "--file", str(dockerfile), str(context),
-        ]  # fmt: skip
+            "docker",
+            "build",
+            "--network",
+            "host",
+            "--build-arg",
+            f"BASE={base.tag}",
+            "--label",
+            f"serverbench.digest={digest}",
+            "--tag",
+            tag,
+            "--file",
+            str(dockerfile),
+            str(context),
+        ]
         return _ensure(config, tag, digest, lambda log: _run_logged(argv, log, env), env)
 
 

@@ -119,18 +119,34 @@ def _flatten(data: dict, tables: pd.DataFrame) -> pd.DataFrame:
         if table is None:
             raise SeedDataError(f"figures of {block['server']}: no table {block['seed']}/{block['table']}")
         base = {
-            "seed": block["seed"], "table": block["table"], "server": block["server"],
-            "catalogue": block["catalogue"], "language": data["studies"][block["seed"]]["language"],
-            "configuration": block["configuration"], "tool": table["tool"],
+            "seed": block["seed"],
+            "table": block["table"],
+            "server": block["server"],
+            "catalogue": block["catalogue"],
+            "language": data["studies"][block["seed"]]["language"],
+            "configuration": block["configuration"],
+            "tool": table["tool"],
             "command": block.get("command", table["command"]),
             "concurrency": block.get("concurrency", table["concurrency"]),
             "requests": block.get("requests", table.get("requests")),
-            "after": block["after"], "occurrence": block.get("occurrence", 1),
-        }  # fmt: skip
+            "after": block["after"],
+            "occurrence": block.get("occurrence", 1),
+        }
         for metric, value, unit, quote in block["figures"]:
             low, high = bounds(value, unit)
-            rows.append({**base, "metric": metric, "value": value, "number": low if low == high else None,
-                         "low": low, "high": high, "unit": unit, "quote": quote, "line": None})  # fmt: skip
+            rows.append(
+                {
+                    **base,
+                    "metric": metric,
+                    "value": value,
+                    "number": low if low == high else None,
+                    "low": low,
+                    "high": high,
+                    "unit": unit,
+                    "quote": quote,
+                    "line": None,
+                }
+            )
     return pd.DataFrame(rows, columns=FIGURE_COLUMNS)
 
 

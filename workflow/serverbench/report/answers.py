@@ -42,8 +42,9 @@ def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> 
     decided = verdicts[verdicts["verdict"].isin(["faster", "slower"])]
     excluded = verdicts[verdicts["verdict"] == "not comparable"]
     only_skipped = excluded["only_not_measured"].map(_true).astype(bool)  # an empty run leaves it untyped
-    not_measured = sorted({f"{server} ({reason})" for pairs in excluded["not_measured"] for server, reason in
-                           _pairs(pairs)})  # fmt: skip
+    not_measured = sorted(
+        {f"{server} ({reason})" for pairs in excluded["not_measured"] for server, reason in _pairs(pairs)}
+    )
     return {
         "decided": decided["sentence"].tolist(),
         "equivalent": of(verdicts, "equivalent"),
@@ -208,8 +209,7 @@ def margin_sentence(verdicts: pd.DataFrame) -> str:
     if not margins:
         return ""
     if len(margins) == 1:
-        return (f"Equivalent means {in_words(margins[0])}; faster and slower mean by more than "
-                f"{margins[0] * 100:.3g}%.")  # fmt: skip
+        return f"Equivalent means {in_words(margins[0])}; faster and slower mean by more than {margins[0] * 100:.3g}%."
     kinds = verdicts.dropna(subset=["margin"]).groupby("margin")["kind"].unique()
     parts = [f"{in_words(m)} for {', '.join(sorted(kinds[m]))} comparisons" for m in margins]
     return f"Equivalent means {'; '.join(parts)}; faster and slower mean by more than that margin."
@@ -231,11 +231,18 @@ def comparison_table(verdicts: pd.DataFrame) -> pd.DataFrame:
         _kind=verdicts["kind"].map(kinds.index), _outcome=verdicts["verdict"].map(rank).fillna(len(rank))
     ).sort_values(["_kind", "_outcome"], kind="stable")
     rows = [
-        [row.kind, _pair(row), _languages(row), _condition(row), _ratio(row), row.verdict,
-         f"{row.detectable_ratio:.3g}×" if pd.notna(row.detectable_ratio) else "",
-         row.why if isinstance(row.why, str) else ""]
+        [
+            row.kind,
+            _pair(row),
+            _languages(row),
+            _condition(row),
+            _ratio(row),
+            row.verdict,
+            f"{row.detectable_ratio:.3g}×" if pd.notna(row.detectable_ratio) else "",
+            row.why if isinstance(row.why, str) else "",
+        ]
         for row in ordered.itertuples()
-    ]  # fmt: skip
+    ]
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
@@ -268,8 +275,10 @@ def counts_sentence(verdicts: pd.DataFrame) -> str:
         return ""
     counts = verdicts["verdict"].value_counts()
     parts = [f"{counts[outcome]} {outcome}" for outcome in OUTCOME_ORDER if outcome in counts]
-    return (f"This run made {len(verdicts)} comparisons: {', '.join(parts)}. The forest plot draws each "
-            "one with an interval; the table lists them all (click a column to sort).")  # fmt: skip
+    return (
+        f"This run made {len(verdicts)} comparisons: {', '.join(parts)}. The forest plot draws each "
+        "one with an interval; the table lists them all (click a column to sort)."
+    )
 
 
 def answers_markdown(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None, titles=None) -> str:

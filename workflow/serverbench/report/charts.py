@@ -302,11 +302,12 @@ def steady_chart(steady: pd.DataFrame) -> alt.FacetChart:
     )
     title = "Requests/s second by second, " + (_profiles(data) if len(data) else "no run with kept-alive connections")
     return (
-        alt.layer(base.mark_line(point=True)).add_params(selection)
+        alt.layer(base.mark_line(point=True))
+        .add_params(selection)
         .properties(width=420, height=220)
         .facet(row=alt.Row("panel:N", title=None))
         .properties(title=title)
-    )  # fmt: skip
+    )
 
 
 def build(
@@ -329,7 +330,7 @@ def build(
         "load": lambda: load_chart(latency_rows, knee_bounds(config)),
         "forest": lambda: forest_chart(
             verdicts if verdicts is not None else pd.DataFrame(columns=VERDICT_COLUMNS), forest_margin(verdicts, config)
-        ),  # fmt: skip
+        ),
     }
     assert set(builders) == set(CHARTS), "every chart in report.names has a builder"
     if name not in builders:

@@ -61,8 +61,11 @@ def forest_chart(verdicts: pd.DataFrame, margin: float) -> alt.LayerChart:
         .encode(x="low:Q", x2="high:Q")
     )
     one = alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(color="#444").encode(x="one:Q")
-    bars = alt.Chart(rows).mark_rule(strokeWidth=2).encode(x=alt.X("ci_low:Q", scale=log_axis), x2="ci_high:Q", y=y,
-                                                            color=colour, tooltip=tooltip)  # fmt: skip
+    bars = (
+        alt.Chart(rows)
+        .mark_rule(strokeWidth=2)
+        .encode(x=alt.X("ci_low:Q", scale=log_axis), x2="ci_high:Q", y=y, color=colour, tooltip=tooltip)
+    )
     points = alt.Chart(rows).mark_point(filled=True, size=50).encode(x=x, y=y, color=colour, tooltip=tooltip)
     labels = (
         alt.Chart(rows)

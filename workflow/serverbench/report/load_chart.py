@@ -46,8 +46,15 @@ def load_chart(latency_rows: pd.DataFrame | None, bounds: dict | None = None) ->
         )
     )
     selection = alt.selection_point(fields=["server"], bind="legend")
-    tooltip = ["server:N", "language:N", "percentile:N", alt.Tooltip("fraction:Q", format=".2f"),
-               alt.Tooltip("offered_rps:Q", format=",.0f"), alt.Tooltip("ms:Q", format=".3g"), "knee:N"]  # fmt: skip
+    tooltip = [
+        "server:N",
+        "language:N",
+        "percentile:N",
+        alt.Tooltip("fraction:Q", format=".2f"),
+        alt.Tooltip("offered_rps:Q", format=",.0f"),
+        alt.Tooltip("ms:Q", format=".3g"),
+        "knee:N",
+    ]
     panels = []
     for x, title in (("offered_rps:Q", "offered requests/s"), ("fraction:Q", "fraction of the server's own capacity")):
         base = alt.Chart().encode(
@@ -65,8 +72,11 @@ def load_chart(latency_rows: pd.DataFrame | None, bounds: dict | None = None) ->
             detail="percentile:N",
         )
         knee = base.transform_filter("datum.knee && datum.percentile == 'p99'")
-        marks = [lines, knee.mark_point(shape="diamond", size=160, filled=True),
-                 knee.mark_text(align="left", dx=8, dy=-8, fontSize=11).encode(text=alt.value("knee"))]  # fmt: skip
+        marks = [
+            lines,
+            knee.mark_point(shape="diamond", size=160, filled=True),
+            knee.mark_text(align="left", dx=8, dy=-8, fontSize=11).encode(text=alt.value("knee")),
+        ]
         layered = alt.layer(*marks, data=data).properties(width=340, height=240)
         # The legend's selection is declared once (in the first panel) and highlights both.
         layered = layered if panels else layered.add_params(selection)

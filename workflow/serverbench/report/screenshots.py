@@ -32,13 +32,31 @@ def _chromium(url: str, size: tuple[int, int], action: list[str], extra=()) -> s
         raise FileNotFoundError("chromium not found on PATH (Debian package chromium)")
     with tempfile.TemporaryDirectory() as profile:
         return subprocess.run(
-            [program, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-             "--enable-logging=stderr", "--v=0", "--hide-scrollbars", *extra,
-             f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}", "--virtual-time-budget=8000",
-             *action, url],
-            capture_output=True, text=True, timeout=180, check=False,
-        )  # fmt: skip
+            [
+                program,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-quic",
+                "--enable-logging=stderr",
+                "--v=0",
+                "--hide-scrollbars",
+                *extra,
+                f"--user-data-dir={profile}",
+                f"--window-size={size[0]},{size[1]}",
+                "--virtual-time-budget=8000",
+                *action,
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
 
 
 def console_errors(stderr: str) -> list[str]:
@@ -93,8 +111,9 @@ def _framed(index: Path, width: int, height: int, action: list[str]) -> subproce
     filled = {"@PAGE@": html.escape(index.name), "@WIDTH@": str(width), "@HEIGHT@": str(height)}
     probe.write_text(re.sub("@[A-Z]+@", lambda token: filled[token.group(0)], MEASURE))
     try:
-        return _chromium(probe.resolve().as_uri(), (max(width, 500), height), action,
-                         extra=["--allow-file-access-from-files"])  # fmt: skip
+        return _chromium(
+            probe.resolve().as_uri(), (max(width, 500), height), action, extra=["--allow-file-access-from-files"]
+        )
     finally:
         probe.unlink()
 
@@ -138,8 +157,10 @@ def layout_problems(found: dict, lead: str) -> list[str]:
         elif chart["box_height"] - chart["height"] > 30:
             problems.append(f"{chart['title']}: {chart['box_height'] - chart['height']:.0f} px of blank band under it")
         if chart["title"] == lead and not (0 <= chart["left"] and chart["right"] <= width):
-            problems.append(f"{chart['title']}: drawn from {chart['left']:.0f} to {chart['right']:.0f} px, "
-                            f"outside the {width} px window")  # fmt: skip
+            problems.append(
+                f"{chart['title']}: drawn from {chart['left']:.0f} to {chart['right']:.0f} px, "
+                f"outside the {width} px window"
+            )
     return problems
 
 

@@ -60,16 +60,25 @@ def condition_blocks(side_table: pd.DataFrame) -> list[dict]:
         )
         body = [
             {
-                "seed server": row.seed_server, "server": row.server, "seed req/s": _number(row.seed_rps, ",.2f"),
+                "seed server": row.seed_server,
+                "server": row.server,
+                "seed req/s": _number(row.seed_rps, ",.2f"),
                 f"seed ratio to {first.reference.split(' (')[0]}": _number(row.seed_ratio, ".2f"),
-                "seed rank": _number(row.seed_rank, ".0f"), "req/s here": _number(row.rps),
-                "ratio here [95% CI]": _interval(row), "rank here": _number(row["rank"], ".0f"),
+                "seed rank": _number(row.seed_rank, ".0f"),
+                "req/s here": _number(row.rps),
+                "ratio here [95% CI]": _interval(row),
+                "rank here": _number(row["rank"], ".0f"),
                 "status": _status(row),
             }
             for _, row in rows.iterrows()
-        ]  # fmt: skip
-        blocks.append({"heading": f"Seed {seed}, {table} — profile {profile}, {tool} at {concurrency} connections",
-                       "tau": tau, "rows": pd.DataFrame(body)})  # fmt: skip
+        ]
+        blocks.append(
+            {
+                "heading": f"Seed {seed}, {table} — profile {profile}, {tool} at {concurrency} connections",
+                "tau": tau,
+                "rows": pd.DataFrame(body),
+            }
+        )
     return blocks
 
 

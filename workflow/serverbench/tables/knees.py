@@ -87,10 +87,16 @@ def _medians(repeats: list[dict]) -> list[dict]:
     for fraction in repeats:
         p99 = fraction["p99"][~np.isnan(fraction["p99"])]
         held = fraction["held"]
-        points.append({"fraction": fraction["fraction"], "ok": len(p99) > 0,
-                       "p99": float(np.median(p99)) if len(p99) else None, "count": len(p99),
-                       # The rate counts as held where most repeats held it (one stall is not the server).
-                       "held": sum(not h for h in held) <= len(held) / 2})  # fmt: skip
+        points.append(
+            {
+                "fraction": fraction["fraction"],
+                "ok": len(p99) > 0,
+                "p99": float(np.median(p99)) if len(p99) else None,
+                "count": len(p99),
+                # The rate counts as held where most repeats held it (one stall is not the server).
+                "held": sum(not h for h in held) <= len(held) / 2,
+            }
+        )
     return points
 
 
