@@ -4,7 +4,7 @@ settings and config.yaml's work_lens), each pair one instructions-per-request
 figure; printed: every figure, the spread (max/min - 1) and the seconds a pair
 took. Its figures go to docs/work.md. Counts do not depend on the machine's
 speed, but run it alone anyway: the timers a server runs by the clock are what
-the held-up shorter life cancels, and a crowded machine stretches them.
+two lives of equal length cancel, and a crowded machine stretches them.
 
     .venv/bin/python benchmarks/work_lens.py [--servers uwsgi-debian uwsgi-psgi gunicorn-gthread] [--pairs 3]
 """
@@ -26,7 +26,8 @@ def figures(config: dict, server: str, pairs: int, workload: str) -> list[tuple[
     """(instructions per request, seconds) of each pair of lives."""
     cell = Cell("default", "work", server, 1, 0, workload)
     with tempfile.TemporaryDirectory(prefix="work-lens-") as raw:
-        lives = work.Lives(config, cell, work.fixed_env(server, {}), Path(raw) / "server.log", Path(raw))
+        kept = Path(raw) / "kept"  # each life's raw outputs, gone with the directory
+        lives = work.Lives(config, cell, work.fixed_env(server, {}), Path(raw) / "server.log", Path(raw), kept)
         found = []
         for _ in range(pairs):
             started = time.monotonic()

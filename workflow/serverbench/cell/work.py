@@ -17,8 +17,12 @@ more: CPU times come in clock ticks) ``[0]`` and ``[1]`` requests; the
 marginal between them is the figure, so start-up and shutdown cancel. Before
 either, every worker answers a few requests (a worker's first answer costs
 far more than the next, and which worker answers first is a race). The
-longer life runs first and the shorter one is then held up just as long, so
-that what the server does by the clock cancels too. A life whose processes did
+two lives of a pair live as long, so that what the server does by the clock
+cancels too: valgrind's two run side by side, each server on CPUs of its own,
+and are stopped together once both have served (an instruction count does not
+depend on the CPU's speed, and valgrind's lives are the lens's longest); perf's
+run one after the other, the longer first and the shorter then held up as
+long (context switches and CPU times do depend on sharing a CPU). A life whose processes did
 not all leave complete counts (a worker killed, valgrind refusing the program)
 gives a reason, never a figure.
 
@@ -39,6 +43,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass
@@ -68,6 +73,7 @@ FIXED_SEEDS = {"PYTHONHASHSEED": "0", "PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS"
 VALGRIND = ["valgrind", "-q", "--tool=callgrind", "--trace-children=yes", "--vgdb=no"]
 # The lenses, each a pair of lives: instructions (valgrind), counters (perf stat), syscall names (perf trace).
 INSTRUCTIONS, COUNTERS, NAMES = "instructions", "counters", "names"
+OTHER_LIFE_FAILED = "the other life of the pair failed"
 
 
 def wrapper(lens: str, out: Path) -> list[str]:
@@ -227,12 +233,15 @@ class Lives:
         self.url_path = config["app_workloads"][cell.workload]["path"]
         self.found_server = None
 
-    def life(self, lens: str, requests: int, hold_s: float) -> Life:
-        """One life: start under the lens's counter, serve, hold, stop, read its counts."""
+    def life(self, lens: str, requests: int, hold_s: float, cpus: list[int] | None = None, together=None) -> Life:
+        """One life: start under the lens's counter (on ``cpus``, else the profile's server
+        CPUs), serve, hold (``hold_s``, or until the other life at the ``together`` barrier
+        has served too), stop, read its counts."""
         out = Path(tempfile.mkdtemp(prefix=f"serverbench-{lens}-", dir=self.raw_dir))
         out.chmod(0o1777)  # Unit's router and applications run as another user and write here too
         rundir = make_rundir()
-        launch = Launch(self.config, self.cell, self.profile, rundir, self.log_path, self.env)
+        profile = dataclasses.replace(self.profile, server_cpus=list(cpus)) if cpus else self.profile
+        launch = Launch(self.config, self.cell, profile, rundir, self.log_path, self.env)
         launch.wrapper = wrapper(lens, out)
         life = Life(requests, 0.0)
         try:
@@ -243,7 +252,7 @@ class Lives:
             launch.start()
             launch.wait_ready()
             self.found_server = launch.found.server
-            self._serve(launch, lens, hold_s, out, life)
+            self._serve(launch, lens, hold_s, out, life, together)
         finally:
             stop = launch.stop()
             shutil.rmtree(rundir, ignore_errors=True)
@@ -258,7 +267,7 @@ class Lives:
                 process.command = process.command.replace(value, placeholder)
         return life
 
-    def _serve(self, launch: Launch, lens: str, hold_s: float, out: Path, life: Life) -> None:
+    def _serve(self, launch: Launch, lens: str, hold_s: float, out: Path, life: Life, together=None) -> None:
         """Warm up, serve the counted requests, hold, note every process seen, stop."""
         life.seen = _pids(launch)
         self._warm_up(launch, out)
@@ -266,7 +275,13 @@ class Lives:
         life.seen |= _pids(launch)
         ready = time.monotonic()
         _load(launch, self.url_path, life.requests, list(self.profile.client_cpus), out / "client.txt")
-        time.sleep(max(0.0, hold_s - (time.monotonic() - ready)))
+        if together is None:
+            time.sleep(max(0.0, hold_s - (time.monotonic() - ready)))
+        else:
+            try:
+                together.wait()
+            except threading.BrokenBarrierError:
+                raise CellFailed(OTHER_LIFE_FAILED) from None
         launch.check_alive(f"the {lens} life")
         life.seen |= _pids(launch)
         if lens == COUNTERS:
@@ -323,11 +338,40 @@ class Lives:
             raise CellFailed(str(exc)) from None
 
     def pair(self, lens: str) -> tuple[Life, Life]:
-        """The longer life first; the shorter is held up as long (see the module's docstring)."""
+        """(shorter, longer): valgrind's side by side, perf's the longer first and the shorter
+        held up as long (see the module's docstring)."""
         few, many = self.settings["counter_requests" if lens == COUNTERS else "requests"]
+        if lens == INSTRUCTIONS:
+            return self._side_by_side(lens, few, many)
         longer = self.life(lens, many, 0.0)
         shorter = self.life(lens, few, longer.seconds)
         return shorter, longer
+
+    def _side_by_side(self, lens: str, few: int, many: int) -> tuple[Life, Life]:
+        """Both lives at once: the longer on the profile's server CPUs, the shorter on its
+        client CPUs, each stopped once both have served. A life that fails breaks the
+        barrier, so the other stops too; its own reason is the one raised."""
+        together = threading.Barrier(2)
+        ended: dict[int, Life | BaseException] = {}
+        cpus = {many: self.profile.server_cpus, few: self.profile.client_cpus}
+
+        def live(requests: int) -> None:
+            try:
+                ended[requests] = self.life(lens, requests, 0.0, cpus=cpus[requests], together=together)
+            except BaseException as exc:  # handed to the caller's thread below
+                together.abort()
+                ended[requests] = exc
+
+        threads = [threading.Thread(target=live, args=(requests,)) for requests in (many, few)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        failures = [ended[n] for n in (many, few) if isinstance(ended[n], BaseException)]
+        failures.sort(key=lambda exc: str(exc) == OTHER_LIFE_FAILED)  # the life that failed first
+        if failures:
+            raise failures[0]
+        return ended[few], ended[many]
 
 
 def _per_request(many: float, few: float, span: int) -> float:
