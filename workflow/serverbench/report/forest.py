@@ -19,6 +19,9 @@ def forest_rows(verdicts: pd.DataFrame) -> pd.DataFrame:
     # req/s only: fairness ratios (Jain's index) have their own scale and words.
     throughput = ~verdicts["kind"].isin([*LATENCY_KINDS, FAIRNESS])
     rows = verdicts[throughput & verdicts["ci_low"].notna() & verdicts["ratio"].notna()]
+    # The Answers' fact columns (JSON text, a boolean beside missing values) are not the chart's:
+    # a mixed column reached the page's Vega-Lite spec as a bare NaN, which is no JSON.
+    rows = rows.drop(columns=["not_measured", "only_not_measured", "left_out"], errors="ignore")
     rows = rows.assign(
         comparison=rows["a"]
         + " / "
