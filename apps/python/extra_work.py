@@ -9,7 +9,8 @@ server's own HTTP handling in the process is counted, not only the app's few
 lines:
 
 1. ``BATCHES`` batches as they are: the hello's own cost;
-2. ``BATCHES`` batches with a trial spin of ``TRIAL_SHARE`` of that cost (its
+2. ``BATCHES`` batches with a trial spin of ``TRIAL_SHARE`` of that cost, or of
+   ``SHARE`` if larger (its
    loop count from the spin's speed timed at import): the cost of one loop
    iteration *in place*. Timed apart from the server, a loop iteration ran
    2.3 times faster than between requests (a cold cache after every switch
@@ -33,10 +34,13 @@ import time
 SHARE = float(os.environ.get("SERVERBENCH_EXTRA_SHARE") or 0)
 FIXED_ITERATIONS = os.environ.get("SERVERBENCH_EXTRA_ITERATIONS")
 # Requests per calibration batch; batches per calibration step. Each worker calibrates on its
-# first 2 × BATCH × BATCHES answers, which must fall inside a cell's warm-up (1 s in the default
-# profile): at 2,000 a gunicorn worker at c = 2 was still calibrating into the measured windows,
-# whose fastest ones the full-speed estimate reads, and the planted cost was partly unseen.
-BATCH, BATCHES = 40, 8
+# first 2 × BATCH × BATCHES answers, which cannot all fall inside a cell's warm-up: a worker that
+# got no connection in the warm-up meets its first requests in the measured windows, whose
+# fastest ones the full-speed estimate reads (at 2,000, and again at 640, a 10× variant's first
+# windows ran at the hello's speed). So calibration is short (40 answers as they are), and the
+# trial spin is the planted share itself when that is larger than TRIAL_SHARE: from the 41st
+# answer on, a worker does about its planted work.
+BATCH, BATCHES = 10, 4
 TRIAL_SHARE = 0.3
 SPIN_TRIALS, SPIN_ITERATIONS = 20, 20000
 
@@ -83,7 +87,7 @@ class ExtraWork:
         step = 0 if self.trial is None else 1
         self.cheapest[step], self.mark = min(self.cheapest[step], (now - self.mark) / BATCH), now
         if self.seen == BATCH * BATCHES:
-            self.trial = max(1, round(TRIAL_SHARE * self.cheapest[0] * 1e6 * self.rate))
+            self.trial = max(1, round(max(TRIAL_SHARE, self.share) * self.cheapest[0] * 1e6 * self.rate))
         elif self.seen == 2 * BATCH * BATCHES:
             self._settle()
 

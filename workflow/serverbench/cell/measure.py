@@ -90,7 +90,9 @@ class Measure:
         self.found.warmup = Warmup(wall_s=round(run.wall_s, 4), exit_code=run.exit_code, timed_out=run.timed_out)
         self.launch.check_alive("warm-up")
         if run.timed_out:
-            raise CellFailed(f"the warm-up was killed at its {self.deadline:g} s deadline: the server stalled")
+            raise CellFailed(
+                f"the warm-up was killed at its {self.deadline:g} s deadline: the server stalled{self.launch.oom_note()}"
+            )
         if run.exit_code != 0:
             first = next((line.strip() for line in run.output.splitlines() if line.strip()), "no output")
             raise CellFailed(f"the warm-up's {self.cell.tool} exited with code {run.exit_code}: {first}", run.output)
@@ -143,7 +145,7 @@ class Measure:
         if not found.load.requests:
             raise CellFailed(
                 f"no request completed in {found.load.duration_s:g} s with {self.cell.concurrency} connections"
-                " open: the server stalled",
+                f" open: the server stalled{self.launch.oom_note()}",
                 output,
             )
 
