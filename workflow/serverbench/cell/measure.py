@@ -90,9 +90,8 @@ class Measure:
         self.found.warmup = Warmup(wall_s=round(run.wall_s, 4), exit_code=run.exit_code, timed_out=run.timed_out)
         self.launch.check_alive("warm-up")
         if run.timed_out:
-            raise CellFailed(
-                f"the warm-up was killed at its {self.deadline:g} s deadline: the server stalled{self.launch.oom_note()}"
-            )
+            stalled = f"the warm-up was killed at its {self.deadline:g} s deadline: the server stalled"
+            raise CellFailed(f"{stalled}{self.launch.oom_note()}")
         if run.exit_code != 0:
             first = next((line.strip() for line in run.output.splitlines() if line.strip()), "no output")
             raise CellFailed(f"the warm-up's {self.cell.tool} exited with code {run.exit_code}: {first}", run.output)
