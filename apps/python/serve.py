@@ -13,10 +13,10 @@ documentation suggests; pyruvate takes a worker count itself.
 """
 
 import argparse
+import ctypes
 import importlib.util
 import os
 import signal
-import sys
 
 
 def load_app(spec: str):
@@ -27,25 +27,27 @@ def load_app(spec: str):
     return getattr(module, name or "application")
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
 def fork_workers(count: int) -> None:
-    """Fork ``count - 1`` children; the parent stops them when it is stopped."""
-    children = []
+    """Fork ``count - 1`` children, each sent SIGTERM by the kernel when the parent ends.
+
+    The servers forked here loop in C (libev, libuv) and never return to Python, so a
+    Python handler of SIGTERM would never run: the parent keeps the default action (it
+    ends at once) and the kernel passes the signal on (PR_SET_PDEATHSIG). With a
+    handler, bjoern's parent ignored SIGTERM until it was killed."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
     for _ in range(count - 1):
         pid = os.fork()
         if pid == 0:
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+            if os.getppid() != parent:  # the parent ended before the line above
+                os._exit(0)
             return
-        children.append(pid)
-
-    def stop(signum, frame):
-        for child in children:
-            try:
-                os.kill(child, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        sys.exit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def serve_bjoern(app, args):

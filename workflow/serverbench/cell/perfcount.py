@@ -28,11 +28,15 @@ class PerfError(ValueError):
 
 
 STAT_EVENTS = {"raw_syscalls:sys_enter": "syscalls", "context-switches": "context_switches", "task-clock": "cpu_ms"}
+# The server in a process group of its own, not perf's: Apache's prefork MPM TERMs its whole
+# group at its stop, and perf, TERMed too, ended before it wrote a count (mod_perl, mod_php,
+# mod_python: "counted only []"). perf follows it there all the same (it counts its children).
+OWN_GROUP = ["setsid"]
 
 
 def stat_argv(output: Path) -> list[str]:
     """The prefix that runs a server under perf stat's counters (CSV to ``output``)."""
-    return ["perf", "stat", "-x,", "-o", str(output), "-e", ",".join(STAT_EVENTS), "--"]
+    return ["perf", "stat", "-x,", "-o", str(output), "-e", ",".join(STAT_EVENTS), "--", *OWN_GROUP]
 
 
 def read_stat(path: str | Path) -> dict[str, float]:
@@ -54,7 +58,7 @@ def read_stat(path: str | Path) -> dict[str, float]:
 
 def trace_argv(output: Path) -> list[str]:
     """The prefix that runs a server under perf trace's summary."""
-    return ["perf", "trace", "-s", "-o", str(output), "--"]
+    return ["perf", "trace", "-s", "-o", str(output), "--", *OWN_GROUP]
 
 
 @dataclass

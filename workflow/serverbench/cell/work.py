@@ -1,8 +1,10 @@
 """One server's work per request: the lens the host's speed cannot move.
 
 A server is started as its cells would start it (same argv, cgroup, CPUs,
-network), but under a counter, and serves a fixed number of requests from
-``h2load --h1 -c1`` (one at a time, so nothing depends on who wins a race):
+network), but under a counter, and serves a fixed number of requests one at a
+time, so nothing depends on who wins a race (``h2load --h1 -c1`` over one kept-alive
+connection, or ``ab -c1`` for a server that closes after every answer:
+``serverbench.cell.fixedcount``):
 
 1. **Instructions**, two lives under valgrind's callgrind (forks followed, no
    cache simulation, no address randomisation, fixed hash seeds, a fixed
@@ -27,7 +29,7 @@ not all leave complete counts (a worker killed, valgrind refusing the program)
 gives a reason, never a figure.
 
 Every life's raw outputs are kept beside the record, in ``<server>.raw/<lens>-<requests>/``
-(h2load's output for the warm-up and the counted load, perf's CSV or summary, each
+(the client's output for the warm-up and the counted load, perf's CSV or summary, each
 process's callgrind file gzipped), whether the life gave a figure or a reason: every
 number of the record traces to its source, as a cell's do.
 """
@@ -41,7 +43,7 @@ import platform
 import pwd
 import re
 import shutil
-import subprocess
+import signal
 import tempfile
 import threading
 import time
@@ -52,7 +54,7 @@ from pathlib import Path
 import psutil
 
 from serverbench import files
-from serverbench.cell import callgrind, perfcount
+from serverbench.cell import callgrind, fixedcount, perfcount, verify
 from serverbench.cell.errors import CellFailed, CellSkipped
 from serverbench.cell.launch import Launch
 from serverbench.host.environment import cpu_model
@@ -65,6 +67,7 @@ from serverbench.record.work import (
     ProcessWork,
     Syscalls,
     Tools,
+    WorkClient,
     WorkRecord,
 )
 
@@ -95,6 +98,7 @@ class Life:
     threads: list = dataclasses.field(default_factory=list)  # perfcount.ThreadSyscalls
     counters: dict = dataclasses.field(default_factory=dict)  # perf stat's, and CPU user/system seconds
     seen: set = dataclasses.field(default_factory=set)  # pids of the server's processes seen alive
+    client: fixedcount.Client | None = None  # how the requests reached it (by its keep-alive behaviour)
 
 
 def fixed_env(server: str, extra: dict[str, str]) -> dict[str, str]:
@@ -121,40 +125,19 @@ def object_class(path: str, classes: list[dict]) -> str:
     return "other"
 
 
-_H2LOAD_REQUESTS = re.compile(r"^requests: (\d+) total, \d+ started, (\d+) done, (\d+) succeeded", re.M)
-_H2LOAD_2XX = re.compile(r"^status codes: (\d+) 2xx", re.M)
-
-
-def _load(launch: Launch, url_path: str, requests: int, cpus: list[int], raw: Path, connections: int = 1) -> None:
-    """``requests`` answers, one at a time over one kept-alive HTTP/1.1 connection
-    (h2load --h1, as wrk's keep-alive in the cells; ab's HTTP/1.0 would make some
-    servers close every connection); each must be a 2xx."""
+def _load(launch: Launch, client: fixedcount.Client, url_path: str, requests: int, cpus, raw: Path, connections=1):
     url = f"http://{launch.host}:{launch.port}{url_path}"
-    argv = [
-        "taskset",
-        "-c",
-        ",".join(map(str, cpus)),
-        "h2load",
-        "--h1",
-        "-n",
-        str(requests),
-        "-c",
-        str(connections),
-        "-t",
-        "1",
-        url,
-    ]
-    try:
-        # h2load never exits against a server that closes its connection: bounded.
-        done = subprocess.run(launch.network.wrap(argv), capture_output=True, text=True, timeout=1800)
-    except subprocess.TimeoutExpired:
-        raise CellFailed(f"the client did not finish {requests} requests in 30 minutes") from None
-    raw.write_text(done.stdout + done.stderr)
-    counts, ok = _H2LOAD_REQUESTS.search(done.stdout), _H2LOAD_2XX.search(done.stdout)
-    if not counts or not ok:
-        raise CellFailed(f"the client printed no counts (exit {done.returncode}): {done.stderr.strip()[-300:]}")
-    if int(counts[3]) != requests or int(ok[1]) != requests:
-        raise CellFailed(f"the client got {counts[3]} answers of {requests}, {ok[1]} of them 2xx")
+    fixedcount.run(client, launch.network.wrap, url, requests, list(cpus), raw, connections)
+
+
+def _client(launch: Launch, url_path: str, timeout: float) -> fixedcount.Client:
+    """The counted requests' client, by the server's keep-alive behaviour (checked, with the
+    answer, by the cells' own verification: a wrong answer is the life's reason)."""
+    check = verify.verify(launch.host, launch.port, launch.expected_answer, url_path, timeout)
+    if not check.ok:
+        launch.check_alive("verification")
+        raise CellFailed(f"wrong answer: {check.reason}")
+    return fixedcount.Client.for_server(check.keepalive)
 
 
 def _counted(launch: Launch) -> list[psutil.Process]:
@@ -204,14 +187,55 @@ def _settle(port: int, timeout: float) -> None:
         time.sleep(0.1)
 
 
-def _stop_server(launch: Launch, grace: float) -> None:
-    """TERM the server's processes but not a perf wrapper (which writes its summary once
-    its child has gone) and wait for the tree to end; Launch.stop ends what is left."""
-    for process in _counted(launch):
+def _signal(processes: list[psutil.Process], signum: int) -> None:
+    for process in processes:
         try:
-            process.terminate()
+            process.send_signal(signum)
         except psutil.NoSuchProcess:
             pass
+
+
+def _running(process: psutil.Process) -> bool:
+    """Not yet ended: a child of a frozen parent stays a zombie, its counts written."""
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _children_first(launch: Launch, processes: list[psutil.Process], grace: float) -> None:
+    """The server's top process(es) frozen (SIGSTOP) while every other one is TERMed and
+    ends, then resumed to end too. uWSGI's master SIGKILLs its --http gateway at its own
+    stop, before the gateway's counts are written, and would respawn a child ended alone."""
+    pids = {process.pid for process in processes}
+    tops = []
+    for process in processes:
+        try:
+            if process.ppid() not in pids:
+                tops.append(process)
+        except psutil.NoSuchProcess:
+            pass
+    children = [process for process in processes if process not in tops]
+    _signal(tops, signal.SIGSTOP)
+    try:
+        _signal(children, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while any(_running(process) for process in children) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        _signal(tops, signal.SIGTERM)
+        _signal(tops, signal.SIGCONT)
+
+
+def _stop_server(launch: Launch, grace: float, children_first: bool = False) -> None:
+    """TERM the server's processes but not a perf wrapper (which writes its summary once
+    its child has gone) and wait for the tree to end; Launch.stop ends what is left.
+    ``children_first`` (the catalogue's ``work_stop``): the top process ends last."""
+    processes = _counted(launch)
+    if children_first:
+        _children_first(launch, processes, grace)
+    else:
+        _signal(processes, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while launch.server.exit_code() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -232,6 +256,7 @@ class Lives:
         self.log_path, self.raw_dir = log_path, raw_dir
         self.url_path = config["app_workloads"][cell.workload]["path"]
         self.found_server = None
+        self.client: fixedcount.Client | None = None  # the lives' client, the same in each
 
     def life(self, lens: str, requests: int, hold_s: float, cpus: list[int] | None = None, together=None) -> Life:
         """One life: start under the lens's counter (on ``cpus``, else the profile's server
@@ -270,11 +295,17 @@ class Lives:
     def _serve(self, launch: Launch, lens: str, hold_s: float, out: Path, life: Life, together=None) -> None:
         """Warm up, serve the counted requests, hold, note every process seen, stop."""
         life.seen = _pids(launch)
-        self._warm_up(launch, out)
+        life.client = _client(launch, self.url_path, self.settings["ready_timeout"])
+        if self.client is not None and life.client != self.client:
+            raise CellFailed(
+                f"its keep-alive changed between lives: {self.client.keepalive}, then {life.client.keepalive}"
+            )
+        self.client = life.client
+        self._warm_up(launch, life.client, out)
         _settle(launch.port, self.settings["settle_timeout"])
         life.seen |= _pids(launch)
         ready = time.monotonic()
-        _load(launch, self.url_path, life.requests, list(self.profile.client_cpus), out / "client.txt")
+        _load(launch, life.client, self.url_path, life.requests, self.profile.client_cpus, out / "client.txt")
         if together is None:
             time.sleep(max(0.0, hold_s - (time.monotonic() - ready)))
         else:
@@ -287,9 +318,10 @@ class Lives:
         if lens == COUNTERS:
             life.counters = _tree_usage(launch)
         life.seconds = round(time.monotonic() - ready, 3)
-        _stop_server(launch, self.profile.stop_grace)
+        children_first = self.config["catalogue"][self.cell.server].get("work_stop") == "children first"
+        _stop_server(launch, self.profile.stop_grace, children_first)
 
-    def _warm_up(self, launch: Launch, out: Path) -> None:
+    def _warm_up(self, launch: Launch, client: fixedcount.Client, out: Path) -> None:
         """Every worker answers before anything counts: a worker's first answer costs it far more
         than the next (a Python worker's first hello: about 13 million instructions under
         uWSGI), and which worker the readiness probe or the counted connection reaches is a
@@ -297,8 +329,7 @@ class Lives:
         server that gives a connection to one worker at a time, and most others."""
         connections = 2 * self.profile.workers
         requests = connections * self.settings["warmup_requests"]
-        cpus = list(self.profile.client_cpus)
-        _load(launch, self.url_path, requests, cpus, out / "warmup.txt", connections=connections)
+        _load(launch, client, self.url_path, requests, self.profile.client_cpus, out / "warmup.txt", connections)
 
     def _keep(self, name: str, out: Path) -> None:
         """A copy of the life's outputs beside the record (callgrind's gzipped: a megabyte a process)."""
@@ -480,7 +511,7 @@ def _planted(config: dict, spec: dict) -> dict[str, str]:
 
 
 def _missing_programs(env: dict) -> list[str]:
-    needed = ("valgrind", "perf", "setarch", "h2load", "taskset")
+    needed = ("valgrind", "perf", "setarch", "h2load", "ab", "taskset")
     return [name for name in needed if not shutil.which(name, path=env["PATH"])]
 
 
@@ -497,6 +528,7 @@ def measure(record: WorkRecord, config: dict, env: dict, log_path: Path, raw_dir
         record.syscalls = syscalls(lives.pair(COUNTERS), lives.pair(NAMES))
     finally:
         record.raw = lives.kept_files
+        record.client = WorkClient(**asdict(lives.client)) if lives.client else None
     if lives.found_server is not None:
         record.tools.server = lives.found_server.version
         record.tools.interpreter = lives.found_server.interpreter

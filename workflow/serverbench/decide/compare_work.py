@@ -6,9 +6,9 @@ a server's user-space instructions per request is read with an interval of
 ``exp(±h)``, h three times the larger of the two runs' own A/A spreads (at
 least ``decide.work.SPREAD_FLOOR``), against the threshold (``--fail-above``)
 or the work margin. What counts must be the same in both runs: a server whose
-version, interpreter, valgrind or CPU model (glibc picks its string functions
-by CPU) differs is *not comparable*, with the difference as its reason, never
-silently compared.
+version, interpreter, valgrind, CPU model (glibc picks its string functions
+by CPU) or client (a kept-alive connection, or one per request) differs is
+*not comparable*, with the difference as its reason, never silently compared.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from serverbench.decide import work as work_lens
 from serverbench.decide.judgement import NOT_COMPARABLE
 
 KEY = ["profile", "workload", "server"]
-MUST_MATCH = ["server_version", "interpreter", "valgrind", "cpu_model"]
+# A run before work.csv had a column (client: serverbench.work/3) is compared without it.
+MUST_MATCH = ["server_version", "interpreter", "valgrind", "cpu_model", "client"]
 FIGURE = work_lens.FIGURE
 COLUMNS = [*KEY, "a_instructions", "b_instructions", "ratio", "ci_low", "ci_high", "verdict", "why"]
 
@@ -45,6 +46,7 @@ def _mismatch(a: pd.Series, b: pd.Series) -> str:
     return "; ".join(
         f"{column}: A {a[column]!r}, B {b[column]!r}"
         for column in MUST_MATCH
+        if column in a.index and column in b.index
         if not (pd.isna(a[column]) and pd.isna(b[column])) and a[column] != b[column]
     )
 
@@ -73,9 +75,10 @@ def compare_work(a_dir: Path, b_dir: Path, config: dict, share: float | None = N
     a, b = pd.read_csv(Path(a_dir) / "work.csv"), pd.read_csv(Path(b_dir) / "work.csv")
     spreads = [_spreads(a, config), _spreads(b, config)]
     both = a.merge(b, on=KEY, suffixes=("_a", "_b"))
+    common = [column for column in a.columns if column in b.columns]  # runs of older schemas lack some
     rows = []
     for _, merged in both.iterrows():
-        side = [_side(merged, a.columns, suffix) for suffix in ("a", "b")]
+        side = [_side(merged, common, suffix) for suffix in ("a", "b")]
         condition = tuple(merged[c] for c in work_lens.CONDITION)
         spread = max((found.get(condition, 0.0) for found in spreads), default=0.0)
         half_width = max(work_lens.SPREAD_TIMES * spread, work_lens.SPREAD_FLOOR)

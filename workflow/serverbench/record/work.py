@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-WORK_SCHEMA = "serverbench.work/2"  # /2: each life's raw outputs named (``raw``)
+# /2: each life's raw outputs named (``raw``); /3: the client that sent the requests (``client``)
+WORK_SCHEMA = "serverbench.work/3"
 WORK_STATUSES = ("ok", "failed", "skipped")
 
 
@@ -71,6 +72,16 @@ class Tools:
 
 
 @dataclass
+class WorkClient:
+    """How the counted requests reached the server (serverbench.cell.fixedcount): over one
+    kept-alive connection, or a connection per request to a server that closes each."""
+
+    program: str  # h2load | ab
+    connections: str  # "kept alive" | "one per request"
+    keepalive: str  # the server's keep-alive behaviour, as the cells' verification finds it
+
+
+@dataclass
 class WorkRecord:
     schema: str
     profile: str
@@ -83,6 +94,7 @@ class WorkRecord:
     instructions: Instructions | None = None
     syscalls: Syscalls | None = None
     tools: Tools = field(default_factory=Tools)
+    client: WorkClient | None = None
     # The planted extra work of a variant (spin-loop iterations per answer), fixed, never calibrated.
     planted_iterations: int | None = None
     # Each life's raw outputs ("instructions-1200": files), relative to the record's directory.

@@ -31,6 +31,8 @@ WORK_COLUMNS = [
     "planted_iterations",
     "requests_few",
     "requests_many",
+    "client",
+    "client_connections",
     "valgrind",
     "perf",
     "server_version",
@@ -47,6 +49,7 @@ KEYS = ("profile", "workload", "server")
 def _row(record: dict) -> dict:
     instructions, syscalls, tools = record.get("instructions") or {}, record.get("syscalls") or {}, record["tools"]
     few, many = (record.get("requests") or [None, None])[:2]
+    client = record.get("client") or {}
     return {
         **{key: record[key] for key in (*KEYS, "language", "status", "reason", "planted_iterations", "seconds")},
         "instructions_per_request": instructions.get("per_request"),
@@ -57,6 +60,8 @@ def _row(record: dict) -> dict:
         "cpu_system_us_per_request": syscalls.get("cpu_system_us_per_request"),
         "requests_few": few,
         "requests_many": many,
+        "client": client.get("program"),
+        "client_connections": client.get("connections"),
         "server_version": tools.get("server"),
         **{
             key: tools.get(key)
