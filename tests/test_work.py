@@ -66,7 +66,7 @@ def test_callgrind_counts_add_up_and_a_killed_process_is_refused(tmp_path):
 
 def test_perf_counts_syscalls_and_names_them(tmp_path):
     """perf stat's exact total counts each of 2,000 extra syscalls; perf trace names them
-    (it may miss one in thousands: see serverbench.cell.perfcount)."""
+    (it may miss some in thousands, 11 of 2,000 once: see serverbench.cell.perfcount)."""
     require("perf")
     program = "import os, sys\nfor _ in range(int(sys.argv[1])): os.getppid()"
     totals, named = [], []
@@ -77,7 +77,7 @@ def test_perf_counts_syscalls_and_names_them(tmp_path):
         named.append(perfcount.totals(perfcount.read_trace(tmp_path / "trace.txt")))
     assert 2000 <= totals[1]["syscalls"] - totals[0]["syscalls"] <= 2005
     assert totals[1]["cpu_ms"] > 0 and totals[1]["context_switches"] >= 0
-    assert 1990 <= named[1]["getppid"] - named[0]["getppid"] <= 2010
+    assert 1980 <= named[1]["getppid"] - named[0]["getppid"] <= 2010
 
 
 def test_the_lens_tells_uwsgis_plugins_apart(work_config, tmp_path):
