@@ -214,3 +214,17 @@ def test_the_answers_say_when_a_compared_server_fails_what_its_counterpart_passe
     assert matrix["python"]["checks"] == ["head", "date"]
     uwsgi = next(row for row in matrix["python"]["rows"] if row["server"] == "uwsgi-debian")
     assert [cell["outcome"] for cell in uwsgi["cells"]] == ["fail", "fail"]
+
+
+def test_a_conformance_table_from_before_the_met_column_is_read_by_the_same_rule():
+    """conformance.csv written before it had ``met``: each check's is made again from its
+    outcome (serverbench.record.conformance.met), where it rests on a requirement."""
+    import pandas as pd
+    from serverbench.decide.conformance import met_column
+    from serverbench.record.conformance import met
+
+    rows = [("te_and_cl", "pass", "MUST"), ("bare_lf", "fail", "SHOULD"), ("head", "fail", ""), ("date", "pass", None)]
+    old = pd.DataFrame(rows, columns=["check", "outcome", "requirement"])
+    assert list(met_column(old)) == [True, False, False, False]
+    new = old.assign(met=[met("pass"), met("fail"), None, None])
+    assert list(met_column(new)) == list(met_column(old))

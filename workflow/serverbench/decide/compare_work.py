@@ -3,7 +3,8 @@ by server (the default where both runs counted work).
 
 Counted work does not drift between runs the way time does: the change B/A of
 a server's user-space instructions per request is read with an interval of
-``exp(±h)``, h three times the larger of the two runs' own A/A spreads (at
+``exp(±h)``, h three times the largest of the two runs' own A/A spreads and
+the server's declared spread (``work_spread``; ``decide.work.half_width``; at
 least ``decide.work.SPREAD_FLOOR``), against the threshold (``--fail-above``)
 or the work margin. What counts must be the same in both runs: a server whose
 version, interpreter, valgrind, CPU model (glibc picks its string functions
@@ -22,8 +23,9 @@ from serverbench.decide import work as work_lens
 from serverbench.decide.judgement import NOT_COMPARABLE
 
 KEY = ["profile", "workload", "server"]
-# A run before work.csv had a column (client: serverbench.work/3) is compared without it.
-MUST_MATCH = ["server_version", "interpreter", "valgrind", "cpu_model", "client"]
+# A run before work.csv had a column (schema, client: serverbench.work/3) is compared without it;
+# records of another schema were counted another way (the lens's procedure changed with it).
+MUST_MATCH = ["schema", "server_version", "interpreter", "valgrind", "cpu_model", "client"]
 FIGURE = work_lens.FIGURE
 COLUMNS = [*KEY, "a_instructions", "b_instructions", "ratio", "ci_low", "ci_high", "verdict", "why"]
 
@@ -81,8 +83,7 @@ def compare_work(a_dir: Path, b_dir: Path, config: dict, share: float | None = N
         side = [_side(merged, common, suffix) for suffix in ("a", "b")]
         condition = tuple(merged[c] for c in work_lens.CONDITION)
         spread = max((found.get(condition, 0.0) for found in spreads), default=0.0)
-        half_width = max(work_lens.SPREAD_TIMES * spread, work_lens.SPREAD_FLOOR)
-        rows.append(_row(side[0], side[1], half_width, share))
+        rows.append(_row(side[0], side[1], work_lens.half_width(config, spread, merged["server"]), share))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from serverbench.decide.pairs import LATENCY_KINDS
+from serverbench.record.conformance import met
 
 
 def outcomes(conformance: pd.DataFrame) -> dict[tuple[str, str], dict[str, tuple[str, str]]]:
@@ -87,8 +88,12 @@ def truth(values: pd.Series) -> pd.Series:
 
 
 def met_column(checks: pd.DataFrame) -> pd.Series:
-    """Each check's ``met`` (serverbench.record.conformance's rule, as conformance.csv has it)."""
-    return truth(checks["met"])
+    """Each check's ``met`` (serverbench.record.conformance's rule, as conformance.csv has it);
+    for a conformance.csv written before it had the column, the same rule from the outcomes."""
+    if "met" in checks.columns:
+        return truth(checks["met"])
+    required = checks["requirement"].fillna("").astype(str) != "" if "requirement" in checks.columns else False
+    return checks["outcome"].map(met).astype(bool) & required
 
 
 def _in_brief(row) -> str:

@@ -4,9 +4,12 @@
 The figure is user-space instructions per request. The lens repeats itself
 closely but not exactly (memory layout follows the environment and paths), so
 each run measures its own spread: the A/A twin (an alias, started from another
-directory and environment) against its original. A comparison's interval is
-its ratio times or divided by ``exp(h)``, with h three times the largest A/A
-spread of the run and at least ``SPREAD_FLOOR`` (the lens's target spread);
+directory and environment) against its original. A server whose own lives
+spread more than any twin shows declares it in the catalogue (``work_spread``:
+NGINX Unit's 2%, from benchmarks/work_lens.py). A comparison's interval is its
+ratio times or divided by ``exp(h)``, with h three times the largest of the
+run's A/A spread and the two servers' declared ones, and at least
+``SPREAD_FLOOR`` (the lens's target spread);
 it is read against ``work.margin`` as the timed comparisons are read against
 theirs: more work when the whole interval lies above 1 + margin. Work is not
 speed: a server can do fewer instructions and still answer more slowly
@@ -85,8 +88,32 @@ def aa_spread(rows: pd.DataFrame, config: dict) -> float | None:
     return max(spreads) if spreads else None
 
 
+def declared_spread(config: dict, server: str) -> float:
+    """A server's own spread between lives, as the catalogue declares it (0: none declared)."""
+    return float(config["catalogue"].get(server, {}).get("work_spread") or 0.0)
+
+
+def half_width(config: dict, aa: float | None, *servers: str) -> float:
+    """h of a comparison's interval: three times the largest spread, at least the floor."""
+    spreads = [aa or 0.0, *(declared_spread(config, server) for server in servers)]
+    return max(SPREAD_TIMES * max(spreads), SPREAD_FLOOR)
+
+
+def widened(config: dict, aa: float | None, *servers: str) -> tuple[Reason, ...]:
+    """Why an interval is wider than the run's A/A spread makes it: a server's declared spread."""
+    return tuple(
+        Reason(
+            "declared spread",
+            f"{server}'s own lives spread {declared_spread(config, server):.1%} (catalogue work_spread): "
+            "its interval is set by that",
+        )
+        for server in servers
+        if declared_spread(config, server) > (aa or 0.0)
+    )
+
+
 def _judge(
-    kind: str, a: pd.Series, b: pd.Series, condition, half_width: float, margin: float, reasons: tuple[Reason, ...]
+    kind: str, a: pd.Series, b: pd.Series, condition, width: float, margin: float, reasons: tuple[Reason, ...]
 ) -> Comparison:
     common = {
         "kind": kind,
@@ -103,14 +130,14 @@ def _judge(
         why = tuple(Reason("no work figure", f"{row['server']}: {row['reason'] or 'no figure'}") for row in missing)
         return Comparison(**common, outcome=NOT_COMPARABLE, reasons=why)
     ratio = a[FIGURE] / b[FIGURE]
-    low, high = ratio * math.exp(-half_width), ratio * math.exp(half_width)
+    low, high = ratio * math.exp(-width), ratio * math.exp(width)
     return Comparison(
         **common,
         outcome=outcome(low, high, margin),
         estimate=ratio,
         low=low,
         high=high,
-        detectable_ratio=(1 + margin) * math.exp(half_width),
+        detectable_ratio=(1 + margin) * math.exp(width),
         reasons=reasons,
     )
 
@@ -123,14 +150,15 @@ def work_comparisons(work: pd.DataFrame, config: dict) -> list[Comparison]:
         condition = tuple(zip(CONDITION, key, strict=True))
         by_server = {row["server"]: row for _, row in rows.iterrows()}
         spread = aa_spread(rows[rows["status"] == "ok"], config)
-        half_width = max(SPREAD_TIMES * (spread or 0.0), SPREAD_FLOOR)
         reasons = (
             ()
             if spread is not None
             else (Reason("no A/A twin", f"no A/A twin measured: the lens's spread taken as {SPREAD_FLOOR:.1%}"),)
         )
         for kind, a, b in declared_pairs(config, list(by_server)):
-            found.append(_judge(kind, by_server[a], by_server[b], condition, half_width, margin, reasons))
+            width = half_width(config, spread, a, b)
+            why = reasons + widened(config, spread, a, b)
+            found.append(_judge(kind, by_server[a], by_server[b], condition, width, margin, why))
     return found
 
 

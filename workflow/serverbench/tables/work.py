@@ -20,6 +20,7 @@ WORK_COLUMNS = [
     "workload",
     "server",
     "language",
+    "schema",
     "status",
     "reason",
     "instructions_per_request",
@@ -51,7 +52,8 @@ def _row(record: dict) -> dict:
     few, many = (record.get("requests") or [None, None])[:2]
     client = record.get("client") or {}
     return {
-        **{key: record[key] for key in (*KEYS, "language", "status", "reason", "planted_iterations", "seconds")},
+        **{key: record[key] for key in (*KEYS, "language", "schema", "status", "reason", "planted_iterations")},
+        "seconds": record["seconds"],
         "instructions_per_request": instructions.get("per_request"),
         "syscalls_per_request": syscalls.get("per_request"),
         "context_switches_per_request": syscalls.get("context_switches_per_request"),
