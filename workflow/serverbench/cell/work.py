@@ -100,7 +100,6 @@ class Life:
     threads: list = dataclasses.field(default_factory=list)  # perfcount.ThreadSyscalls
     counters: dict = dataclasses.field(default_factory=dict)  # perf stat's, and CPU user/system seconds
     seen: set = dataclasses.field(default_factory=set)  # pids of the server's processes seen alive
-    client: fixedcount.Client | None = None  # how the requests reached it (by its keep-alive behaviour)
 
 
 def fixed_env(server: str, extra: dict[str, str]) -> dict[str, str]:
@@ -205,7 +204,7 @@ def _running(process: psutil.Process) -> bool:
         return False
 
 
-def _children_first(launch: Launch, processes: list[psutil.Process], grace: float) -> None:
+def _children_first(processes: list[psutil.Process], grace: float) -> None:
     """The server's top process(es) frozen (SIGSTOP) while every other one is TERMed and
     ends, then resumed to end too. uWSGI's master SIGKILLs its --http gateway at its own
     stop, before the gateway's counts are written, and would respawn a child ended alone."""
@@ -235,7 +234,7 @@ def _stop_server(launch: Launch, grace: float, children_first: bool = False) -> 
     ``children_first`` (the catalogue's ``work_stop``): the top process ends last."""
     processes = _counted(launch)
     if children_first:
-        _children_first(launch, processes, grace)
+        _children_first(processes, grace)
     else:
         _signal(processes, signal.SIGTERM)
     deadline = time.monotonic() + grace
@@ -301,12 +300,11 @@ class Lives:
             # Once per server, in its first life (perf's: a worker's first answer under valgrind,
             # which the verification would meet, costs seconds); every later life has its client.
             self.client = _client(launch, self.url_path, self.settings["ready_timeout"])
-        life.client = self.client
-        self._warm_up(launch, life.client, out)
+        self._warm_up(launch, self.client, out)
         _settle(launch.port, self.settings["settle_timeout"])
         life.seen |= _pids(launch)
         ready = time.monotonic()
-        _load(launch, life.client, self.url_path, life.requests, self.profile.client_cpus, out / "client.txt")
+        _load(launch, self.client, self.url_path, life.requests, self.profile.client_cpus, out / "client.txt")
         if together is None:
             time.sleep(max(0.0, hold_s - (time.monotonic() - ready)))
         else:
