@@ -44,20 +44,24 @@ REGRESSION = {"catalogue": {"gunicorn-gthread": {"env": {"SERVERBENCH_EXTRA_SHAR
 REGRESSED_SERVERS = ("gunicorn-gthread", "gunicorn-gthread-again")
 
 
-def run_matrix(results: Path, regressed: bool = False, overrides: list[Path] = ()) -> None:
+def run_matrix(
+    results: Path, regressed: bool = False, overrides: list[Path] = (), regression: dict = REGRESSION,
+    targets: list[str] = (),
+) -> None:  # fmt: skip
     """One default run, as `make bench` starts it, into its own results directory; ``regressed``:
-    gunicorn-gthread does 10% of the hello's cost more per answer (a real regression);
-    ``overrides``: config files laid over config.yaml for every run (another design to try)."""
+    with ``regression`` laid over (gunicorn-gthread doing 10% of the hello's cost more per
+    answer: a real regression); ``overrides``: config files laid over config.yaml for every
+    run (another design to try); ``targets``: the outputs to make (relative to ``results``;
+    none: the whole run)."""
     files = [str(path.resolve()) for path in overrides]
     if regressed:
         results.mkdir(parents=True, exist_ok=True)
-        (results.parent / "regression.yaml").write_text(json.dumps(REGRESSION))
+        (results.parent / "regression.yaml").write_text(json.dumps(regression))
         files.append(str(results.parent / "regression.yaml"))
     extra = ["--configfile", "config.yaml", *files] if files else []
-    subprocess.run(
-        [sys.executable, "-m", "snakemake", "--cores", "4", "--quiet", *extra, "--config", f"results={results}"],
-        cwd=REPO_ROOT, check=True,
-    )  # fmt: skip
+    wanted = [str(results / target) for target in targets]  # before --config, which takes every word after it
+    argv = [sys.executable, "-m", "snakemake", *wanted, "--cores", "4", "--quiet", *extra]
+    subprocess.run([*argv, "--config", f"results={results}"], cwd=REPO_ROOT, check=True)
 
 
 def outcome_counts(verdicts: pd.DataFrame) -> str:

@@ -26,6 +26,7 @@ def figures(config: dict, server: str, pairs: int, workload: str) -> list[tuple[
     """(instructions per request, seconds) of each pair of lives."""
     cell = Cell("default", "work", server, 1, 0, workload)
     with tempfile.TemporaryDirectory(prefix="work-lens-") as raw:
+        Path(raw).chmod(0o755)  # Unit's router and applications run as another user and write below it
         kept = Path(raw) / "kept"  # each life's raw outputs, gone with the directory
         lives = work.Lives(config, cell, work.fixed_env(server, {}), Path(raw) / "server.log", Path(raw), kept)
         found = []
