@@ -157,14 +157,28 @@ def report(sets: list[Path], config: dict, regressed: list[Path] = ()) -> dict:
     return figures
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3, help="default runs to make (each with a new seed)")
+def add_run_arguments(parser: argparse.ArgumentParser, runs: int, regression: str) -> None:
+    """The options of a benchmark that makes (or reuses) default runs and regressed ones."""
+    parser.add_argument("--runs", type=int, default=runs, help="default runs to make (each with a new seed)")
     parser.add_argument("--reuse", nargs="+", type=Path, metavar="RESULTS", help="result sets already made")
     parser.add_argument("--keep", type=Path, help="make the runs under this directory and keep them")
-    parser.add_argument("--regression-runs", type=int, default=1, help="runs with a planted 10%% regression")
+    parser.add_argument("--regression-runs", type=int, default=1, help=f"runs with {regression}")
     parser.add_argument("--regressed", nargs="*", type=Path, default=[], metavar="RESULTS", help="such runs made")
     parser.add_argument("--json", type=Path, help="write the figures here too")
+
+
+def interleaved(sets: list[Path], regressed: list[Path]) -> list[tuple[Path, bool]]:
+    """(results, regressed?) in the order to make them: each regression run between default
+    runs, so drift over hours hits both kinds."""
+    order = [(path, False) for path in sets]
+    for k, path in enumerate(regressed, start=1):
+        order.insert(k * len(sets) // (len(regressed) + 1) + k - 1, (path, True))
+    return order
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_run_arguments(parser, 3, "a planted 10%% regression")
     parser.add_argument(
         "--configfile", type=Path, nargs="*", default=[], help="laid over config.yaml for every run (a design to try)"
     )
@@ -177,11 +191,7 @@ def main() -> None:
             args.regressed if args.reuse else [base / f"regressed{i}" for i in range(1, args.regression_runs + 1)]
         )
         if not args.reuse:
-            # Interleaved: a regression run sits between default runs, so drift over hours hits both kinds.
-            order = [(path, False) for path in sets]
-            for k, path in enumerate(regressed, start=1):
-                order.insert(k * len(sets) // (len(regressed) + 1) + k - 1, (path, True))
-            for results, is_regressed in order:
+            for results, is_regressed in interleaved(sets, regressed):
                 run_matrix(results.resolve(), is_regressed, args.configfile)
         figures = report(sets, config, regressed)
     if args.json:

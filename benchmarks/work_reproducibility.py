@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
-from reproducibility import run_matrix
+from reproducibility import add_run_arguments, interleaved, run_matrix
 from serverbench import REPO_ROOT
 from serverbench.decide import compare_work
 from serverbench.decide import work as work_lens
@@ -117,12 +117,7 @@ def report(sets: list[Path], config: dict, regressed: list[Path] = ()) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="runs of the default profile's work jobs")
-    parser.add_argument("--reuse", nargs="+", type=Path, metavar="RESULTS", help="result sets already made")
-    parser.add_argument("--keep", type=Path, help="make the runs under this directory and keep them")
-    parser.add_argument("--regression-runs", type=int, default=1, help=f"runs with gunicorn {PLANTED} costlier")
-    parser.add_argument("--regressed", nargs="*", type=Path, default=[], metavar="RESULTS", help="such runs made")
-    parser.add_argument("--json", type=Path, help="write the figures here too")
+    add_run_arguments(parser, 5, f"gunicorn-gthread carrying a planted {float(PLANTED) * 100:.0f}%%")
     args = parser.parse_args()
     config = cfg.load(REPO_ROOT / "config.yaml")
     with tempfile.TemporaryDirectory() as tmp:
@@ -134,10 +129,7 @@ def main() -> None:
         )
         if not args.reuse:
             overlay = [variants_overlay(config, base)]
-            order = [(path, False) for path in sets]
-            for k, path in enumerate(regressed, start=1):  # interleaved, as benchmarks/reproducibility.py
-                order.insert(k * len(sets) // (len(regressed) + 1) + k - 1, (path, True))
-            for results, is_regressed in order:
+            for results, is_regressed in interleaved(sets, regressed):
                 run_matrix(results, is_regressed, overlay, REGRESSION, TARGETS)
         figures = report(sets, config, regressed)
     if args.json:
