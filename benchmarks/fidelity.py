@@ -39,7 +39,7 @@ from serverbench.cell.phases import run_cell
 from serverbench.host import steadiness as hostspeed
 from serverbench.host.cpuidle import IdleLatencyHold
 from serverbench.host.runenv import make_rundir, run_env
-from serverbench.plan import config
+from serverbench.plan import apps, config
 from serverbench.plan.shapes import Cell
 from serverbench.report.machine import steadiness_sentence
 from serverbench.tables import estimates
@@ -74,7 +74,8 @@ def _hand_run(cfg: dict, profile, server: str, concurrency: int) -> float:
     port = servers.free_port()
     rundir = make_rundir()
     spec = cfg["catalogue"][server]
-    values = server_values(profile, "127.0.0.1", port, rundir)
+    app = apps.app_values(cfg, apps.chosen(cfg)[1], spec["language"], str(rundir / "apps"))
+    values = server_values(profile, "127.0.0.1", port, rundir, app)
     servers.render_files(spec.get("files", {}), values, rundir)  # nginx.conf and the like
     argv = render(cfg, spec["command"], values)
     env = run_env()

@@ -177,6 +177,17 @@ BAD = {
         "profiles.latency.open_loop",
         "precision",
     ),
+    "unknown app": (lambda c: c.update(app="mine"), "app", "'mine' is not one of apps: hello"),
+    "an app's part in an unknown language": (
+        lambda c: c["apps"]["hello"].update(ruby={"file": "hello.ru"}),
+        "apps.hello.ruby",
+        "not a language",
+    ),
+    "an app's module not a dotted name": (
+        lambda c: c["apps"]["hello"]["python"].update(module="hello:application"),
+        "apps.hello.python.module",
+        "hello:application",
+    ),
     "unknown language": (
         lambda c: c["catalogue"]["gunicorn"].update(language="ruby"),
         "catalogue.gunicorn.language",

@@ -26,14 +26,17 @@ from serverbench.host.cgroups import Isolation, raise_nofile
 from serverbench.host.containers import DockerIsolation
 from serverbench.host.netns import Network, NetworkError
 from serverbench.host.runenv import resolve_program, version_of
+from serverbench.plan import apps
 from serverbench.plan.config import expected_answer, serves
 from serverbench.plan.shapes import Cell, Profile
 from serverbench.record.sections import Image, IsolationSection, Limits, NetworkSection, ServerSection, TimeWait
 
 
-def server_values(profile: Profile, host: str, port: int, rundir: Path) -> dict:
-    """The values of a server command's placeholders (config.SERVER_PLACEHOLDERS)."""
+def server_values(profile: Profile, host: str, port: int, rundir: Path, app: dict) -> dict:
+    """The values of a server command's placeholders (config.SERVER_PLACEHOLDERS), ``app``
+    the app's placeholders for the server's language (plan.apps.app_values)."""
     return {
+        **app,
         "host": host,
         "port": port,
         "workers": profile.workers,
@@ -109,6 +112,10 @@ class Launch:
     def prepare(self) -> None:
         """Network, placeholders, argv, templates, limits; the image in docker mode."""
         found = self.found
+        app_name, app = apps.chosen(self.config)
+        language = self.spec["language"]
+        if apps.hosts_apps(self.config, language) and language not in app:
+            raise CellSkipped(f"the app {app_name!r} has no {language} part for {self.cell.server} to host")
         if not serves(self.spec, self.cell.workload):
             raise CellSkipped(
                 f"{self.cell.server} answers only {', '.join(self.spec['workloads'])}, "
@@ -122,7 +129,8 @@ class Launch:
         found.network = NetworkSection.from_dict(self.network.describe())
         host = self.network.server_address
         port = servers.free_port(host if self.network.namespace is None else "127.0.0.1")
-        self.values = server_values(self.profile, host, port, self.rundir)
+        hosted = apps.app_values(self.config, app, language, str(self.rundir / "apps"))
+        self.values = server_values(self.profile, host, port, self.rundir, hosted)
         if self.in_docker:
             self.values["venv"] = containers.IMAGE_VENV
         self.argv = render(self.config, self.spec["command"], self.values)

@@ -21,6 +21,7 @@ import yaml
 
 from serverbench import REPO_ROOT
 from serverbench.plan import scaling
+from serverbench.plan.apps import APP_PLACEHOLDERS
 from serverbench.plan.shapes import DEFAULT_WORKLOAD, Profile
 from serverbench.plan.tools import is_open_loop, is_timed
 
@@ -28,6 +29,7 @@ SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
 SERVER_PLACEHOLDERS = frozenset(
     {"host", "port", "workers", "workers_min", "threads", "backlog", "apps", "rundir", "root", "venv", "user"}
+    | APP_PLACEHOLDERS
 )
 TOOL_PLACEHOLDERS = frozenset(
     {
@@ -215,6 +217,11 @@ def validate(config: dict) -> dict:
     normalise_overrides(config)
     expand_aliases(config)
     _check_schema(config)
+    if config["app"] not in config["apps"]:
+        raise ConfigError("app", f"{config['app']!r} is not one of apps: {', '.join(sorted(config['apps']))}")
+    for name, app in config["apps"].items():
+        for language in set(app) - {"description"} - set(config["languages"]):
+            raise ConfigError(f"apps.{name}.{language}", f"not a language of `languages`: {language!r}")
     for name, server in config["catalogue"].items():
         _check_argv(f"catalogue.{name}.command", server["command"], SERVER_PLACEHOLDERS)
         if "env" in server:

@@ -17,6 +17,7 @@ from functools import cached_property
 from pathlib import Path
 
 from serverbench import REPO_ROOT, files
+from serverbench.plan import apps
 from serverbench.plan.config import effective_profile, requested_profile, selected_profiles
 from serverbench.plan.shapes import Cell, Profile
 
@@ -167,6 +168,19 @@ class Matrix:
     def apps_digest(self) -> str:
         return tree_digest(REPO_ROOT / "apps")
 
+    @cached_property
+    def app_digest(self) -> dict:
+        """The run's app (plan.apps): its name, spec and, for code outside the repository's
+        apps/, a digest of that code, so that a changed app measures again."""
+        name, spec = apps.chosen(self.config)
+        parts = [part for key, part in spec.items() if key != "description"]
+        code = {}
+        for path in filter(None, (part.get(key) for part in parts for key in ("dir", "file"))):
+            if not path.startswith("{apps}"):
+                found = Path(path)
+                code[path] = tree_digest(found) if found.is_dir() else file_digest(found)
+        return {"name": name, "spec": spec, "code": code}
+
     def conditions(self, profile: str, tool: str, server: str, workload: str) -> str:
         """A digest of everything that shapes a cell's measurement (a rule parameter)."""
         key = (profile, tool, server, workload)
@@ -182,6 +196,7 @@ class Matrix:
             "server": server_spec,
             "templates": {name: file_digest(REPO_ROOT / path) for name, path in server_spec.get("files", {}).items()},
             "apps": self.apps_digest,
+            "app": self.app_digest,
             "tool": config["load_tools"][tool],
             "language": config["languages"][server_spec["language"]],
             "flags": config["flags"],

@@ -1,0 +1,39 @@
+"""The app every server hosts: ``apps`` in config names them, ``app`` picks one.
+
+An app has a part per language (a key of ``languages``): a module and callable
+in a directory, or a file (a Perl ``.psgi``), or both. A catalogue command or
+template names the app only through placeholders (``APP_PLACEHOLDERS``), filled
+from the part of the server's own language, so a server that can host a
+generic WSGI or PSGI app hosts any. Where a part gives a module but no file,
+its file is the module's path under the directory with the language's
+``module_suffix`` (servers that take a file, such as uWSGI's --wsgi-file).
+``{apps}`` in an app's paths is the run directory's copy of the repository's
+apps/ (readable by servers that drop privileges).
+"""
+
+from __future__ import annotations
+
+APP_PLACEHOLDERS = frozenset({"app_dir", "app_module", "app_callable", "app_file"})
+
+
+def chosen(config: dict) -> tuple[str, dict]:
+    """(name, spec) of the app this run's servers host."""
+    return config["app"], config["apps"][config["app"]]
+
+
+def hosts_apps(config: dict, language: str) -> bool:
+    """Whether servers of ``language`` host an app (a baseline serves its own files)."""
+    return config["languages"][language].get("hosts_apps", True)
+
+
+def app_values(config: dict, spec: dict, language: str, apps_dir: str) -> dict[str, str | None]:
+    """The app placeholders' values for a server of ``language`` (None where the app's
+    part leaves one out, or the app has no part in that language)."""
+    part = spec.get(language) or {}
+    directory = part["dir"].format(apps=apps_dir) if "dir" in part else None
+    file = part["file"].format(apps=apps_dir) if "file" in part else None
+    suffix = config["languages"][language].get("module_suffix")
+    if file is None and directory and "module" in part and suffix:
+        file = f"{directory}/{part['module'].replace('.', '/')}{suffix}"
+    return {"app_dir": directory, "app_module": part.get("module"), "app_callable": part.get("callable"),
+            "app_file": file}  # fmt: skip
