@@ -178,6 +178,11 @@ BAD = {
         "precision",
     ),
     "unknown app": (lambda c: c.update(app="mine"), "app", "'mine' is not one of apps: hello"),
+    "a workload's pattern that is no regular expression": (
+        lambda c: c["app_workloads"]["hello"]["expect"].update(matches="Hello (World"),
+        "app_workloads.hello.expect.matches",
+        "not a regular expression",
+    ),
     "an app's part in an unknown language": (
         lambda c: c["apps"]["hello"].update(ruby={"file": "hello.ru"}),
         "apps.hello.ruby",

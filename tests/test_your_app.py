@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import pytest
 from conftest import measure_cell, require
+from serverbench.cell import verify
+from serverbench.cell.phases import run_cell
+from serverbench.plan import config as cfg
+from serverbench.plan.shapes import Cell
 
 # Answers as the hello app does (the hello workload's check), and leaves a line per
 # request in a file beside it: proof that this app, not the hello app, answered.
@@ -53,3 +57,64 @@ def test_a_server_of_a_language_the_app_lacks_is_skipped(base_config, tmp_path, 
     record = measure_cell(base_config, tmp_path, server="starman")
     assert record["status"] == "skipped"
     assert "'mine' has no perl part" in record["reason"]
+
+
+@pytest.mark.parametrize(
+    ("expect", "body", "problem"),
+    [
+        ({"contains": "World"}, b"Hello World!", None),
+        ({"contains": "Moon"}, b"Hello World!", "does not contain 'Moon'"),
+        ({"json_keys": ["id", "randomNumber"]}, b'{"id": 3, "randomNumber": 7}', None),
+        ({"json_keys": ["id", "randomNumber"]}, b'{"id": 3}', "without key(s) ['randomNumber']"),
+        ({"json_keys": ["id"]}, b"[1, 2]", "expected an object"),
+        ({"json_keys": ["id"]}, b"<html>", "is not JSON"),
+        ({"matches": r"^<!DOCTYPE html>.*</html>\s*$"}, b"<!DOCTYPE html><p>x</p></html>\n", None),
+        ({"matches": r"<td>\d+</td>"}, b"<td>x</td>", "does not match"),
+    ],
+)
+def test_an_answer_is_checked_as_its_workload_says(expect, body, problem):
+    """The body checks a workload can declare, beside the exact body and length + SHA-256."""
+    problems = verify.body_problems(body, expect)
+    assert problems == [] if problem is None else (len(problems) == 1 and problem in problems[0]), problems
+
+
+# An app whose own workload answers JSON at /status: checked by its keys.
+STATUS_APP = """
+import json
+
+def app(environ, start_response):
+    body = json.dumps({"status": "up", "path": environ["PATH_INFO"]}).encode()
+    start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return [body]
+"""
+
+
+@pytest.mark.parametrize(("keys", "status"), [(["status", "path"], "ok"), (["status", "version"], "failed")])
+def test_an_app_brings_its_own_workloads(base_config, tmp_path, no_leftovers, keys, status):
+    """A workload of the app's own (its path, its check) is loaded and checked; an answer
+    without a key the check names fails the cell with the key named."""
+    require("gunicorn")
+    directory = tmp_path / "status_app"
+    directory.mkdir()
+    (directory / "status.py").write_text(STATUS_APP)
+    workload = {"path": "/status", "expect": {"status": 200, "json_keys": keys, "content_type": "application/json"}}
+    base_config["apps"]["status"] = {"python": {"dir": str(directory), "module": "status", "callable": "app"},
+                                     "workloads": {"up": workload}}  # fmt: skip
+    base_config["app"] = "status"
+    base_config["profiles"]["default"]["workloads"] = ["up"]
+    record = run_cell(base_config, Cell("default", "wrk", "gunicorn", 10, 1, "up"),
+                      *(str(tmp_path / f"up.{suffix}") for suffix in ("json", "load.txt", "server.log")))  # fmt: skip
+    assert record["status"] == status, record["reason"]
+    if status == "failed":
+        assert "without key(s) ['version']" in record["reason"]
+    else:
+        assert record["load"]["requests"] > 0
+
+
+def test_a_profile_workload_the_app_lacks_is_refused(base_config):
+    base_config["apps"]["mine"] = {"python": {"dir": "/srv/mine", "module": "mine"}, "workloads": {
+        "home": {"path": "/", "expect": {"status": 200}}}}  # fmt: skip
+    base_config["app"] = "mine"
+    with pytest.raises(cfg.ConfigError) as caught:
+        cfg.validate(base_config)
+    assert "profiles.default.workloads[0]" in str(caught.value) and "unknown workload 'hello'" in str(caught.value)

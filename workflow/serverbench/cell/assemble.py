@@ -13,6 +13,7 @@ from pathlib import Path
 
 from serverbench import __version__
 from serverbench.host.environment import host_facts
+from serverbench.plan import apps
 from serverbench.plan.config import config_hash
 from serverbench.plan.shapes import Cell, Profile
 from serverbench.record import flags as flagging
@@ -64,7 +65,7 @@ def assemble(config: dict, cell: Cell, profile: Profile, outcome: Outcome, parts
     measurement's ``Measured``, the harness placement's and the idle hold's descriptions)."""
     launched, measured, placement, idle = parts
     spec = config["catalogue"][cell.server]
-    workload = config["app_workloads"][cell.workload]
+    workload = apps.workloads(config)[cell.workload]
     planned = OpenLoop.from_dict(outcome.plan) if outcome.plan else None
     draft = CellRecord(
         cell=RecordCell(**dataclasses.asdict(cell), language=spec["language"], family=spec.get("family")),

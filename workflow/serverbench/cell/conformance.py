@@ -21,6 +21,7 @@ from serverbench.cell.errors import CellFailed, CellSkipped
 from serverbench.cell.launch import Launch
 from serverbench.cell.wire import Wire, WireError, request
 from serverbench.host.runenv import make_rundir, run_env
+from serverbench.plan import apps
 from serverbench.plan.config import effective_profile, serves
 from serverbench.plan.shapes import Cell
 
@@ -108,7 +109,10 @@ def lint_answers(host: str, port: int, app: bool) -> list[dict]:
 
 
 def run_conformance(config: dict, profile_name: str, server: str, json_path, log_path) -> dict:
-    """Probe one server of a profile and write its result (returned as written)."""
+    """Probe one server of a profile and write its result (returned as written). The server
+    hosts the probes' app (plan.apps.PROBE_APP), whichever app the run's cells host: the
+    probes need its paths, and they judge the server's HTTP, not the app's."""
+    config = apps.with_probe_app(config)
     profile = effective_profile(config, profile_name)
     spec = config["catalogue"][server]
     cell = Cell(profile_name, profile.tools[0], server, min(profile.concurrency), 0)
@@ -117,7 +121,7 @@ def run_conformance(config: dict, profile_name: str, server: str, json_path, log
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_bytes(b"")
     # Baselines answer only /: the checks that need the apps' paths say so.
-    app = all(serves(spec, workload) for workload in config["app_workloads"])
+    app = all(serves(spec, workload) for workload in apps.workloads(config))
     rundir = make_rundir()
     launch = Launch(config, cell, profile, rundir, log_path, run_env())
     started = time.monotonic()

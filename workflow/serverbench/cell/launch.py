@@ -106,7 +106,7 @@ class Launch:
 
     @property
     def expected_answer(self) -> dict:
-        workload = self.config["app_workloads"][self.cell.workload]
+        workload = apps.workloads(self.config)[self.cell.workload]
         return expected_answer(self.spec, workload, self.cell.workload)
 
     def prepare(self) -> None:

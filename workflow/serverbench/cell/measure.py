@@ -19,6 +19,7 @@ from serverbench.cell.monitor import Monitor
 from serverbench.cell.selfcheck import idle_timeout, self_checks, steady_state
 from serverbench.cell.windows import windows
 from serverbench.host.runenv import version_of
+from serverbench.plan import apps
 from serverbench.plan.shapes import Cell, Profile
 from serverbench.plan.tools import is_open_loop, is_timed
 from serverbench.record.sections import (
@@ -64,7 +65,7 @@ class Measure:
         self.catalogue_entry = config["catalogue"].get(cell.server, {})
         self.starved_share = config["flags"]["starved_share"]
         self.full_speed = config["full_speed"]
-        workload = config["app_workloads"][cell.workload]
+        workload = apps.workloads(config)[cell.workload]
         self.url = f"http://{launch.host}:{launch.port}{workload['path']}"
         duration = plan["duration_s"] if plan else profile.duration
         self.values = loadgen.tool_values(profile, cell.concurrency, self.url, duration)

@@ -26,6 +26,7 @@ from serverbench.cell.measure import Measure, Measured
 from serverbench.host.cgroups import HarnessPlacement
 from serverbench.host.cpuidle import IdleLatencyHold
 from serverbench.host.runenv import make_rundir, run_env
+from serverbench.plan import apps
 from serverbench.plan.config import effective_profile
 from serverbench.plan.shapes import Cell
 from serverbench.record.model import CellRecord
@@ -96,7 +97,7 @@ class CellRun:
         begin("ready")
         launch.wait_ready()
         begin("verify")
-        path = self.config["app_workloads"][self.cell.workload]["path"]
+        path = apps.workloads(self.config)[self.cell.workload]["path"]
         check = verify.verify(launch.host, launch.port, launch.expected_answer, path, profile.timeout)
         self.outcome.verify = check
         if not check.ok:

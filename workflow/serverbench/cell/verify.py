@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import json
+import re
 
 from serverbench.record.model import Verification
 
@@ -22,15 +24,33 @@ def _request(conn: http.client.HTTPConnection, path: str):
 
 
 def body_problems(body: bytes, expect: dict) -> list[str]:
-    """How a body differs from the expected one: exact bytes, or length and SHA-256 for big bodies."""
+    """How a body differs from the expected one: exact bytes, a substring, a JSON object's keys,
+    a regular expression, or length and SHA-256 for big bodies."""
     problems = []
     if "body" in expect and body != expect["body"].encode():
         problems.append(f"body {body[:80]!r}, expected {expect['body'].encode()[:80]!r}")
+    if "contains" in expect and expect["contains"].encode() not in body:
+        problems.append(f"body {body[:80]!r} does not contain {expect['contains']!r}")
+    if "json_keys" in expect:
+        problems.extend(_json_problems(body, expect["json_keys"]))
+    if "matches" in expect and not re.search(expect["matches"].encode(), body):
+        problems.append(f"body {body[:80]!r} does not match {expect['matches']!r}")
     if "length" in expect and len(body) != expect["length"]:
         problems.append(f"body of {len(body)} bytes, expected {expect['length']}")
     if "body_sha256" in expect and hashlib.sha256(body).hexdigest() != expect["body_sha256"]:
         problems.append(f"body SHA-256 {hashlib.sha256(body).hexdigest()}, expected {expect['body_sha256']}")
     return problems
+
+
+def _json_problems(body: bytes, keys: list[str]) -> list[str]:
+    try:
+        found = json.loads(body)
+    except ValueError as exc:
+        return [f"body {body[:80]!r} is not JSON: {exc}"]
+    if not isinstance(found, dict):
+        return [f"body is JSON {type(found).__name__}, expected an object with keys {keys}"]
+    missing = [key for key in keys if key not in found]
+    return [f"JSON object without key(s) {missing} (has {sorted(found)[:10]})"] if missing else []
 
 
 def verify(host: str, port: int, expect: dict, path: str = "/", timeout: float = 5.0) -> Verification:

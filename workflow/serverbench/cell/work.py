@@ -61,6 +61,7 @@ from serverbench.cell.errors import CellFailed, CellSkipped
 from serverbench.cell.launch import Launch
 from serverbench.host.environment import cpu_model
 from serverbench.host.runenv import make_rundir, resolve_program, run_env, version_of
+from serverbench.plan import apps
 from serverbench.plan.config import effective_profile
 from serverbench.plan.shapes import Cell
 from serverbench.record.work import (
@@ -255,7 +256,7 @@ class Lives:
             profile, ready_timeout=self.settings["ready_timeout"], stop_grace=self.settings["stop_grace"]
         )
         self.log_path, self.raw_dir = log_path, raw_dir
-        self.url_path = config["app_workloads"][cell.workload]["path"]
+        self.url_path = apps.workloads(config)[cell.workload]["path"]
         self.found_server = None
         self.client: fixedcount.Client | None = None  # the lives' client, the same in each
 

@@ -1,4 +1,6 @@
 """The app every server hosts: ``apps`` in config names them, ``app`` picks one.
+An app's ``workloads`` (else ``app_workloads``, the hello app's) are what its cells load
+and how each answer is checked.
 
 An app has a part per language (a key of ``languages``): a module and callable
 in a directory, or a file (a Perl ``.psgi``), or both. A catalogue command or
@@ -14,11 +16,24 @@ apps/ (readable by servers that drop privileges).
 from __future__ import annotations
 
 APP_PLACEHOLDERS = frozenset({"app_dir", "app_module", "app_callable", "app_file"})
+# The app whose paths the conformance probes use (/big, /echo, /lint): a server's HTTP is
+# probed with it whichever app the run's cells host.
+PROBE_APP = "hello"
 
 
 def chosen(config: dict) -> tuple[str, dict]:
     """(name, spec) of the app this run's servers host."""
     return config["app"], config["apps"][config["app"]]
+
+
+def workloads(config: dict) -> dict:
+    """The run's app's workloads (its own ``workloads``, else ``app_workloads``, the hello app's)."""
+    return chosen(config)[1].get("workloads") or config["app_workloads"]
+
+
+def with_probe_app(config: dict) -> dict:
+    """The config with the probes' app as the run's app."""
+    return {**config, "app": PROBE_APP}
 
 
 def hosts_apps(config: dict, language: str) -> bool:

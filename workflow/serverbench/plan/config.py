@@ -20,8 +20,7 @@ import jsonschema
 import yaml
 
 from serverbench import REPO_ROOT
-from serverbench.plan import scaling
-from serverbench.plan.apps import APP_PLACEHOLDERS
+from serverbench.plan import apps, scaling
 from serverbench.plan.shapes import DEFAULT_WORKLOAD, Profile
 from serverbench.plan.tools import is_open_loop, is_timed
 
@@ -29,7 +28,7 @@ SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
 SERVER_PLACEHOLDERS = frozenset(
     {"host", "port", "workers", "workers_min", "threads", "backlog", "apps", "rundir", "root", "venv", "user"}
-    | APP_PLACEHOLDERS
+    | apps.APP_PLACEHOLDERS
 )
 TOOL_PLACEHOLDERS = frozenset(
     {
@@ -212,6 +211,19 @@ def expand_aliases(config: dict) -> None:
             break
 
 
+def _check_patterns(config: dict) -> None:
+    """Every workload's ``expect.matches`` is a regular expression Python compiles."""
+    sets = {"app_workloads": config["app_workloads"]}
+    sets |= {f"apps.{name}.workloads": app["workloads"] for name, app in config["apps"].items() if "workloads" in app}
+    for where, workloads in sets.items():
+        for name, workload in workloads.items():
+            pattern = workload["expect"].get("matches")
+            try:
+                re.compile(pattern or "")
+            except re.error as exc:
+                raise ConfigError(f"{where}.{name}.expect.matches", f"not a regular expression: {exc}") from None
+
+
 def validate(config: dict) -> dict:
     """Check a config (after reading command-line numbers); raise ConfigError."""
     normalise_overrides(config)
@@ -220,8 +232,9 @@ def validate(config: dict) -> dict:
     if config["app"] not in config["apps"]:
         raise ConfigError("app", f"{config['app']!r} is not one of apps: {', '.join(sorted(config['apps']))}")
     for name, app in config["apps"].items():
-        for language in set(app) - {"description"} - set(config["languages"]):
+        for language in set(app) - {"description", "workloads"} - set(config["languages"]):
             raise ConfigError(f"apps.{name}.{language}", f"not a language of `languages`: {language!r}")
+    _check_patterns(config)
     for name, server in config["catalogue"].items():
         _check_argv(f"catalogue.{name}.command", server["command"], SERVER_PLACEHOLDERS)
         if "env" in server:
@@ -266,7 +279,7 @@ def _check_profile(config: dict, name: str) -> None:
     for key, known, kind in (
         ("servers", config["catalogue"], "server"),
         ("tools", config["load_tools"], "tool"),
-        ("workloads", config["app_workloads"], "workload"),
+        ("workloads", apps.workloads(config), "workload"),
     ):
         for index, item in enumerate(requested[key]):
             if item not in known:

@@ -200,6 +200,6 @@ class Matrix:
             "tool": config["load_tools"][tool],
             "language": config["languages"][server_spec["language"]],
             "flags": config["flags"],
-            "workload": config["app_workloads"].get(workload),
+            "workload": apps.workloads(config).get(workload),
         }
         return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
