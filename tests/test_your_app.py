@@ -118,3 +118,32 @@ def test_a_profile_workload_the_app_lacks_is_refused(base_config):
     with pytest.raises(cfg.ConfigError) as caught:
         cfg.validate(base_config)
     assert "profiles.default.workloads[0]" in str(caught.value) and "unknown workload 'hello'" in str(caught.value)
+
+
+BROKEN_PYTHON = "import json\nimport no_such_module_here\n\ndef app(environ, start_response):\n    pass\n"
+# No newline after die's message: Perl adds " at FILE line 3."
+DYING_PSGI = "use strict;\nmy $x = 1;\ndie 'no database configured' unless $ENV{SHOP_DB};\nsub { [200, [], ['x']] };\n"
+
+
+@pytest.mark.parametrize("server", ["gunicorn", "starman"])
+def test_an_app_that_does_not_load_fails_its_cell_with_file_and_line(base_config, tmp_path, no_leftovers, server):
+    """A Python module whose import fails, a .psgi that dies: the cell is failed with the
+    file and line from the server's log (also in the record's server.log_error)."""
+    require(server)
+    directory = tmp_path / "broken"
+    directory.mkdir()
+    (directory / "entry.py").write_text(BROKEN_PYTHON)
+    (directory / "app.psgi").write_text(DYING_PSGI)
+    base_config["apps"]["broken"] = {"python": {"dir": str(directory), "module": "entry", "callable": "app"},
+                                     "perl": {"file": str(directory / "app.psgi")}}  # fmt: skip
+    base_config["app"] = "broken"
+    record = measure_cell(base_config, tmp_path / "cells", server=server)
+    assert record["status"] == "failed"
+    error = record["server"]["log_error"]
+    if server == "gunicorn":
+        assert (error["file"], error["line"]) == (str(directory / "entry.py"), 2)
+        assert "No module named 'no_such_module_here'" in error["message"]
+    else:
+        assert (error["file"], error["line"]) == (str(directory / "app.psgi"), 3)
+        assert "no database configured" in error["message"]
+    assert f"{error['file']} line {error['line']}" in record["reason"]

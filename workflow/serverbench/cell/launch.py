@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from serverbench import REPO_ROOT
-from serverbench.cell import servers
+from serverbench.cell import applog, servers
 from serverbench.cell.errors import CellFailed, CellSkipped
 from serverbench.host import containers, engine, images, sysctls
 from serverbench.host.cgroups import Isolation, raise_nofile
@@ -216,7 +216,7 @@ class Launch:
             if "control" in self.spec:
                 self._configure_by_api(members)
         except servers.ServerError as exc:
-            raise CellFailed(f"server did not start: {exc}") from None
+            raise CellFailed(f"server did not start: {exc}{self.log_note()}") from None
 
     def _process(self, argv: list[str], env: dict) -> servers.ServerProcess:
         return servers.ServerProcess(
@@ -246,7 +246,7 @@ class Launch:
         try:
             ready_s = self.server.wait_ready(self.host, self.port, self.profile.ready_timeout)
         except servers.ServerError as exc:
-            raise CellFailed(f"server did not start: {exc}") from None
+            raise CellFailed(f"server did not start: {exc}{self.log_note()}") from None
         self.found.server.ready_s = round(ready_s, 4)
         self._read_backlog()
         pattern = self.spec.get("interpreter_from_log")
@@ -291,6 +291,12 @@ class Launch:
         if status != 200:
             raise servers.ServerError(f"control API refused the config ({status}): {answer.strip()[:500]}")
 
+    def log_note(self) -> str:
+        """The last error in the server's log (an app that did not import, a .psgi that
+        died), kept in the record and said at the end of a failure's reason ('' if none)."""
+        self.found.server.log_error = applog.read_last_error(self.log_path)
+        return applog.in_words(self.found.server.log_error)
+
     def oom_note(self) -> str:
         kills = self.isolation.oom_kills() if self.isolation else None
         return f" (cgroup OOM kills: {kills})" if kills else ""
@@ -299,7 +305,9 @@ class Launch:
         """CellFailed if the server has exited (with what the tool printed so far)."""
         code = self.server.exit_code()
         if code is not None:
-            raise CellFailed(f"server exited with code {code} during {during}{self.oom_note()}", raw_text)
+            raise CellFailed(
+                f"server exited with code {code} during {during}{self.oom_note()}{self.log_note()}", raw_text
+            )
 
     def stop(self) -> bool:
         """Stop the server tree, release its isolation and network; True if a server was running."""

@@ -102,7 +102,7 @@ class CellRun:
         self.outcome.verify = check
         if not check.ok:
             launch.check_alive("verification")
-            raise CellFailed(f"wrong answer: {check.reason}{launch.oom_note()}")
+            raise CellFailed(f"wrong answer: {check.reason}{launch.oom_note()}{launch.log_note()}")
         if profile.warmup > 0:
             begin("warmup")
             measure.warm_up()

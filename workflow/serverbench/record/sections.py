@@ -110,7 +110,7 @@ ServerFacts = optional_section(
     strings="host version interpreter",
     ints="port pid oom_kills",
     floats="ready_s",
-    dicts="control stop",
+    dicts="control stop log_error",
 )
 
 
