@@ -266,3 +266,18 @@ def test_a_declared_spread_keeps_a_noisy_servers_noise_from_reading_as_a_change(
     work = pd.read_csv(b / "work.csv")
     (named,) = [c for c in work_comparisons(work, base_config) if (c.a, c.b) == ("unit-perl", "uwsgi-psgi")]
     assert named.high / named.low > 1.11 and "declared spread" in [reason.code for reason in named.reasons]
+
+
+def test_a_twins_collection_does_not_blind_the_other_servers(base_config, tmp_path):
+    """One gunicorn life holding a whole-heap collection its pair did not (1.12x its twin, as
+    in a real run): the twin's spread widens gunicorn's own comparisons (its planted variant
+    undetermined, as it should be) but not uWSGI's, whose pair is still decided and says why."""
+    figures = {"gunicorn-gthread": 678_349.0, "gunicorn-gthread-again": 605_143.0,
+               "gunicorn-gthread-plus5": 632_314.0, "uwsgi-debian": 50_554.3, "uwsgi-psgi": 59_591.4}  # fmt: skip
+    work = pd.read_csv(_work_csv(tmp_path / "run", figures) / "work.csv")
+    found = {(c.kind, c.a, c.b): c for c in work_comparisons(work, base_config)}
+    uwsgi = found[("same server", "uwsgi-debian", "uwsgi-psgi")]
+    assert uwsgi.outcome == LESS_WORK and uwsgi.high < 0.86
+    assert "not the twin's spread" in [reason.code for reason in uwsgi.reasons]
+    planted = found[("variant", "gunicorn-gthread-plus5", "gunicorn-gthread")]
+    assert planted.outcome == "undetermined" and planted.high / planted.low > 1.5

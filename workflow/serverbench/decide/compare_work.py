@@ -3,10 +3,11 @@ by server (the default where both runs counted work).
 
 Counted work does not drift between runs the way time does: the change B/A of
 a server's user-space instructions per request is read with an interval of
-``exp(±h)``, h three times the largest of the two runs' own A/A spreads and
-the server's declared spread (``work_spread``; ``decide.work.half_width``; at
-least ``decide.work.SPREAD_FLOOR``), against the threshold (``--fail-above``)
-or the work margin. What counts must be the same in both runs: a server whose
+``exp(±h)``, h three times the largest of the server's declared spread
+(``work_spread``) and, for the A/A twin's own server, its twin and variants,
+the two runs' A/A spreads (``decide.work.half_width``; at least
+``decide.work.SPREAD_FLOOR``), against the threshold (``--fail-above``) or the
+work margin. What counts must be the same in both runs: a server whose
 version, interpreter, valgrind, CPU model (glibc picks its string functions
 by CPU) or client (a kept-alive connection, or one per request) differs is
 *not comparable*, with the difference as its reason, never silently compared.

@@ -4,12 +4,14 @@
 The figure is user-space instructions per request. The lens repeats itself
 closely but not exactly (memory layout follows the environment and paths), so
 each run measures its own spread: the A/A twin (an alias, started from another
-directory and environment) against its original. A server whose own lives
-spread more than any twin shows declares it in the catalogue (``work_spread``:
-NGINX Unit's 2%, from benchmarks/work_lens.py). A comparison's interval is its
-ratio times or divided by ``exp(h)``, with h three times the largest of the
-run's A/A spread and the two servers' declared ones, and at least
-``SPREAD_FLOOR`` (the lens's target spread);
+directory and environment) against its original. That spread is its own
+server's (gunicorn's lives sometimes hold a whole-heap collection by the clock;
+uWSGI's counts repeat to 0.005%), so it widens only the comparisons of the
+twin's family: its original, the twin and the original's variants. A server
+whose own lives spread more declares it in the catalogue (``work_spread``:
+NGINX Unit's 2%, Starman's 1.6%, measured). A comparison's interval is its
+ratio times or divided by ``exp(h)``, with h three times the largest spread
+that applies, and at least ``SPREAD_FLOOR`` (the lens's target spread);
 it is read against ``work.margin`` as the timed comparisons are read against
 theirs: more work when the whole interval lies above 1 + margin. Work is not
 speed: a server can do fewer instructions and still answer more slowly
@@ -88,28 +90,56 @@ def aa_spread(rows: pd.DataFrame, config: dict) -> float | None:
     return max(spreads) if spreads else None
 
 
+def twin_family(config: dict, server: str) -> str | None:
+    """The server an A/A twin copies, where ``server`` is it, its twin or a variant of it: the
+    servers whose spread the twin measures (None for any other)."""
+    catalogue = config["catalogue"]
+    original = catalogue.get(server, {}).get("alias_of") or catalogue.get(server, {}).get("variant_of") or server
+    twinned = any(spec.get("alias_of") == original for spec in catalogue.values())
+    return original if twinned else None
+
+
 def declared_spread(config: dict, server: str) -> float:
     """A server's own spread between lives, as the catalogue declares it (0: none declared)."""
     return float(config["catalogue"].get(server, {}).get("work_spread") or 0.0)
 
 
+def _twin_spread(config: dict, aa: float | None, servers: tuple[str, ...]) -> float:
+    """The A/A spread where one of ``servers`` is the twin's server (or its twin, or a variant
+    of it), else 0: the twin measures the lens on its own server. One of its lives holding a
+    whole-heap collection the other did not (gunicorn 1.12x its twin once in five runs) says
+    nothing of uWSGI, whose counts repeat to 0.005% across runs."""
+    return (aa or 0.0) if any(twin_family(config, server) for server in servers) else 0.0
+
+
 def half_width(config: dict, aa: float | None, *servers: str) -> float:
-    """h of a comparison's interval: three times the largest spread, at least the floor."""
-    spreads = [aa or 0.0, *(declared_spread(config, server) for server in servers)]
+    """h of a comparison's interval: three times the largest spread that applies (the A/A
+    spread for the twin's family, each server's declared one), at least the floor."""
+    spreads = [_twin_spread(config, aa, servers), *(declared_spread(config, server) for server in servers)]
     return max(SPREAD_TIMES * max(spreads), SPREAD_FLOOR)
 
 
 def widened(config: dict, aa: float | None, *servers: str) -> tuple[Reason, ...]:
-    """Why an interval is wider than the run's A/A spread makes it: a server's declared spread."""
-    return tuple(
+    """Why an interval is as wide as it is, where the run's A/A spread does not say it: a
+    server's declared spread, or a pair outside the twin's family (its own spread, not the twin's)."""
+    twin = _twin_spread(config, aa, servers)
+    reasons = tuple(
         Reason(
             "declared spread",
             f"{server}'s own lives spread {declared_spread(config, server):.1%} (catalogue work_spread): "
             "its interval is set by that",
         )
         for server in servers
-        if declared_spread(config, server) > (aa or 0.0)
+        if declared_spread(config, server) > twin
     )
+    declared = max(declared_spread(config, server) for server in servers)
+    if aa and not twin and aa > declared:
+        read_with = "their declared spread" if declared else f"the lens's floor ({SPREAD_FLOOR:.1%})"
+        words = (
+            f"the A/A twin's spread ({aa:.2%}) is its own server's; {' and '.join(servers)} are read with {read_with}"
+        )
+        reasons += (Reason("not the twin's spread", words),)
+    return reasons
 
 
 def _judge(
