@@ -7,50 +7,62 @@ is skipped with the reason."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 from conftest import measure_cell, require
 from serverbench.cell import verify
 from serverbench.cell.phases import run_cell
+from serverbench.plan import apps
 from serverbench.plan import config as cfg
 from serverbench.plan.shapes import Cell
 
 # Answers as the hello app does (the hello workload's check), and leaves a line per
-# request in a file beside it: proof that this app, not the hello app, answered.
+# request in a log of the test's: proof that this app, not the hello app, answered.
 MY_APP = """
-import os
-
 def app(environ, start_response):
-    with open(os.path.join(os.path.dirname(__file__), "served.log"), "a") as log:
+    with open({log!r}, "a") as log:
         log.write(environ["PATH_INFO"] + "\\n")
     start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "12")])
     return [b"Hello World!"]
 """
+MOD_WSGI = "/opt/serverbench/system-venv/bin/mod_wsgi-express"
 
 
 @pytest.fixture
 def my_app(base_config, tmp_path):
-    """A Python-only app in a package directory of the test's own, made the run's app."""
+    """A Python-only app in a package directory of the test's own (under pytest's 0700
+    directories, where a server that drops privileges cannot read), made the run's app; its
+    log where any user may write. Yields (the app's directory, its log)."""
     directory = tmp_path / "mine"
     (directory / "shop").mkdir(parents=True)
+    logs = Path(tempfile.mkdtemp(prefix="serverbench-test-app-"))
+    logs.chmod(0o1777)
     (directory / "shop" / "__init__.py").write_text("")
-    (directory / "shop" / "entry.py").write_text(MY_APP)
-    directory.chmod(0o755)
+    (directory / "shop" / "entry.py").write_text(MY_APP.format(log=str(logs / "served.log")))
     base_config["apps"]["mine"] = {"python": {"dir": str(directory), "module": "shop.entry", "callable": "app"}}
     base_config["app"] = "mine"
-    return directory
+    yield directory, logs / "served.log"
+    shutil.rmtree(logs, ignore_errors=True)
 
 
-@pytest.mark.parametrize("server", ["gunicorn", "uwsgi-debian"])
+@pytest.mark.parametrize("server", ["gunicorn", "uwsgi-debian", "mod_wsgi"])
 def test_an_app_outside_the_repository_is_hosted(base_config, tmp_path, no_leftovers, my_app, server):
-    """gunicorn takes shop.entry:app with --chdir; uWSGI the file shop/entry.py with --callable app."""
-    require("gunicorn" if server == "gunicorn" else "/usr/bin/uwsgi-core")
+    """gunicorn takes shop.entry:app with --chdir, uWSGI the file shop/entry.py with --callable
+    app, mod_wsgi-express (as www-data) the same file with --callable-object app: each from
+    the run directory's readable copy of the app."""
+    require({"gunicorn": "gunicorn", "uwsgi-debian": "/usr/bin/uwsgi-core", "mod_wsgi": MOD_WSGI}[server])
+    directory, served_log = my_app
     record = measure_cell(base_config, tmp_path / "cells", server=server)
     assert record["status"] == "ok", record["reason"]
     argv = " ".join(record["server"]["argv"])
-    assert "hello" not in argv
-    assert ("shop.entry:app" in argv) if server == "gunicorn" else (f"{my_app}/shop/entry.py --callable app" in argv)
-    served = (my_app / "shop" / "served.log").read_text().split()
-    assert len(served) >= record["load"]["requests"] > 0
+    assert "hello" not in argv and str(directory) not in argv  # the copy, not the original
+    wanted = {"gunicorn": "shop.entry:app", "uwsgi-debian": "/app/python/shop/entry.py --callable app",
+              "mod_wsgi": "/app/python/shop/entry.py --callable-object app"}[server]  # fmt: skip
+    assert wanted in argv, argv
+    assert len(served_log.read_text().split()) >= record["load"]["requests"] > 0
 
 
 def test_a_server_of_a_language_the_app_lacks_is_skipped(base_config, tmp_path, no_leftovers, my_app):
@@ -141,9 +153,28 @@ def test_an_app_that_does_not_load_fails_its_cell_with_file_and_line(base_config
     assert record["status"] == "failed"
     error = record["server"]["log_error"]
     if server == "gunicorn":
-        assert (error["file"], error["line"]) == (str(directory / "entry.py"), 2)
+        assert error["file"].endswith("/app/python/entry.py") and error["line"] == 2
         assert "No module named 'no_such_module_here'" in error["message"]
     else:
-        assert (error["file"], error["line"]) == (str(directory / "app.psgi"), 3)
+        assert error["file"].endswith("/app/perl/app.psgi") and error["line"] == 3
         assert "no database configured" in error["message"]
     assert f"{error['file']} line {error['line']}" in record["reason"]
+
+
+def test_an_apps_placeholders_from_its_part(base_config):
+    """A module's file is derived (the language's module_suffix), its callable defaults to
+    the language's default_callable; {apps} is the run directory's copy of apps/."""
+    spec = {"python": {"dir": "/srv/shop", "module": "shop.wsgi"}, "perl": {"file": "{apps}/perl/x.psgi"}}
+    assert apps.app_values(base_config, spec, "python", "/run/apps") == {
+        "app_dir": "/srv/shop", "app_module": "shop.wsgi", "app_callable": "application",
+        "app_file": "/srv/shop/shop/wsgi.py"}  # fmt: skip
+    assert apps.app_values(base_config, spec, "perl", "/run/apps")["app_file"] == "/run/apps/perl/x.psgi"
+
+
+def test_a_server_needing_what_the_app_does_not_give_is_skipped(base_config, tmp_path, no_leftovers):
+    """Starman takes the app's .psgi file; a Perl part that names only a directory gives none."""
+    (tmp_path / "lib").mkdir()
+    base_config["apps"]["dironly"] = {"perl": {"dir": str(tmp_path / "lib")}}
+    base_config["app"] = "dironly"
+    record = measure_cell(base_config, tmp_path / "cells", server="starman")
+    assert record["status"] == "skipped" and "gives no app_file for starman" in record["reason"], record["reason"]

@@ -25,9 +25,9 @@ from serverbench.host import containers, engine, images, sysctls
 from serverbench.host.cgroups import Isolation, raise_nofile
 from serverbench.host.containers import DockerIsolation
 from serverbench.host.netns import Network, NetworkError
-from serverbench.host.runenv import resolve_program, version_of
+from serverbench.host.runenv import readable_app, resolve_program, version_of
 from serverbench.plan import apps
-from serverbench.plan.config import expected_answer, serves
+from serverbench.plan.config import expected_answer, placeholders, serves
 from serverbench.plan.shapes import Cell, Profile
 from serverbench.record.sections import Image, IsolationSection, Limits, NetworkSection, ServerSection, TimeWait
 
@@ -129,7 +129,12 @@ class Launch:
         found.network = NetworkSection.from_dict(self.network.describe())
         host = self.network.server_address
         port = servers.free_port(host if self.network.namespace is None else "127.0.0.1")
+        if language in app:  # code from outside the repository, copied where every server can read it
+            app = {**app, language: readable_app(self.rundir, app[language], language)}
         hosted = apps.app_values(self.config, app, language, str(self.rundir / "apps"))
+        lacking = apps.missing_values(hosted, self._placeholders_used())
+        if lacking:
+            raise CellSkipped(f"the app {app_name!r} gives no {', '.join(lacking)} for {self.cell.server} to host it")
         self.values = server_values(self.profile, host, port, self.rundir, hosted)
         if self.in_docker:
             self.values["venv"] = containers.IMAGE_VENV
@@ -143,6 +148,13 @@ class Launch:
         elif shutil.which(self.argv[0], path=self.env["PATH"]) is None:
             raise CellSkipped(f"server program {self.argv[0]!r} not found on PATH")
         self._probe_versions()
+
+    def _placeholders_used(self) -> set[str]:
+        """Every placeholder the server's command, environment, backend and templates name."""
+        spec = self.spec
+        argv = [*spec["command"], *spec.get("env", {}).values(), *(spec.get("backend") or [])]
+        templates = " ".join((REPO_ROOT / path).read_text() for path in spec.get("files", {}).values())
+        return set(placeholders(argv)) | set(re.findall(r"{{\s*(\w+)\s*}}", templates))
 
     def _limits(self) -> Limits:
         somaxconn = sysctls.sysctl_int("net.core.somaxconn")

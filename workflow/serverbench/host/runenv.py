@@ -40,6 +40,35 @@ def make_rundir() -> Path:
     return rundir
 
 
+def _readable(root: Path) -> None:
+    for path in [root, *root.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def readable_app(rundir: Path, part: dict, language: str) -> dict:
+    """An app's part (plan.apps) with its code from outside the repository's apps/ copied into
+    the run directory (``app/<language>``), readable as the hello app's copy is: servers that
+    drop privileges (mod_wsgi-express as www-data, Apache's children) cannot read a directory
+    under a 0700 home. The part's paths then name the copy. A ``dir`` is copied whole (its
+    ``file``, if under it, follows); a ``file`` alone is copied by itself."""
+    copied = dict(part)
+    target = rundir / "app" / language
+    outside = {key: part[key] for key in ("dir", "file") if key in part and not part[key].startswith("{apps}")}
+    if "dir" in outside:
+        source = Path(outside["dir"])
+        shutil.copytree(source, target, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".git"))
+        copied["dir"] = str(target)
+        if "file" in outside and Path(outside["file"]).is_relative_to(source):
+            copied["file"] = str(target / Path(outside["file"]).relative_to(source))
+    elif "file" in outside:
+        target.mkdir(parents=True)
+        copied["file"] = str(Path(shutil.copy2(outside["file"], target)))
+    if outside:
+        _readable(rundir / "app")
+    return copied
+
+
 def run_capture(argv: list[str], env: dict | None = None, timeout: float = 15) -> str:
     """Output of a short informational command (a version), or the error."""
     try:

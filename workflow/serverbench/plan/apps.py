@@ -43,12 +43,19 @@ def hosts_apps(config: dict, language: str) -> bool:
 
 def app_values(config: dict, spec: dict, language: str, apps_dir: str) -> dict[str, str | None]:
     """The app placeholders' values for a server of ``language`` (None where the app's
-    part leaves one out, or the app has no part in that language)."""
+    part leaves one out, or the app has no part in that language). A module's callable
+    defaults to the language's ``default_callable`` (WSGI's ``application``)."""
     part = spec.get(language) or {}
-    directory = part["dir"].format(apps=apps_dir) if "dir" in part else None
-    file = part["file"].format(apps=apps_dir) if "file" in part else None
-    suffix = config["languages"][language].get("module_suffix")
+    language_spec = config["languages"][language]
+    directory = part["dir"].replace("{apps}", apps_dir) if "dir" in part else None
+    file = part["file"].replace("{apps}", apps_dir) if "file" in part else None
+    suffix = language_spec.get("module_suffix")
     if file is None and directory and "module" in part and suffix:
         file = f"{directory}/{part['module'].replace('.', '/')}{suffix}"
-    return {"app_dir": directory, "app_module": part.get("module"), "app_callable": part.get("callable"),
-            "app_file": file}  # fmt: skip
+    callable_name = part.get("callable") or (language_spec.get("default_callable") if "module" in part else None)
+    return {"app_dir": directory, "app_module": part.get("module"), "app_callable": callable_name, "app_file": file}
+
+
+def missing_values(values: dict, used: set[str]) -> list[str]:
+    """The app placeholders a server uses (``used``) that the app's part leaves empty."""
+    return sorted(name for name in used & APP_PLACEHOLDERS if values.get(name) is None)
