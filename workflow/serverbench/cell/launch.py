@@ -16,6 +16,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from serverbench import REPO_ROOT
@@ -149,18 +150,21 @@ class Launch:
             raise CellSkipped(f"server program {self.argv[0]!r} not found on PATH")
         self._probe_versions()
 
+    @cached_property
+    def _templates(self) -> str:
+        """The server's templates' text, read once (its placeholders, whether it takes a backlog)."""
+        return " ".join((REPO_ROOT / path).read_text() for path in self.spec.get("files", {}).values())
+
     def _placeholders_used(self) -> set[str]:
         """Every placeholder the server's command, environment, backend and templates name."""
         spec = self.spec
         argv = [*spec["command"], *spec.get("env", {}).values(), *(spec.get("backend") or [])]
-        templates = " ".join((REPO_ROOT / path).read_text() for path in spec.get("files", {}).values())
-        return set(placeholders(argv)) | set(re.findall(r"{{\s*(\w+)\s*}}", templates))
+        return set(placeholders(argv)) | set(re.findall(r"{{\s*(\w+)\s*}}", self._templates))
 
     def _limits(self) -> Limits:
         somaxconn = sysctls.sysctl_int("net.core.somaxconn")
         # Servers that never get {backlog} choose their own: unknown until read from the socket.
-        templates = " ".join((REPO_ROOT / path).read_text() for path in self.spec.get("files", {}).values())
-        takes_backlog = "{backlog}" in " ".join(map(str, self.spec["command"])) or "backlog" in templates
+        takes_backlog = "{backlog}" in " ".join(map(str, self.spec["command"])) or "backlog" in self._templates
         backlog = self.profile.backlog if takes_backlog else None
         effective = min(backlog, somaxconn) if backlog and somaxconn else backlog
         return Limits(backlog=backlog, somaxconn=somaxconn, effective_backlog=effective, nofile=raise_nofile())

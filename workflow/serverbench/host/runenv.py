@@ -24,6 +24,12 @@ def run_env() -> dict:
     return env
 
 
+def _readable(root: Path) -> None:
+    for path in [root, *root.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
+
+
 def make_rundir() -> Path:
     """A private run directory holding a readable copy of the apps.
 
@@ -35,15 +41,8 @@ def make_rundir() -> Path:
     rundir = Path(tempfile.mkdtemp(prefix="serverbench-run-"))
     rundir.chmod(0o711)
     shutil.copytree(REPO_ROOT / "apps", rundir / "apps", ignore=shutil.ignore_patterns("__pycache__"))
-    for path in [rundir / "apps", *(rundir / "apps").rglob("*")]:
-        path.chmod(0o755 if path.is_dir() else 0o644)
+    _readable(rundir / "apps")
     return rundir
-
-
-def _readable(root: Path) -> None:
-    for path in [root, *root.rglob("*")]:
-        if not path.is_symlink():
-            path.chmod(0o755 if path.is_dir() else 0o644)
 
 
 def readable_app(rundir: Path, part: dict, language: str) -> dict:
