@@ -91,10 +91,11 @@ def test_the_same_server_twice_is_never_faster_or_slower(variants_run):
     row = verdict(variants_run, "A/A")
     assert (row["a"], row["b"]) == ("spinner-again", "spinner")
     assert row["verdict"] in ("equivalent", "undetermined"), row["sentence"]
-    # Not that the interval holds 1: by construction it misses in a share of runs (it did in a
-    # make test, 1.0006 at its low end), and a server of fixed CPU time per answer gives intervals
-    # narrow enough for that. The promise is the margin's: the estimate well inside it.
-    assert 1 / (1 + row["margin"]) < row["ratio"] < 1 + row["margin"], row["sentence"]
+    # Neither the interval holding 1 nor the estimate near it is promised: the interval misses 1 in
+    # a share of runs by construction (1.0006 at its low end in one make test), and on a host whose
+    # CPUs slow in episodes the estimate of seven rounds wandered to 0.95 (CI 0.89-1.02) in CI.
+    # The promise is the verdict's: the interval reaches into the margin, never wholly beyond it.
+    assert row["ci_low"] <= 1 + row["margin"] and 1 / (1 + row["margin"]) <= row["ci_high"], row["sentence"]
 
 
 @pytest.mark.e2e
