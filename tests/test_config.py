@@ -177,7 +177,7 @@ BAD = {
         "profiles.latency.open_loop",
         "precision",
     ),
-    "unknown app": (lambda c: c.update(app="mine"), "app", "'mine' is not one of apps: hello"),
+    "unknown app": (lambda c: c.update(app="mine"), "app", "'mine' is not one of apps: dancer2, django, flask, hello"),
     "a workload's pattern that is no regular expression": (
         lambda c: c["app_workloads"]["hello"]["expect"].update(matches="Hello (World"),
         "app_workloads.hello.expect.matches",

@@ -12,6 +12,7 @@ import os
 import pwd
 import re
 import shutil
+import subprocess
 import sys
 import time
 import uuid
@@ -31,6 +32,9 @@ from serverbench.plan import apps
 from serverbench.plan.config import expected_answer, placeholders, serves
 from serverbench.plan.shapes import Cell, Profile
 from serverbench.record.sections import Image, IsolationSection, Limits, NetworkSection, ServerSection, TimeWait
+
+# An app's setup makes fixtures (10,000 rows in a fraction of a second here); a minute is a hang.
+APP_SETUP_TIMEOUT = 60
 
 
 def server_values(profile: Profile, host: str, port: int, rundir: Path, app: dict) -> dict:
@@ -137,6 +141,7 @@ class Launch:
         if lacking:
             raise CellSkipped(f"the app {app_name!r} gives no {', '.join(lacking)} for {self.cell.server} to host it")
         self.values = server_values(self.profile, host, port, self.rundir, hosted)
+        self._set_up_app(app_name, app)
         if self.in_docker:
             self.values["venv"] = containers.IMAGE_VENV
         self.argv = render(self.config, self.spec["command"], self.values)
@@ -149,6 +154,27 @@ class Launch:
         elif shutil.which(self.argv[0], path=self.env["PATH"]) is None:
             raise CellSkipped(f"server program {self.argv[0]!r} not found on PATH")
         self._probe_versions()
+
+    def _set_up_app(self, app_name: str, app: dict) -> None:
+        """The app's own ``setup`` (its database's rows), run in the run directory before the
+        server starts; its output goes to the server's log. A setup that fails fails the cell."""
+        if "setup" not in app:
+            return
+        argv = render(self.config, app["setup"], {"apps": self.values["apps"], "rundir": str(self.rundir)})
+        with self.log_path.open("ab") as log:
+            log.write(f"serverbench: the app's setup: {argv}\n".encode())
+            log.flush()
+            try:
+                done = subprocess.run(
+                    argv, cwd=self.rundir, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                    timeout=APP_SETUP_TIMEOUT, check=False,
+                )  # fmt: skip
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise CellFailed(f"the app {app_name!r}'s setup {argv} did not run: {exc}") from None
+        if done.returncode != 0:
+            raise CellFailed(
+                f"the app {app_name!r}'s setup {argv} exited {done.returncode} (its output: the server log)"
+            )
 
     @cached_property
     def _templates(self) -> str:

@@ -130,6 +130,9 @@ def _check_schema(config: dict) -> None:
     raise ConfigError(path, message)
 
 
+APP_SETUP_PLACEHOLDERS = frozenset({"apps", "rundir"})
+
+
 def _check_argv(path: str, argv, allowed: frozenset) -> None:
     for index, item in enumerate(argv):
         try:
@@ -232,8 +235,10 @@ def validate(config: dict) -> dict:
     if config["app"] not in config["apps"]:
         raise ConfigError("app", f"{config['app']!r} is not one of apps: {', '.join(sorted(config['apps']))}")
     for name, app in config["apps"].items():
-        for language in set(app) - {"description", "workloads"} - set(config["languages"]):
+        for language in set(app) - {"description", "workloads", "setup"} - set(config["languages"]):
             raise ConfigError(f"apps.{name}.{language}", f"not a language of `languages`: {language!r}")
+        if "setup" in app:
+            _check_argv(f"apps.{name}.setup", app["setup"], APP_SETUP_PLACEHOLDERS)
     _check_patterns(config)
     for name, server in config["catalogue"].items():
         _check_argv(f"catalogue.{name}.command", server["command"], SERVER_PLACEHOLDERS)

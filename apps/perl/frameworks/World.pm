@@ -1,0 +1,72 @@
+package World;
+# What the reference Perl framework apps share: their database (the file a cell's setup
+# made, apps/data/make_world.py, in the run directory's copy of apps/, unless
+# SERVERBENCH_DB names another), a connection per process opened in it (never across a
+# fork), and TechEmpower's rules for its test types.
+use strict;
+use warnings;
+use DBI;
+use File::Basename qw(dirname);
+use File::Spec;
+use List::Util qw(shuffle);
+
+our $DIR = dirname(File::Spec->rel2abs(__FILE__));
+our $DATABASE = $ENV{SERVERBENCH_DB} || "$DIR/../../data/world.sqlite";
+use constant WORLD_ROWS => 10_000;
+use constant ADDED_FORTUNE => 'Additional fortune added at request time.';
+
+my ($handle, $owner) = (undef, 0);
+
+sub db {
+    if (!$handle || $owner != $$) {
+        $handle = DBI->connect("dbi:SQLite:dbname=$DATABASE", '', '',
+            {RaiseError => 1, AutoCommit => 1, sqlite_unicode => 1, sqlite_see_if_its_a_number => 1});
+        $handle->sqlite_busy_timeout(10_000);
+        $owner = $$;
+    }
+    return $handle;
+}
+
+# The `queries` parameter: 1 where missing or not a number, else clamped to 1..500.
+sub query_count {
+    my ($raw) = @_;
+    return 1 unless defined $raw && $raw =~ /^\s*(\d+)/;
+    my $count = $1 + 0;
+    return $count < 1 ? 1 : $count > 500 ? 500 : $count;
+}
+
+sub random_id { 1 + int rand WORLD_ROWS }
+
+# Distinct ids: the same row twice in one request's updates would deadlock elsewhere.
+sub random_ids {
+    my ($count) = @_;
+    my %seen;
+    while (keys %seen < $count) { $seen{random_id()} = 1 }
+    return shuffle keys %seen;
+}
+
+sub row {
+    my ($id) = @_;
+    my $sth = db()->prepare_cached('SELECT id, randomNumber FROM World WHERE id = ?');
+    $sth->execute($id);
+    my ($found, $number) = $sth->fetchrow_array;
+    $sth->finish;
+    return {id => $found + 0, randomNumber => $number + 0};
+}
+
+sub update_rows {
+    my ($rows) = @_;
+    my $dbh = db();
+    $dbh->begin_work;
+    my $sth = $dbh->prepare_cached('UPDATE World SET randomNumber = ? WHERE id = ?');
+    $sth->execute($_->{randomNumber}, $_->{id}) for @$rows;
+    $dbh->commit;
+}
+
+# Every fortune and the one added at request time, sorted by message.
+sub sorted_fortunes {
+    my $rows = db()->selectall_arrayref('SELECT id, message FROM Fortune', {Slice => {}});
+    return [sort { $a->{message} cmp $b->{message} } @$rows, {id => 0, message => ADDED_FORTUNE}];
+}
+
+1;

@@ -1,0 +1,162 @@
+"""The reference framework apps (Flask, Django, Dancer2, Mojolicious: apps/python/frameworks,
+apps/perl/frameworks) under real servers: TechEmpower's test types over a SQLite file that
+each cell's setup makes (the app's `setup`), every answer checked by one verifier whatever
+the framework (fortunes compared as tags and text, so &quot; and &#34; are one answer, and
+an unescaped <script> is not). The frameworks come from envs/app-site.txt (Python) and
+Debian's packages (Perl), installed by scripts/install."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+from conftest import require
+from serverbench import REPO_ROOT
+from serverbench.cell import verify
+from serverbench.cell.phases import run_cell
+from serverbench.plan import config as cfg
+from serverbench.plan.shapes import Cell
+
+APP_SITE = "/opt/serverbench/app-site"
+WORKLOADS = ["plaintext", "json", "db", "queries", "updates", "fortunes"]
+
+
+def require_framework(app: str) -> None:
+    if app in ("flask", "django") and not os.path.isdir(f"{APP_SITE}/{app}"):
+        pytest.skip(f"{APP_SITE} has no {app} (scripts/install installs envs/app-site.txt)")
+    module = {"dancer2": "Dancer2", "mojolicious": "Mojolicious"}.get(app)
+    if module and subprocess.run(["perl", f"-M{module}", "-MDBD::SQLite", "-e1"], capture_output=True).returncode:
+        pytest.skip(f"Perl lacks {module} or DBD::SQLite (envs/apt.txt)")
+
+
+@pytest.mark.parametrize(
+    ("app", "server", "program"),
+    [
+        ("flask", "gunicorn-gthread", "gunicorn"),
+        ("django", "uwsgi-debian", "/usr/bin/uwsgi-core"),
+        ("dancer2", "starman", "starman"),
+        ("mojolicious", "uwsgi-psgi", "/usr/bin/uwsgi-core"),
+    ],
+)
+def test_a_framework_app_answers_every_workload_under_a_server(
+    base_config, tmp_path, no_leftovers, app, server, program
+):
+    """Every workload a cell: the app's setup made its database, the verifier passed its
+    answer (a second answer on the connection, other rows, still 'keeps'), and the load
+    got only 2xx answers."""
+    require_framework(app)
+    require(program)
+    base_config["app"] = app
+    for workload in WORKLOADS:
+        base_config["profiles"]["default"]["workloads"] = [workload]
+        paths = [str(tmp_path / f"{workload}.{suffix}") for suffix in ("json", "load.txt", "server.log")]
+        record = run_cell(base_config, Cell("default", "wrk", server, 10, 1, workload), *paths)
+        assert record["status"] == "ok", (workload, record["reason"])
+        assert record["verify"]["ok"] and record["verify"]["keepalive"] == "keeps", (workload, record["verify"])
+        assert record["load"]["requests"] > 0 and record["load"]["errors"]["non_2xx"] == 0, workload
+    assert "the app's setup" in (tmp_path / "db.server.log").read_text()
+
+
+PYTHON_DRIVER = """
+import json, sys
+from wsgiref.util import setup_testing_defaults
+sys.path.insert(0, sys.argv[1])
+module = __import__(sys.argv[2])
+environ = {}
+setup_testing_defaults(environ)
+environ.update(PATH_INFO="/updates", QUERY_STRING="queries=7")
+print(b"".join(module.application(environ, lambda status, headers, exc=None: None)).decode())
+"""
+PERL_DRIVER = """
+use Plack::Test; use Plack::Util; use HTTP::Request::Common;
+print Plack::Test->create(Plack::Util::load_psgi($ARGV[0]))->request(GET '/updates?queries=7')->content;
+"""
+
+
+@pytest.mark.parametrize("app", ["flask", "django", "dancer2", "mojolicious"])
+def test_updates_write_the_rows_they_answer(tmp_path, app):
+    """An update's answer is what the table holds afterwards, for each of its seven rows:
+    the app wrote them (TechEmpower's verifier asks the same of the database)."""
+    require_framework(app)
+    database = tmp_path / "world.sqlite"
+    subprocess.run([sys.executable, str(REPO_ROOT / "apps/data/make_world.py"), str(database)], check=True)
+    before = dict(sqlite3.connect(database).execute("SELECT id, randomNumber FROM World"))
+    env = {**os.environ, "SERVERBENCH_DB": str(database)}
+    if app in ("flask", "django"):
+        frameworks = str(REPO_ROOT / "apps/python/frameworks")
+        argv = [sys.executable, "-c", PYTHON_DRIVER, frameworks, f"{app}_world"]
+    else:
+        psgi = {"dancer2": "dancer2_world.psgi", "mojolicious": "mojo_world.psgi"}[app]
+        argv = ["perl", "-e", PERL_DRIVER, str(REPO_ROOT / "apps/perl/frameworks" / psgi)]
+    answered = json.loads(subprocess.run(argv, env=env, capture_output=True, check=True, text=True).stdout)
+    after = dict(sqlite3.connect(database).execute("SELECT id, randomNumber FROM World"))
+    assert len(answered) == len({row["id"] for row in answered}) == 7
+    assert all(after[row["id"]] == row["randomNumber"] for row in answered)
+    assert (
+        sum(after[row["id"]] != before[row["id"]] for row in answered) >= 6
+    )  # a new number may repeat the old: 1 in 10,000
+    assert {i for i in before if before[i] != after[i]} <= {row["id"] for row in answered}
+
+
+FORTUNES = "<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table><tr><td>11</td><td>&lt;script&gt;alert(&quot;x&quot;);&lt;/script&gt;</td></tr><tr><td>2</td><td>aren&#x27;t</td></tr></table></body></html>"  # noqa: E501
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (FORTUNES, None),
+        # Another engine's escaping (Jinja2's &#34; and &#39;), its indentation and a doctype in capitals.
+        ("<!doctype html>\n<html>\n <head><title>Fortunes</title></head>\n <body>\n  <table>\n   <tr><td>11</td>"
+         "<td>&lt;script&gt;alert(&#34;x&#34;);&lt;/script&gt;</td></tr>\n   <tr><td>2</td><td>aren&#39;t</td></tr>\n"
+         "  </table>\n </body>\n</html>\n", None),
+        # A template that does not escape: its <script> is a tag, not text.
+        (FORTUNES.replace("&lt;script&gt;", "<script>"), "HTML differs at token 14: '<script>'"),
+        (FORTUNES.replace("<tr><td>2</td><td>aren&#x27;t</td></tr>", ""), "HTML differs at token 17: '</table>'"),
+    ],
+)  # fmt: skip
+def test_a_page_is_compared_as_tags_and_text(body, problem):
+    problems = verify.body_problems(body.encode(), {"html": FORTUNES})
+    assert problems == [] if problem is None else (len(problems) == 1 and problem in problems[0]), problems
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (b'[{"id": 1, "randomNumber": 2}, {"id": 3, "randomNumber": 4}]', None),
+        (b'[{"id": 1, "randomNumber": 2}]', "an array of 1, expected an array of 2"),
+        (b'{"id": 1, "randomNumber": 2}', "a dict, expected an array of 2"),
+        (b'[{"id": 1, "randomNumber": 2}, {"id": 3}]', "(item 1) without key(s) ['randomNumber']"),
+    ],
+)
+def test_an_array_of_rows_is_checked_by_its_length_and_keys(body, problem):
+    problems = verify.body_problems(body, {"json_items": 2, "json_keys": ["id", "randomNumber"]})
+    assert problems == [] if problem is None else (len(problems) == 1 and problem in problems[0]), problems
+
+
+def test_an_exact_body_names_its_first_differing_byte():
+    (problem,) = verify.body_problems(b"Hello, Wor1d!", {"body": "Hello, World!"})
+    assert problem.startswith("body differs from byte 10 (13 bytes, expected 13)"), problem
+
+
+def test_an_apps_failing_setup_fails_its_cell_and_says_so(base_config, tmp_path, no_leftovers):
+    require("gunicorn")
+    base_config["apps"]["hello"]["setup"] = [sys.executable, "-c", "import sys; sys.exit('no database here')"]
+    record = run_cell(base_config, Cell("default", "wrk", "gunicorn", 10, 1),
+                      *(str(tmp_path / f"c.{suffix}") for suffix in ("json", "load.txt", "server.log")))  # fmt: skip
+    assert (
+        record["status"] == "failed"
+        and "the app 'hello''s setup" in record["reason"]
+        and "exited 1" in record["reason"]
+    )
+    assert "no database here" in (tmp_path / "c.server.log").read_text()
+
+
+def test_an_apps_setup_takes_only_its_placeholders(base_config):
+    base_config["apps"]["hello"]["setup"] = ["python", "make.py", "{port}"]
+    with pytest.raises(cfg.ConfigError) as caught:
+        cfg.validate(base_config)
+    assert "apps.hello.setup[2]" in str(caught.value) and "unknown placeholder {port}" in str(caught.value)
