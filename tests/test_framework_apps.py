@@ -13,13 +13,17 @@ import sqlite3
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
-from conftest import require
+from conftest import RECORDS_V1, require
 from serverbench import REPO_ROOT
 from serverbench.cell import verify
 from serverbench.cell.phases import run_cell
+from serverbench.decide import verdicts
+from serverbench.plan import apps
 from serverbench.plan import config as cfg
 from serverbench.plan.shapes import Cell
+from serverbench.report.spread import spread_rows
 
 APP_SITE = "/opt/serverbench/app-site"
 WORKLOADS = ["plaintext", "json", "db", "queries", "updates", "fortunes"]
@@ -160,3 +164,61 @@ def test_an_apps_setup_takes_only_its_placeholders(base_config):
     with pytest.raises(cfg.ConfigError) as caught:
         cfg.validate(base_config)
     assert "apps.hello.setup[2]" in str(caught.value) and "unknown placeholder {port}" in str(caught.value)
+
+
+def test_a_profile_of_several_apps_becomes_a_profile_per_app(base_config):
+    """`apps` in a profile: one profile per app, each with the workloads the app answers and
+    the servers of its languages (a baseline stays), and the selection names them all."""
+    base_config["profiles"]["default"].update(
+        apps=["hello", "flask", "dancer2"], workloads=["hello", "db"], server_spread=True,
+        servers=["nginx-baseline", "gunicorn-gthread", "starman"],
+    )  # fmt: skip
+    base_config["profile"] = "default"
+    config = cfg.validate(base_config)
+    assert config["profile"] == ["default-hello", "default-flask", "default-dancer2"]
+    assert "default" not in config["profiles"]
+    profiles = {name: cfg.effective_profile(config, name) for name in config["profile"]}
+    assert {name: (p.app, p.workloads, p.servers) for name, p in profiles.items()} == {
+        "default-hello": ("hello", ["hello"], ["nginx-baseline", "gunicorn-gthread", "starman"]),
+        "default-flask": ("flask", ["db"], ["nginx-baseline", "gunicorn-gthread"]),
+        "default-dancer2": ("dancer2", ["db"], ["nginx-baseline", "starman"]),
+    }  # fmt: skip
+    assert all(p.server_spread for p in profiles.values())
+    assert apps.workloads(config, "default-flask")["db"]["path"] == "/db"
+    assert apps.app_name(config, "default-dancer2") == "dancer2" and apps.app_name(config, None) == "hello"
+
+
+def test_an_unknown_app_of_a_profile_is_refused(base_config):
+    base_config["profiles"]["default"]["apps"] = ["hello", "rails"]
+    with pytest.raises(cfg.ConfigError) as caught:
+        cfg.validate(base_config)
+    assert "profiles.default.apps[1]" in str(caught.value) and "'rails' is not one of apps" in str(caught.value)
+
+
+def test_the_server_spread_is_each_languages_fastest_against_its_slowest():
+    """On the stored quick matrix with every cell comparable: per condition and language, the
+    server of the highest median req/s against the one of the lowest, decided as any pair;
+    the page lists them with their app (the profile's, where records predate `app`)."""
+    config = cfg.load(REPO_ROOT / "config.yaml")
+    config["comparisons"]["not_comparable_flags"] = []
+    config["profiles"]["default"]["server_spread"] = True  # the profile the stored records name
+    runs, summary = (pd.read_csv(RECORDS_V1 / f"{name}.csv") for name in ("runs", "summary"))
+    table = verdicts.verdict_table(runs, summary, config)
+    spread = table[table["kind"] == "server spread"]
+    conditions = summary.groupby(["tool", "concurrency", "language"])  # one profile, one workload
+    expected = 0
+    for (tool, concurrency, language), cells in conditions:
+        medians = runs[(runs["tool"] == tool) & (runs["concurrency"] == concurrency) & runs["server"].isin(
+            cells["server"]) & (runs["status"] == "ok")].groupby("server")["rps"].median()  # fmt: skip
+        if language not in ("python", "perl") or len(medians) < 2:
+            continue
+        expected += 1
+        (row,) = spread[(spread["tool"] == tool) & (spread["concurrency"] == concurrency)
+                        & (spread["language_a"] == language)].to_dict("records")  # fmt: skip
+        assert (row["a"], row["b"]) == (medians.idxmax(), medians.idxmin())
+        assert row["verdict"] in ("faster", "undetermined") and row["ratio"] >= 1, row["sentence"]
+        assert "what the choice of server is worth here" in row["sentence"]
+    assert len(spread) == expected > 0
+    rows = spread_rows(table, summary, {"python": "Python", "perl": "Perl"})
+    assert len(rows) == expected and {row["app"] for row in rows} == {"default"}
+    assert {row["language"] for row in rows} == {"Python", "Perl"}

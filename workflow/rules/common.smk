@@ -103,7 +103,12 @@ def conformance_results(wildcards=None):
     """Every (profile, server) of the run's conformance result (none with conformance off)."""
     if not config["conformance"]:
         return []
-    pairs = sorted({(cell.profile, cell.server) for cell in MATRIX.cells})
+    pairs = sorted(
+        {
+            (MATRIX.conformance_profile(cell.profile, cell.server), cell.server)
+            for cell in MATRIX.cells
+        }
+    )
     return [
         f"{RESULTS}/conformance/{profile}/{server}.json" for profile, server in pairs
     ]
@@ -113,7 +118,8 @@ def server_conformance(wildcards):
     """The server's conformance result, which its cells wait for (none with conformance off)."""
     if not config["conformance"]:
         return []
-    return f"{RESULTS}/conformance/{wildcards.profile}/{wildcards.server}.json"
+    profile = MATRIX.conformance_profile(wildcards.profile, wildcards.server)
+    return f"{RESULTS}/conformance/{profile}/{wildcards.server}.json"
 
 
 def rate_cell_results(wildcards=None):

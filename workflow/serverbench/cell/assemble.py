@@ -65,10 +65,15 @@ def assemble(config: dict, cell: Cell, profile: Profile, outcome: Outcome, parts
     measurement's ``Measured``, the harness placement's and the idle hold's descriptions)."""
     launched, measured, placement, idle = parts
     spec = config["catalogue"][cell.server]
-    workload = apps.workloads(config)[cell.workload]
+    workload = apps.workloads(config, cell.profile)[cell.workload]
     planned = OpenLoop.from_dict(outcome.plan) if outcome.plan else None
     draft = CellRecord(
-        cell=RecordCell(**dataclasses.asdict(cell), language=spec["language"], family=spec.get("family")),
+        cell=RecordCell(
+            **dataclasses.asdict(cell),
+            language=spec["language"],
+            family=spec.get("family"),
+            app=apps.app_name(config, cell.profile),
+        ),
         status=outcome.status,
         reason=outcome.reason,
         phase=outcome.phase,

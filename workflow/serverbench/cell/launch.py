@@ -111,13 +111,13 @@ class Launch:
 
     @property
     def expected_answer(self) -> dict:
-        workload = apps.workloads(self.config)[self.cell.workload]
+        workload = apps.workloads(self.config, self.cell.profile)[self.cell.workload]
         return expected_answer(self.spec, workload, self.cell.workload)
 
     def prepare(self) -> None:
         """Network, placeholders, argv, templates, limits; the image in docker mode."""
         found = self.found
-        app_name, app = apps.chosen(self.config)
+        app_name, app = apps.chosen(self.config, self.cell.profile)
         language = self.spec["language"]
         if apps.hosts_apps(self.config, language) and language not in app:
             raise CellSkipped(f"the app {app_name!r} has no {language} part for {self.cell.server} to host")

@@ -65,7 +65,7 @@ class Measure:
         self.catalogue_entry = config["catalogue"].get(cell.server, {})
         self.starved_share = config["flags"]["starved_share"]
         self.full_speed = config["full_speed"]
-        workload = apps.workloads(config)[cell.workload]
+        workload = apps.workloads(config, cell.profile)[cell.workload]
         self.url = f"http://{launch.host}:{launch.port}{workload['path']}"
         duration = plan["duration_s"] if plan else profile.duration
         self.values = loadgen.tool_values(profile, cell.concurrency, self.url, duration)

@@ -97,7 +97,7 @@ class CellRun:
         begin("ready")
         launch.wait_ready()
         begin("verify")
-        path = apps.workloads(self.config)[self.cell.workload]["path"]
+        path = apps.workloads(self.config, self.cell.profile)[self.cell.workload]["path"]
         check = verify.verify(launch.host, launch.port, launch.expected_answer, path, profile.timeout)
         self.outcome.verify = check
         if not check.ok:

@@ -256,7 +256,7 @@ class Lives:
             profile, ready_timeout=self.settings["ready_timeout"], stop_grace=self.settings["stop_grace"]
         )
         self.log_path, self.raw_dir = log_path, raw_dir
-        self.url_path = apps.workloads(config)[cell.workload]["path"]
+        self.url_path = apps.workloads(config, cell.profile)[cell.workload]["path"]
         self.found_server = None
         self.client: fixedcount.Client | None = None  # the lives' client, the same in each
 

@@ -26,6 +26,12 @@ def _claim(row: dict, interval: str, config: dict) -> str:
     if row["kind"] == "same server":
         first, second = title(config, row["language_a"]), title(config, row["language_b"])
         return f"{a} serves {first} at {times} the requests/s the same server ({b}) serves {second} ({interval})"
+    if row["kind"] == "server spread":
+        language = title(config, row["language_a"])
+        return (
+            f"the fastest {language} server, {a}, serves {times} the requests/s of the slowest, {b} ({interval}): "
+            "what the choice of server is worth here"
+        )
     if row["kind"] == "A/A":
         same = f"the same server as {b} under a second name (A/A control)"
         return f"{a}, {same}, serves {times} its requests/s ({interval})"

@@ -35,7 +35,7 @@ from serverbench.decide.pairs import LATENCY_KINDS, best_of_languages, declared_
 from serverbench.decide.sentences import latency_sentence, sentence
 from serverbench.decide.stats import smallest_p
 from serverbench.plan import seeds as seed_data
-from serverbench.plan.languages import title
+from serverbench.plan.languages import compared, title
 from serverbench.tables.columns import CONDITION
 
 VERDICT_COLUMNS = [
@@ -50,6 +50,9 @@ VERDICT_COLUMNS = [
 # not to be made, and the servers a best-of-language row left out ([server, reason code] pairs, JSON).
 NOT_TESTED = "not tested"
 BEST_OF_LANGUAGE = "best of language"
+# The fastest server of a language against its slowest at one condition (a profile's
+# `server_spread`): how much the choice of server matters for that app and workload.
+SERVER_SPREAD = "server spread"
 
 
 @dataclass
@@ -204,6 +207,22 @@ def best_of_each_language(
     return rows
 
 
+def server_spread(
+    config: dict, condition: tuple, cells: dict[str, CellRounds], quantile: float | None = None
+) -> list[Pending]:
+    """For each language with two or more comparable servers at the condition (copies of a
+    server left out), its fastest against its slowest by median req/s. Chosen by their own
+    figures, so the estimate leans high (the winner's curse); the interval is the pair's."""
+    catalogue = config["catalogue"]
+    by_language: dict[str, list[CellRounds]] = {}
+    for name, cell in cells.items():
+        copy = {"alias_of", "variant_of"} & set(catalogue.get(name, {}))
+        if cell.comparable and len(cell.rps) and not copy and cell.language in compared(config):
+            by_language.setdefault(cell.language, []).append(cell)
+    ranked = [sorted(members, key=lambda c: statistics.median(c.rps)) for _, members in sorted(by_language.items())]
+    return [estimate_pair(SERVER_SPREAD, condition, r[-1], r[0], quantile=quantile) for r in ranked if len(r) >= 2]
+
+
 def verdict_table(
     runs: pd.DataFrame,
     summary: pd.DataFrame,
@@ -229,6 +248,8 @@ def verdict_table(
                 pending += fairness.fairness_pair(kind, condition, cells[a], cells[b])
         if spec["best_of_language"]:
             pending += best_of_each_language(config, condition, cells, quantile)
+        if config["profiles"].get(condition[0], {}).get("server_spread"):
+            pending += server_spread(config, condition, cells, quantile)
     if latency is not None and not latency.empty:
         pending += [Pending(row) for row in latency_verdicts(latency, config)]
     alpha = 1 - spec["confidence"]

@@ -21,19 +21,70 @@ APP_PLACEHOLDERS = frozenset({"app_dir", "app_module", "app_callable", "app_file
 PROBE_APP = "hello"
 
 
-def chosen(config: dict) -> tuple[str, dict]:
-    """(name, spec) of the app this run's servers host."""
-    return config["app"], config["apps"][config["app"]]
+def app_name(config: dict, profile: str | None = None) -> str:
+    """The app a profile's servers host: the profile's own ``app``, else the run's."""
+    own = config["profiles"][profile].get("app") if profile in config["profiles"] else None
+    return own or config["app"]
 
 
-def workloads(config: dict) -> dict:
-    """The run's app's workloads (its own ``workloads``, else ``app_workloads``, the hello app's)."""
-    return chosen(config)[1].get("workloads") or config["app_workloads"]
+def chosen(config: dict, profile: str | None = None) -> tuple[str, dict]:
+    """(name, spec) of the app the servers of ``profile`` (else of the run) host."""
+    name = app_name(config, profile)
+    return name, config["apps"][name]
+
+
+def workloads(config: dict, profile: str | None = None) -> dict:
+    """The app's workloads (its own ``workloads``, else ``app_workloads``, the hello app's)."""
+    return chosen(config, profile)[1].get("workloads") or config["app_workloads"]
+
+
+def _hosting(config: dict, app: str, servers) -> list[str]:
+    """Those of ``servers`` that host ``app`` (a part in their language) or no app at all;
+    an unknown name stays, for the profile's check to name it."""
+
+    def hosts(name: str) -> bool:
+        spec = config["catalogue"].get(name)
+        if spec is None:
+            return True
+        language = config["languages"].get(spec["language"], {})
+        return spec["language"] in config["apps"][app] or not language.get("hosts_apps", True)
+
+    names = list(config["catalogue"]) if servers == "all" else servers
+    return [name for name in names if hosts(name)] or list(names)
 
 
 def with_probe_app(config: dict) -> dict:
-    """The config with the probes' app as the run's app."""
-    return {**config, "app": PROBE_APP}
+    """The config with the probes' app as the app of the run and of every profile."""
+    profiles = {name: {**spec, "app": None} for name, spec in config["profiles"].items()}
+    return {**config, "app": PROBE_APP, "profiles": profiles}
+
+
+def expand_app_profiles(config: dict) -> None:
+    """A profile naming several ``apps`` becomes one profile per app, NAME-APP, hosting it
+    with those of its workloads the app answers (the hello app's ``hello``, a framework
+    app's ``db``) and those of its servers whose language the app has a part in (a
+    baseline stays): each app's cells are then a profile's, compared among themselves, and
+    the profile's name in the selection stands for all of them."""
+    expanded = {}
+    for name, profile in config["profiles"].items():
+        if "apps" not in profile:
+            continue
+        expanded[name] = []
+        for app in profile["apps"]:
+            own = {k: v for k, v in profile.items() if k != "apps"}
+            known = workloads({**config, "app": app}) if app in config["apps"] else {}
+            own.update(app=app, description=f"{profile['description']}: the {app} app")
+            own["workloads"] = [w for w in profile.get("workloads", []) if w in known] or profile.get("workloads")
+            own["servers"] = _hosting(config, app, profile["servers"])
+            expanded[name].append((f"{name}-{app}", own))
+    for name, copies in expanded.items():
+        del config["profiles"][name]
+        config["profiles"].update(copies)
+    selected = config["profile"]
+    selected = [selected] if isinstance(selected, str) else list(selected)
+    if any(name in expanded for name in selected):
+        names = {name: [copy for copy, _ in copies] for name, copies in expanded.items()}
+        config["profile"] = [copy for name in selected for copy in names.get(name, [name])]
 
 
 def hosts_apps(config: dict, language: str) -> bool:

@@ -234,6 +234,14 @@ def validate(config: dict) -> dict:
     _check_schema(config)
     if config["app"] not in config["apps"]:
         raise ConfigError("app", f"{config['app']!r} is not one of apps: {', '.join(sorted(config['apps']))}")
+    for name, profile in config["profiles"].items():
+        for index, app in enumerate(profile.get("apps") or []):
+            if app not in config["apps"]:
+                known = ", ".join(sorted(config["apps"]))
+                raise ConfigError(f"profiles.{name}.apps[{index}]", f"{app!r} is not one of apps: {known}")
+        if profile.get("app") is not None and profile["app"] not in config["apps"]:
+            raise ConfigError(f"profiles.{name}.app", f"{profile['app']!r} is not one of apps")
+    apps.expand_app_profiles(config)
     for name, app in config["apps"].items():
         for language in set(app) - {"description", "workloads", "setup"} - set(config["languages"]):
             raise ConfigError(f"apps.{name}.{language}", f"not a language of `languages`: {language!r}")
@@ -284,7 +292,7 @@ def _check_profile(config: dict, name: str) -> None:
     for key, known, kind in (
         ("servers", config["catalogue"], "server"),
         ("tools", config["load_tools"], "tool"),
-        ("workloads", apps.workloads(config), "workload"),
+        ("workloads", apps.workloads(config, name), "workload"),
     ):
         for index, item in enumerate(requested[key]):
             if item not in known:

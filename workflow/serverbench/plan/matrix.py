@@ -140,6 +140,7 @@ class Matrix:
         self.order = in_rounds(self.possible_cells, seed) + in_rounds(self.rate_cells, seed)
         self._positions = {cell.relpath: index for index, cell in enumerate(self.order, start=1)}
         self._conditions: dict[tuple, str] = {}
+        self._app_digests: dict[str, dict] = {}
 
     def groups(self) -> list[Cell]:
         """One cell per measured condition (its first repeat), in the stable order."""
@@ -148,6 +149,16 @@ class Matrix:
     def round_of(self, profile: str, repeat: int) -> list[Cell]:
         """Every cell of a profile in one round (planned or added by precision)."""
         return [cell for cell in self.possible_cells if cell.profile == profile and cell.repeat == repeat]
+
+    def conformance_profile(self, profile: str, server: str) -> str:
+        """The profile whose conformance result stands for the server's in ``profile``: the
+        first selected one with the server that probes it alike. Probes always host the hello
+        app, so profiles that differ only in their app (a profile's ``apps``) probe once."""
+        probed = _probe_conditions(self.profiles[profile])
+        for name, other in self.profiles.items():
+            if server in other.servers and _probe_conditions(other) == probed:
+                return name
+        return profile
 
     def capacity_cells(self, profile: str, workload: str, server: str) -> list[Cell]:
         """The closed-loop cells a server's capacity is measured by (every tool and concurrency)."""
@@ -168,18 +179,19 @@ class Matrix:
     def apps_digest(self) -> str:
         return tree_digest(REPO_ROOT / "apps")
 
-    @cached_property
-    def app_digest(self) -> dict:
-        """The run's app (plan.apps): its name, spec and, for code outside the repository's
-        apps/, a digest of that code, so that a changed app measures again."""
-        name, spec = apps.chosen(self.config)
-        parts = [part for key, part in spec.items() if key != "description"]
-        code = {}
-        for path in filter(None, (part.get(key) for part in parts for key in ("dir", "file"))):
-            if not path.startswith("{apps}"):
-                found = Path(path)
-                code[path] = tree_digest(found) if found.is_dir() else file_digest(found)
-        return {"name": name, "spec": spec, "code": code}
+    def app_digest(self, profile: str) -> dict:
+        """The app a profile's servers host (plan.apps): its name, spec and, for code outside
+        the repository's apps/, a digest of that code, so that a changed app measures again."""
+        if profile not in self._app_digests:
+            name, spec = apps.chosen(self.config, profile)
+            parts = [part for key, part in spec.items() if isinstance(part, dict) and key != "workloads"]
+            code = {}
+            for path in filter(None, (part.get(key) for part in parts for key in ("dir", "file"))):
+                if not path.startswith("{apps}"):
+                    found = Path(path)
+                    code[path] = tree_digest(found) if found.is_dir() else file_digest(found)
+            self._app_digests[profile] = {"name": name, "spec": spec, "code": code}
+        return self._app_digests[profile]
 
     def conditions(self, profile: str, tool: str, server: str, workload: str) -> str:
         """A digest of everything that shapes a cell's measurement (a rule parameter)."""
@@ -196,10 +208,18 @@ class Matrix:
             "server": server_spec,
             "templates": {name: file_digest(REPO_ROOT / path) for name, path in server_spec.get("files", {}).items()},
             "apps": self.apps_digest,
-            "app": self.app_digest,
+            "app": self.app_digest(profile),
             "tool": config["load_tools"][tool],
             "language": config["languages"][server_spec["language"]],
             "flags": config["flags"],
-            "workload": apps.workloads(config).get(workload),
+            "workload": apps.workloads(config, profile).get(workload),
         }
         return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _probe_conditions(profile: Profile) -> dict:
+    """What shapes a server's conformance probes: its measuring conditions but the app it hosts."""
+    conditions = profile.measuring_conditions()
+    for key in ("app", "server_spread", "study"):
+        conditions.pop(key, None)
+    return conditions

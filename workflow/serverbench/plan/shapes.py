@@ -66,6 +66,8 @@ class Profile:
     servers: list[str]
     tools: list[str]
     workloads: list[str]
+    app: str | None
+    server_spread: bool
     concurrency: list[int]
     repeats: int
     margin: float | dict | None

@@ -48,9 +48,9 @@ from serverbench.record.sections import (  # noqa: F401 (the record's types, res
 # limits.listen_backlog, harness placement and None for error classes a tool cannot
 # observe; /3 added cell.fraction, open_loop and latency_ms.p99_9 (rate cells);
 # /5 added windows (answers per short window, measured durations); /6 added host (the machine,
-# and the scheduler's job that placed the cell on it).
+# and the scheduler's job that placed the cell on it); /7 added cell.app (the app hosted).
 # Older records read with those unset.
-RECORD_SCHEMA = "serverbench.cell/6"
+RECORD_SCHEMA = "serverbench.cell/7"
 KNOWN_RECORD_SCHEMAS = frozenset(
     {
         "serverbench.cell/1",
@@ -58,6 +58,7 @@ KNOWN_RECORD_SCHEMAS = frozenset(
         "serverbench.cell/3",
         "serverbench.cell/4",
         "serverbench.cell/5",
+        "serverbench.cell/6",
         RECORD_SCHEMA,
     }  # fmt: skip
 )

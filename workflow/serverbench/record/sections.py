@@ -53,6 +53,7 @@ class RecordCell(Section):
     concurrency: int
     repeat: int
     fraction: float | None = None
+    app: str | None = None  # the app its server hosted (plan.apps); None before schema /7
 
 
 Latency = optional_section("Latency", "Milliseconds; None where the tool did not measure it.", floats=LATENCY_KEYS)

@@ -27,6 +27,7 @@ from serverbench.report.answers import (
 )
 from serverbench.report.machine import hosts_sentence, steadiness_sentence
 from serverbench.report.names import CHARTS
+from serverbench.report.spread import spread_context
 from serverbench.report.work import work_context, work_markdown
 
 # The summary's columns the page's table shows (summary.csv has them all).
@@ -208,6 +209,7 @@ def write_index(
     context["comparisons"] = {"columns": list(every.columns), "rows": every.to_dict("records")} if len(every) else None
     # work_csvs: work.csv, work_detail.csv, work_verdicts.csv where the run counted work.
     context["work"] = work_context(*work_csvs, margin=work_margin) if work_csvs else None
+    context["spread"] = spread_context(verdicts, summary, language_titles)
     if answers_path:
         markdown = answers_markdown(verdicts, conformance, language_titles)
         if context["work"]:

@@ -9,7 +9,7 @@ CONDITION = ["profile", "workload", "tool", "concurrency"]
 # ... and under which the work lens counts them (no load tool, one connection).
 WORK_CONDITION = ["profile", "workload"]
 RUN_COLUMNS = [
-    "workload", "profile", "tool", "server", "language", "family", "concurrency", "repeat", "status", "reason",
+    "workload", "profile", "app", "tool", "server", "language", "family", "concurrency", "repeat", "status", "reason",
     "requests", "duration_s", "rps", "rps_full", "near_top_share",
     "latency_mean_ms", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms",
     "transfer_bytes", "errors_total", "error_rate", *(f"errors_{name}" for name in ERROR_CLASSES),
@@ -27,7 +27,9 @@ AVERAGED_COLUMNS = [
     "fairness_min_over_mean", "workers_peak", "time_to_peak_s", "time_to_scale_down_s",
 ]  # fmt: skip
 # Columns of runs.csv that describe the cell rather than a repeat: summary.csv keeps the first.
-CONTEXT_COLUMNS = ["family", "keepalive", "http_version", "server_version", "interpreter", "server_cpus", "scaled"]
+CONTEXT_COLUMNS = [
+    "app", "family", "keepalive", "http_version", "server_version", "interpreter", "server_cpus", "scaled",
+]  # fmt: skip
 RPS_COLUMNS = ["rps_trimmed_mean", "rps_median", "rps_ci_low", "rps_ci_high", "rps_min", "rps_max", "rps_cv"]
 # The CI half-width of the median as a share of it; the profile's target (precision); whether it was met.
 PRECISION_COLUMNS = ["precision_reached"]
