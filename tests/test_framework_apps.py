@@ -15,6 +15,7 @@ import sys
 
 import pandas as pd
 import pytest
+import yaml
 from conftest import RECORDS_V1, require
 from serverbench import REPO_ROOT
 from serverbench.cell import verify
@@ -22,6 +23,7 @@ from serverbench.cell.phases import run_cell
 from serverbench.decide import verdicts
 from serverbench.plan import apps
 from serverbench.plan import config as cfg
+from serverbench.plan.matrix import Matrix
 from serverbench.plan.shapes import Cell
 from serverbench.report.spread import spread_rows
 
@@ -222,3 +224,33 @@ def test_the_server_spread_is_each_languages_fastest_against_its_slowest():
     rows = spread_rows(table, summary, {"python": "Python", "perl": "Perl"})
     assert len(rows) == expected and {row["app"] for row in rows} == {"default"}
     assert {row["language"] for row in rows} == {"Python", "Perl"}
+
+
+@pytest.mark.parametrize(("app", "server"), [("flask", "gunicorn-gthread"), ("dancer2", "starman")])
+def test_a_database_without_its_rows_fails_the_cell_with_the_apps_error(
+    base_config, tmp_path, no_leftovers, app, server
+):
+    """A setup that made no tables (a database the app cannot use): the db cell fails with the
+    answer's status and the error the app logged, where the framework logs one."""
+    require_framework(app)
+    require(server.split("-")[0])
+    base_config["app"] = app
+    base_config["apps"][app]["setup"] = [sys.executable, "-c", "pass"]  # no database made
+    base_config["profiles"]["default"]["workloads"] = ["db"]
+    paths = [str(tmp_path / f"db.{suffix}") for suffix in ("json", "load.txt", "server.log")]
+    record = run_cell(base_config, Cell("default", "wrk", server, 10, 1, "db"), *paths)
+    assert record["status"] == "failed" and "status 500, expected 200" in record["reason"], record["reason"]
+    if app == "flask":
+        error = record["server"]["log_error"]
+        assert error["file"].endswith("flask_world.py") and "no such table: World" in error["message"], error
+
+
+def test_profiles_that_differ_only_in_their_app_probe_each_server_once():
+    """The conformance probes host the hello app whatever a profile's app: apps-flask's
+    gunicorn waits for apps-hello's probe of it, and apps-dancer2's Starman too."""
+    config = yaml.safe_load((REPO_ROOT / "config.yaml").read_text())
+    config["profile"] = "apps"
+    matrix = Matrix(cfg.validate(config))
+    assert matrix.conformance_profile("apps-flask", "gunicorn-gthread") == "apps-hello"
+    assert matrix.conformance_profile("apps-dancer2", "starman") == "apps-hello"
+    assert matrix.conformance_profile("apps-hello", "unit-perl") == "apps-hello"
