@@ -60,6 +60,13 @@ class Files:
     server_log: Path
 
 
+def _mix_paths(config: dict, cell: Cell) -> dict | None:
+    """A mixed workload's paths and weights ({"/plaintext": 3, "/db": 1}); None for one path."""
+    known = apps.workloads(config, cell.profile)
+    mix = known[cell.workload].get("mix")
+    return {known[name]["path"]: weight for name, weight in mix.items()} if mix else None
+
+
 def assemble(config: dict, cell: Cell, profile: Profile, outcome: Outcome, parts: tuple, files: Files) -> CellRecord:
     """The record of a cell from its phases' sections (``parts``: the launch's ``Launched``, the
     measurement's ``Measured``, the harness placement's and the idle hold's descriptions)."""
@@ -93,7 +100,7 @@ def assemble(config: dict, cell: Cell, profile: Profile, outcome: Outcome, parts
         config_sha256=config_hash(config),
         environment=os.path.relpath(Path(config["results"]) / "environment.json", files.record.parent),
         scaling=Scaling.from_dict(profile.scaling),
-        workload=WorkloadSection(name=cell.workload, path=workload["path"]),
+        workload=WorkloadSection(name=cell.workload, path=workload.get("path"), mix=_mix_paths(config, cell)),
         time_wait=launched.time_wait,
         network=launched.network,
         limits=launched.limits,

@@ -111,8 +111,12 @@ class Launch:
 
     @property
     def expected_answer(self) -> dict:
-        workload = apps.workloads(self.config, self.cell.profile)[self.cell.workload]
-        return expected_answer(self.spec, workload, self.cell.workload)
+        return self.expected_answer_of(self.cell.workload)
+
+    def expected_answer_of(self, workload_name: str) -> dict:
+        """A correct answer to a workload of the app this cell's server hosts."""
+        workload = apps.workloads(self.config, self.cell.profile)[workload_name]
+        return expected_answer(self.spec, workload, workload_name)
 
     def prepare(self) -> None:
         """Network, placeholders, argv, templates, limits; the image in docker mode."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -51,6 +52,22 @@ def tool_values(profile: Profile, concurrency: int, url: str, duration: float | 
         "wrk_report": str(WRK_REPORT),
         "rate": f"{profile.rate or 0:g}",
     }
+
+
+def mix_script(directory: Path, paths: list[str]) -> Path:
+    """A wrk script that requests ``paths`` in turn (a mixed workload, plan.apps.request_order),
+    each thread from the first, and reports as wrk_report.lua does."""
+    listed = ", ".join(json.dumps(path) for path in paths)
+    script = Path(directory) / "mix.lua"
+    script.write_text(
+        f"local paths = {{{listed}}}\n"
+        "local turn = 0\n"
+        "request = function()\n"
+        "  turn = turn % #paths + 1\n"
+        "  return wrk.format(nil, paths[turn])\n"
+        "end\n" + WRK_REPORT.read_text()
+    )
+    return script
 
 
 def build_argv(tool: dict, values: dict, path: str | None = None) -> list[str]:

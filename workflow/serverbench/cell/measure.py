@@ -66,9 +66,12 @@ class Measure:
         self.starved_share = config["flags"]["starved_share"]
         self.full_speed = config["full_speed"]
         workload = apps.workloads(config, cell.profile)[cell.workload]
-        self.url = f"http://{launch.host}:{launch.port}{workload['path']}"
+        first = apps.endpoints(config, cell.profile, cell.workload)[0][1]
+        self.url = f"http://{launch.host}:{launch.port}{first['path']}"
         duration = plan["duration_s"] if plan else profile.duration
         self.values = loadgen.tool_values(profile, cell.concurrency, self.url, duration)
+        if "mix" in workload:
+            self._mix(workload["mix"], apps.workloads(config, cell.profile))
         if plan:
             self.values["rate"] = f"{plan['offered_rps']:g}"
         self.deadline = profile.tool_deadline(duration)
@@ -78,6 +81,16 @@ class Measure:
         except loadgen.ToolMissing as exc:
             raise CellSkipped(str(exc)) from None
         self.found.client = ClientSection(argv=self.argv, version=version_of(self.tool_spec.get("version"), env))
+
+    def _mix(self, mix: dict, known: dict) -> None:
+        """A mixed workload is sent by the tool's script (wrk's Lua: ``{wrk_report}``); a tool
+        without one sends a single path and cannot."""
+        if "{wrk_report}" not in " ".join(map(str, self.tool_spec["command"])):
+            raise CellSkipped(
+                f"the {self.cell.workload} workload mixes paths by weight through wrk's Lua; "
+                f"{self.cell.tool} sends one path"
+            )
+        self.values["wrk_report"] = str(loadgen.mix_script(self.launch.rundir, apps.request_order(mix, known)))
 
     def warm_up(self) -> None:
         """Unmeasured load at the same concurrency; recorded when the tool had to be killed."""

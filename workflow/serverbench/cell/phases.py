@@ -97,18 +97,28 @@ class CellRun:
         begin("ready")
         launch.wait_ready()
         begin("verify")
-        path = apps.workloads(self.config, self.cell.profile)[self.cell.workload]["path"]
-        check = verify.verify(launch.host, launch.port, launch.expected_answer, path, profile.timeout)
-        self.outcome.verify = check
-        if not check.ok:
-            launch.check_alive("verification")
-            raise CellFailed(f"wrong answer: {check.reason}{launch.oom_note()}{launch.log_note()}")
+        check = self._verify(launch, profile.timeout)
         if profile.warmup > 0:
             begin("warmup")
             measure.warm_up()
         begin("load")
         measure.load(check.keepalive, begin)
         self.raw_text = measure.raw_text
+
+    def _verify(self, launch, timeout: float):
+        """Each path the workload requests answers as its check says (a mix: each of its
+        workloads, named where one fails); the first one's verification is the record's."""
+        checks = []
+        for name, spec in apps.endpoints(self.config, self.cell.profile, self.cell.workload):
+            check = verify.verify(launch.host, launch.port, launch.expected_answer_of(name), spec["path"], timeout)
+            checks.append(check)
+            if not check.ok:
+                self.outcome.verify = check
+                launch.check_alive("verification")
+                where = f"{name} ({spec['path']}) " if name != self.cell.workload else ""
+                raise CellFailed(f"wrong answer: {where}{check.reason}{launch.oom_note()}{launch.log_note()}")
+        self.outcome.verify = checks[0]
+        return checks[0]
 
     def _write(self, placement, idle) -> CellRecord | None:
         """The record, assembled once and frozen, with the load tool's output beside it (none when interrupted)."""

@@ -53,6 +53,27 @@ def _hosting(config: dict, app: str, servers) -> list[str]:
     return [name for name in names if hosts(name)] or list(names)
 
 
+def endpoints(config: dict, profile: str | None, name: str) -> list[tuple[str, dict]]:
+    """(name, spec) of each path a workload requests: its own, or a mix's components."""
+    known = workloads(config, profile)
+    spec = known[name]
+    return [(part, known[part]) for part in spec["mix"]] if "mix" in spec else [(name, spec)]
+
+
+def request_order(mix: dict[str, int], known: dict) -> list[str]:
+    """The paths of a mix for one cycle, each as often as its weight and spread through it
+    (3:1:1 gives /a /b /a /c /a): nginx's smooth weighted round robin. A client that cycles
+    through them sends every path near its share over any stretch of the run."""
+    total, current, order = sum(mix.values()), dict.fromkeys(mix, 0), []
+    for _ in range(total):
+        for name, weight in mix.items():
+            current[name] += weight
+        chosen_name = max(mix, key=current.__getitem__)  # the first of the largest, in the mix's order
+        current[chosen_name] -= total
+        order.append(known[chosen_name]["path"])
+    return order
+
+
 def with_probe_app(config: dict) -> dict:
     """The config with the probes' app as the app of the run and of every profile."""
     profiles = {name: {**spec, "app": None} for name, spec in config["profiles"].items()}

@@ -214,13 +214,26 @@ def expand_aliases(config: dict) -> None:
             break
 
 
+def _workload_sets(config: dict) -> dict[str, dict]:
+    """Every set of workloads, by its key path: the hello app's and each app's own."""
+    own = {f"apps.{name}.workloads": app["workloads"] for name, app in config["apps"].items() if "workloads" in app}
+    return {"app_workloads": config["app_workloads"], **own}
+
+
+def _check_mixes(config: dict) -> None:
+    """A mix names workloads of its own set that are not mixes themselves."""
+    for where, workloads in _workload_sets(config).items():
+        for name, workload in workloads.items():
+            for part in workload.get("mix", {}):
+                if part not in workloads or "mix" in workloads[part]:
+                    raise ConfigError(f"{where}.{name}.mix.{part}", f"not a workload of {where} with a path of its own")
+
+
 def _check_patterns(config: dict) -> None:
     """Every workload's ``expect.matches`` is a regular expression Python compiles."""
-    sets = {"app_workloads": config["app_workloads"]}
-    sets |= {f"apps.{name}.workloads": app["workloads"] for name, app in config["apps"].items() if "workloads" in app}
-    for where, workloads in sets.items():
+    for where, workloads in _workload_sets(config).items():
         for name, workload in workloads.items():
-            pattern = workload["expect"].get("matches")
+            pattern = workload.get("expect", {}).get("matches")
             try:
                 re.compile(pattern or "")
             except re.error as exc:
@@ -248,6 +261,7 @@ def validate(config: dict) -> dict:
         if "setup" in app:
             _check_argv(f"apps.{name}.setup", app["setup"], APP_SETUP_PLACEHOLDERS)
     _check_patterns(config)
+    _check_mixes(config)
     for name, server in config["catalogue"].items():
         _check_argv(f"catalogue.{name}.command", server["command"], SERVER_PLACEHOLDERS)
         if "env" in server:

@@ -200,7 +200,11 @@ HostSection = optional_section(
     strings="hostname cpu_model kernel boot_id scheduler_job",
 )
 WorkloadSection = optional_section(
-    "WorkloadSection", "The app workload asked for, and its path.", True, strings="name path"
+    "WorkloadSection",
+    "The app workload asked for, and its path; a mixed workload's paths and their weights.",
+    True,
+    strings="name path",
+    dicts="mix",
 )
 Raw = optional_section(
     "Raw", "The files beside the record: the load tool's output and the server's log.", True, strings="load server_log"
