@@ -1,10 +1,13 @@
-"""A mixed workload: several paths of an app by weight in one run (TechEmpower/FrameworkBenchmarks
-#5506 asks for mixed endpoints). Each path is checked before the load, as its own workload
-says; wrk then requests them in turn from a Lua script (cell/loadgen.mix_script), so each
-gets its share; a tool without a script cannot, and its cell is skipped saying so."""
+"""What a workload sends beyond a GET of one path: a mix of several paths by weight in one
+run (TechEmpower/FrameworkBenchmarks #5506 asks for mixed endpoints), and a method, body and
+header fields (a POST of JSON). Each path is checked before the load as its own workload
+says; wrk then sends the requests in turn from a Lua script of the cell's
+(cell/loadgen.request_script); a tool without a script cannot, and its cell is skipped
+saying so."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -82,7 +85,7 @@ def test_a_mix_under_a_tool_without_a_script_is_skipped(base_config, tmp_path, n
     require("gunicorn", "ab")
     record = cell_record(base_config, tmp_path, tool="ab")
     assert record["status"] == "skipped"
-    assert "mixes paths by weight through wrk's Lua; ab sends one path" in record["reason"]
+    assert "the both workload mixes paths by weight through wrk's Lua; ab cannot" in record["reason"]
 
 
 def test_a_mix_is_spread_through_its_cycle():
@@ -110,3 +113,53 @@ def test_a_workload_with_a_path_and_a_mix_is_refused(base_config, mixed_app):
     with pytest.raises(cfg.ConfigError) as caught:
         cfg.validate(base_config)
     assert "apps.mixed.workloads.both" in str(caught.value)
+
+
+# Answers with the method, body length and Content-Type it got, and logs them.
+ECHO_APP = """
+import json
+
+def app(environ, start_response):
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    body = environ["wsgi.input"].read(length)
+    seen = {{"method": environ["REQUEST_METHOD"], "length": len(body), "type": environ.get("CONTENT_TYPE", "")}}
+    with open({log!r}, "a") as log:
+        log.write(json.dumps(seen) + "\\n")
+    answer = json.dumps(seen).encode()
+    start_response("201 Created", [("Content-Type", "application/json"), ("Content-Length", str(len(answer)))])
+    return [answer]
+"""
+POSTED = '{"name": "caf\u00e9", "quote": "a \\\\"b\\\\""}'
+
+
+@pytest.mark.parametrize("tool", ["wrk", "ab"])
+def test_a_workload_sends_its_method_body_and_headers(base_config, tmp_path, no_leftovers, tool):
+    """A POST with a JSON body (non-ASCII and quotes in it) and its Content-Type: the check and
+    every request of the load send it; ab, which sends GETs here, is skipped saying so."""
+    require("gunicorn", tool)
+    logs = Path(tempfile.mkdtemp(prefix="serverbench-test-post-"))
+    logs.chmod(0o1777)
+    (tmp_path / "echo").mkdir()
+    (tmp_path / "echo" / "echo.py").write_text(ECHO_APP.format(log=str(logs / "seen.log")))
+    length = len(POSTED.encode())
+    answer = {"method": "POST", "length": length, "type": "application/json"}
+    base_config["apps"]["echo"] = {
+        "python": {"dir": str(tmp_path / "echo"), "module": "echo", "callable": "app"},
+        "workloads": {"create": {"path": "/items", "method": "POST", "body": POSTED,
+                                 "headers": {"Content-Type": "application/json"},
+                                 "expect": {"status": 201, "body": json.dumps(answer)}}},
+    }  # fmt: skip
+    base_config["app"] = "echo"
+    base_config["profiles"]["default"]["workloads"] = ["create"]
+    paths = [str(tmp_path / f"create.{suffix}") for suffix in ("json", "load.txt", "server.log")]
+    record = run_cell(base_config, Cell("default", tool, "gunicorn", 4, 1, "create"), *paths)
+    try:
+        if tool == "ab":
+            assert record["status"] == "skipped" and "sends more than a GET through wrk's Lua" in record["reason"]
+            return
+        assert record["status"] == "ok", record["reason"]
+        seen = [json.loads(line) for line in (logs / "seen.log").read_text().splitlines()]
+        assert len(seen) >= record["load"]["requests"] > 100
+        assert all(request == answer for request in seen), [r for r in seen if r != answer][:3]
+    finally:
+        shutil.rmtree(logs, ignore_errors=True)

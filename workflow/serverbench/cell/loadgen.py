@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -54,17 +53,34 @@ def tool_values(profile: Profile, concurrency: int, url: str, duration: float | 
     }
 
 
-def mix_script(directory: Path, paths: list[str]) -> Path:
-    """A wrk script that requests ``paths`` in turn (a mixed workload, plan.apps.request_order),
-    each thread from the first, and reports as wrk_report.lua does."""
-    listed = ", ".join(json.dumps(path) for path in paths)
-    script = Path(directory) / "mix.lua"
+def lua_string(text: str) -> str:
+    """``text`` as a Lua string literal: printable ASCII as it is, every other byte (UTF-8
+    included) and the quote and backslash as decimal escapes, which every Lua reads."""
+    plain = {byte for byte in range(32, 127)} - {ord('"'), ord("\\")}
+    return '"' + "".join(chr(b) if b in plain else f"\\{b}" for b in text.encode()) + '"'
+
+
+def request_script(directory: Path, requests: list[dict]) -> Path:
+    """A wrk script that sends ``requests`` in turn (path, and any method, body, headers: one
+    workload's, or a mix's in plan.apps.request_order), each thread from the first, and
+    reports as wrk_report.lua does. wrk.format adds a body's Content-Length."""
+
+    def entry(request: dict) -> str:
+        headers = ", ".join(f"[{lua_string(k)}] = {lua_string(v)}" for k, v in request.get("headers", {}).items())
+        body = lua_string(request["body"]) if "body" in request else "nil"
+        method = lua_string(request.get("method", "GET"))
+        return (
+            f"  {{method = {method}, path = {lua_string(request['path'])}, headers = {{{headers}}}, body = {body}}},\n"
+        )
+
+    script = Path(directory) / "requests.lua"
     script.write_text(
-        f"local paths = {{{listed}}}\n"
+        "local requests = {\n" + "".join(entry(request) for request in requests) + "}\n"
         "local turn = 0\n"
         "request = function()\n"
-        "  turn = turn % #paths + 1\n"
-        "  return wrk.format(nil, paths[turn])\n"
+        "  turn = turn % #requests + 1\n"
+        "  local r = requests[turn]\n"
+        "  return wrk.format(r.method, r.path, r.headers, r.body)\n"
         "end\n" + WRK_REPORT.read_text()
     )
     return script

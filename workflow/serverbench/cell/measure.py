@@ -70,8 +70,8 @@ class Measure:
         self.url = f"http://{launch.host}:{launch.port}{first['path']}"
         duration = plan["duration_s"] if plan else profile.duration
         self.values = loadgen.tool_values(profile, cell.concurrency, self.url, duration)
-        if "mix" in workload:
-            self._mix(workload["mix"], apps.workloads(config, cell.profile))
+        if apps.needs_script(workload):
+            self._scripted(workload, apps.workloads(config, cell.profile))
         if plan:
             self.values["rate"] = f"{plan['offered_rps']:g}"
         self.deadline = profile.tool_deadline(duration)
@@ -82,15 +82,16 @@ class Measure:
             raise CellSkipped(str(exc)) from None
         self.found.client = ClientSection(argv=self.argv, version=version_of(self.tool_spec.get("version"), env))
 
-    def _mix(self, mix: dict, known: dict) -> None:
-        """A mixed workload is sent by the tool's script (wrk's Lua: ``{wrk_report}``); a tool
-        without one sends a single path and cannot."""
+    def _scripted(self, workload: dict, known: dict) -> None:
+        """A mix, or a request beyond a GET, is sent by the tool's script (wrk's Lua:
+        ``{wrk_report}``); a tool without one sends a GET of one path and cannot."""
         if "{wrk_report}" not in " ".join(map(str, self.tool_spec["command"])):
-            raise CellSkipped(
-                f"the {self.cell.workload} workload mixes paths by weight through wrk's Lua; "
-                f"{self.cell.tool} sends one path"
-            )
-        self.values["wrk_report"] = str(loadgen.mix_script(self.launch.rundir, apps.request_order(mix, known)))
+            what = "mixes paths by weight" if "mix" in workload else "sends more than a GET"
+            raise CellSkipped(f"the {self.cell.workload} workload {what} through wrk's Lua; {self.cell.tool} cannot")
+        paths = apps.request_order(workload["mix"], known) if "mix" in workload else [workload["path"]]
+        by_path = {spec["path"]: spec for spec in known.values() if "path" in spec}
+        requests = [{"path": path, **apps.sent(by_path[path])} for path in paths]
+        self.values["wrk_report"] = str(loadgen.request_script(self.launch.rundir, requests))
 
     def warm_up(self) -> None:
         """Unmeasured load at the same concurrency; recorded when the tool had to be killed."""

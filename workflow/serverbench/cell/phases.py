@@ -110,7 +110,8 @@ class CellRun:
         workloads, named where one fails); the first one's verification is the record's."""
         checks = []
         for name, spec in apps.endpoints(self.config, self.cell.profile, self.cell.workload):
-            check = verify.verify(launch.host, launch.port, launch.expected_answer_of(name), spec["path"], timeout)
+            expect = launch.expected_answer_of(name)
+            check = verify.verify(launch.host, launch.port, expect, spec["path"], timeout, apps.sent(spec))
             checks.append(check)
             if not check.ok:
                 self.outcome.verify = check

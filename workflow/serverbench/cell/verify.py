@@ -18,8 +18,12 @@ from html.parser import HTMLParser
 from serverbench.record.model import Verification
 
 
-def _request(conn: http.client.HTTPConnection, path: str):
-    conn.request("GET", path, headers={"Host": f"{conn.host}:{conn.port}", "User-Agent": "serverbench-verify"})
+def _request(conn: http.client.HTTPConnection, path: str, sent: dict | None = None):
+    """One request: GET, or the workload's ``method``, ``body`` and ``headers`` (``sent``)."""
+    sent = sent or {}
+    headers = {"Host": f"{conn.host}:{conn.port}", "User-Agent": "serverbench-verify", **sent.get("headers", {})}
+    body = sent["body"].encode() if "body" in sent else None
+    conn.request(sent.get("method", "GET"), path, body=body, headers=headers)
     response = conn.getresponse()
     return response, response.read()
 
@@ -125,13 +129,17 @@ def _html_problems(body: bytes, expected: str) -> list[str]:
     return []
 
 
-def verify(host: str, port: int, expect: dict, path: str = "/", timeout: float = 5.0) -> Verification:
+def verify(
+    host: str, port: int, expect: dict, path: str = "/", timeout: float = 5.0, sent: dict | None = None
+) -> Verification:
+    """The answer to the workload's request (``sent``: its method, body and headers; GET by
+    default), checked, and asked again on the same connection to learn its keep-alive."""
     result = Verification()
     conn = http.client.HTTPConnection(host, port, timeout=timeout)
     conn.auto_open = 0
     try:
         conn.connect()
-        response, body = _request(conn, path)
+        response, body = _request(conn, path, sent)
     except (OSError, http.client.HTTPException) as exc:
         result.problems.append(f"request failed: {exc.__class__.__name__}: {exc}")
         conn.close()
@@ -164,7 +172,7 @@ def verify(host: str, port: int, expect: dict, path: str = "/", timeout: float =
         result.keepalive = "closes-announced"
     else:
         try:
-            second, second_body = _request(conn, path)
+            second, second_body = _request(conn, path, sent)
             # The same answer again: its status and checks (an answer from a database differs in its rows).
             same = second.status == response.status and (second_body == body or not body_problems(second_body, expect))
             result.keepalive = "keeps" if same else "broken"

@@ -521,8 +521,8 @@ def measure(record: WorkRecord, config: dict, env: dict, log_path: Path, raw_dir
     missing = _missing_programs(env)
     if missing:
         raise CellSkipped(f"the work lens needs {', '.join(missing)}, not installed")
-    if "mix" in apps.workloads(config, record.profile)[record.workload]:
-        raise CellSkipped(f"the work lens counts one path at a time; {record.workload} mixes several")
+    if apps.needs_script(apps.workloads(config, record.profile)[record.workload]):
+        raise CellSkipped(f"the work lens's clients send a GET of one path; {record.workload} needs more")
     cell = Cell(record.profile, "work", record.server, 1, 0, record.workload)
     lives = Lives(config, cell, env, log_path, raw_dir, kept)
     try:

@@ -53,6 +53,20 @@ def _hosting(config: dict, app: str, servers) -> list[str]:
     return [name for name in names if hosts(name)] or list(names)
 
 
+# What a workload sends beside its path; GET with no body and only the client's headers without them.
+REQUEST_KEYS = ("method", "body", "headers")
+
+
+def sent(spec: dict) -> dict:
+    """The request a workload sends beyond a plain GET of its path (method, body, headers)."""
+    return {key: spec[key] for key in REQUEST_KEYS if key in spec}
+
+
+def needs_script(spec: dict) -> bool:
+    """Whether a load tool needs a script to send the workload: a mix, or more than a GET."""
+    return "mix" in spec or bool(sent(spec))
+
+
 def endpoints(config: dict, profile: str | None, name: str) -> list[tuple[str, dict]]:
     """(name, spec) of each path a workload requests: its own, or a mix's components."""
     known = workloads(config, profile)
