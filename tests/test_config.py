@@ -251,8 +251,10 @@ def test_workloads_multiply_the_matrix():
 
 
 def test_every_shipped_profile_resolves_on_this_host():
-    for name in SHIPPED["profiles"]:
-        profile = cfg.effective_profile(cfg.validate(copy.deepcopy(SHIPPED)), name)
+    validated = cfg.validate(copy.deepcopy(SHIPPED))  # `apps` made into a profile per app
+    assert {"apps-hello", "apps-flask", "apps-django", "apps-dancer2", "apps-mojolicious"} <= set(validated["profiles"])
+    for name in validated["profiles"]:
+        profile = cfg.effective_profile(validated, name)
         assert profile.server_cpus and profile.client_cpus
         assert not set(profile.server_cpus) & set(profile.client_cpus)
         assert isinstance(profile.workers, int) and profile.workers >= 1
