@@ -29,6 +29,7 @@ def spread_rows(verdicts: pd.DataFrame, summary: pd.DataFrame, titles: dict | No
             {
                 "app": apps.get(row["profile"], row["profile"]),
                 "workload": row["workload"],
+                "condition": f"{row['tool']} c={row['concurrency']}",
                 "language": (titles or {}).get(language, language),
                 "fastest": row["a"],
                 "slowest": row["b"],
