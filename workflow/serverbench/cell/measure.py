@@ -88,9 +88,8 @@ class Measure:
         if "{wrk_report}" not in " ".join(map(str, self.tool_spec["command"])):
             what = "mixes paths by weight" if "mix" in workload else "sends more than a GET"
             raise CellSkipped(f"the {self.cell.workload} workload {what} through wrk's Lua; {self.cell.tool} cannot")
-        paths = apps.request_order(workload["mix"], known) if "mix" in workload else [workload["path"]]
-        by_path = {spec["path"]: spec for spec in known.values() if "path" in spec}
-        requests = [{"path": path, **apps.sent(by_path[path])} for path in paths]
+        parts = [known[name] for name in apps.mix_order(workload["mix"])] if "mix" in workload else [workload]
+        requests = [{"path": part["path"], **apps.sent(part)} for part in parts]
         self.values["wrk_report"] = str(loadgen.request_script(self.launch.rundir, requests))
 
     def warm_up(self) -> None:

@@ -74,18 +74,23 @@ def endpoints(config: dict, profile: str | None, name: str) -> list[tuple[str, d
     return [(part, known[part]) for part in spec["mix"]] if "mix" in spec else [(name, spec)]
 
 
-def request_order(mix: dict[str, int], known: dict) -> list[str]:
-    """The paths of a mix for one cycle, each as often as its weight and spread through it
-    (3:1:1 gives /a /b /a /c /a): nginx's smooth weighted round robin. A client that cycles
-    through them sends every path near its share over any stretch of the run."""
+def mix_order(mix: dict[str, int]) -> list[str]:
+    """A mix's workloads for one cycle, each as often as its weight and spread through it
+    (3:1:1 gives a b a c a): nginx's smooth weighted round robin. A client that cycles
+    through them sends every workload near its share over any stretch of the run."""
     total, current, order = sum(mix.values()), dict.fromkeys(mix, 0), []
     for _ in range(total):
         for name, weight in mix.items():
             current[name] += weight
         chosen_name = max(mix, key=current.__getitem__)  # the first of the largest, in the mix's order
         current[chosen_name] -= total
-        order.append(known[chosen_name]["path"])
+        order.append(chosen_name)
     return order
+
+
+def request_order(mix: dict[str, int], known: dict) -> list[str]:
+    """The paths of ``mix_order``."""
+    return [known[name]["path"] for name in mix_order(mix)]
 
 
 def with_probe_app(config: dict) -> dict:
@@ -107,7 +112,7 @@ def expand_app_profiles(config: dict) -> None:
         expanded[name] = []
         for app in profile["apps"]:
             own = {k: v for k, v in profile.items() if k != "apps"}
-            known = workloads({**config, "app": app}) if app in config["apps"] else {}
+            known = workloads({**config, "app": app})  # the names were checked before
             own.update(app=app, description=f"{profile['description']}: the {app} app")
             own["workloads"] = [w for w in profile.get("workloads", []) if w in known] or profile.get("workloads")
             own["servers"] = _hosting(config, app, profile["servers"])

@@ -141,6 +141,7 @@ class Matrix:
         self._positions = {cell.relpath: index for index, cell in enumerate(self.order, start=1)}
         self._conditions: dict[tuple, str] = {}
         self._app_digests: dict[str, dict] = {}
+        self._probed_in: dict[tuple[str, str], str] = {}  # (profile, server) -> the profile probing it
 
     def groups(self) -> list[Cell]:
         """One cell per measured condition (its first repeat), in the stable order."""
@@ -154,11 +155,12 @@ class Matrix:
         """The profile whose conformance result stands for the server's in ``profile``: the
         first selected one with the server that probes it alike. Probes always host the hello
         app, so profiles that differ only in their app (a profile's ``apps``) probe once."""
-        probed = _probe_conditions(self.profiles[profile])
-        for name, other in self.profiles.items():
-            if server in other.servers and _probe_conditions(other) == probed:
-                return name
-        return profile
+        key = (profile, server)
+        if key not in self._probed_in:
+            probed = _probe_conditions(self.profiles[profile])
+            alike = (n for n, p in self.profiles.items() if server in p.servers and _probe_conditions(p) == probed)
+            self._probed_in[key] = next(alike, profile)
+        return self._probed_in[key]
 
     def capacity_cells(self, profile: str, workload: str, server: str) -> list[Cell]:
         """The closed-loop cells a server's capacity is measured by (every tool and concurrency)."""
