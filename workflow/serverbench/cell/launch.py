@@ -359,12 +359,13 @@ class Launch:
         """Stop the server tree, release its isolation and network; True if a server was running."""
         stopped = self.server is not None
         if stopped:
-            # Read before the stop too: a container's cgroup goes with the container.
-            kills_before = self.isolation.oom_kills() if self.isolation is not None else None
+            # Read before the stop too: a container's cgroup goes with the container
+            # (the isolation keeps the most it read, the monitor's samples included).
+            if self.isolation is not None:
+                self.isolation.oom_kills()
             self.found.server.stop = self.server.stop(self.profile.stop_grace)
             if self.isolation is not None:
-                kills_after = self.isolation.oom_kills()
-                self.found.server.oom_kills = kills_after if kills_after is not None else kills_before
+                self.found.server.oom_kills = self.isolation.oom_kills()
             self.server = None
         if self.isolation is not None:
             self.isolation.cleanup()

@@ -129,6 +129,7 @@ class Monitor:
             "processes": processes,
             "threads": threads,
             "cgroup_memory": self.server.isolation.memory_bytes(),
+            "oom_kills": self.server.isolation.oom_kills(),
         }
 
     def scaling(self) -> dict:

@@ -92,6 +92,9 @@ class Isolation:
     method: str = "affinity"
     problem: str | None = None
     nofile: int | None = None
+    # The highest OOM-kill count read so far: a container's cgroup goes with the
+    # container, so a count read while it ran outlives it (the monitor reads it each sample).
+    oom_kills_seen: int | None = None
     root: Path = CGROUP_ROOT
     self_cgroup: Path = SELF_CGROUP
 
@@ -219,14 +222,23 @@ class Isolation:
         return self._read("memory.max_usage_in_bytes", "memory.peak")
 
     def oom_kills(self) -> int | None:
+        """Processes the kernel killed for the group's memory limit (the most ever read)."""
+        now = self._read_oom_kills()
+        if now is not None:
+            self.oom_kills_seen = max(now, self.oom_kills_seen or 0)
+        return self.oom_kills_seen
+
+    def _read_oom_kills(self) -> int | None:
         for group in self.groups:
             for name in ("memory.oom_control", "memory.events"):
-                path = group / name
-                if path.exists():
-                    for line in path.read_text().splitlines():
-                        key, _, value = line.partition(" ")
-                        if key == "oom_kill":
-                            return int(value)
+                try:
+                    lines = (group / name).read_text().splitlines()
+                except OSError:  # absent, or the group went with its container
+                    continue
+                for line in lines:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
         return None
 
     def cpu_seconds(self) -> float | None:
