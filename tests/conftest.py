@@ -112,6 +112,28 @@ def add_server(config: dict, name: str, command: list, language: str = "python",
 
 
 # The tiny matrix the workflow tests run: 2 servers, 1 tool, 1 concurrency, 2 repeats of 1 s.
+# A profile's settings for one short cell on this small machine: one worker on CPU 0, the client
+# on CPU 1, a second of load (tests override what they are about).
+QUICK_PROFILE = {
+    "tools": ["wrk"],
+    "concurrency": [1],
+    "repeats": 2,
+    "duration": 1,
+    "requests": 1000,
+    "warmup": 0,
+    "timeout": 5,
+    "workers": 1,
+    "threads": 1,
+    "backlog": 64,
+    "server_cpus": [0],
+    "client_cpus": [1],
+    "memory_limit": None,
+    "ready_timeout": 15,
+    "stop_grace": 3,
+    "sample_interval": 0.1,
+    "fairness": "off",
+    "time_wait_max": 10**6,
+}
 TINY_MATRIX = ["servers=[gunicorn, starman]", "tools=[wrk]", "concurrency=[10]", "repeats=2", "duration=1"]
 
 

@@ -8,17 +8,18 @@ import json
 import pandas as pd
 import pytest
 import yaml
-from conftest import require, run_snakemake
+from conftest import QUICK_PROFILE, require, run_snakemake
 
 SINGLE = ["python", "{root}/tests/apps/single.py", "{port}"]
 PROFILE = {
-    "servers": [], "tools": ["wrk"], "concurrency": [4],
-    "repeats": 3, "precision": 0.10, "min_repeats": 3, "max_repeats": 5,
-    "duration": 1, "requests": 1000, "warmup": 0, "timeout": 5, "workers": 1, "threads": 1,
-    "backlog": 64, "server_cpus": [0], "client_cpus": [1], "memory_limit": None,
-    "ready_timeout": 15, "stop_grace": 3, "sample_interval": 0.1, "fairness": "off",
-    "time_wait_max": 10**6,
-}  # fmt: skip
+    **QUICK_PROFILE,
+    "servers": [],
+    "concurrency": [4],
+    "repeats": 3,
+    "precision": 0.10,
+    "min_repeats": 3,
+    "max_repeats": 5,
+}
 
 
 @pytest.mark.e2e

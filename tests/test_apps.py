@@ -99,8 +99,10 @@ def test_python_and_perl_answer_byte_for_byte_alike():
     )
     done = subprocess.run(
         ["perl", "-e", code, str(REPO_ROOT / "apps/perl/hello.psgi"), *PATHS, "/lint"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     perl = json.loads(done.stdout)
     for path in [*PATHS, "/lint"]:

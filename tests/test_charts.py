@@ -16,10 +16,24 @@ from serverbench.plan import config as cfg
 from serverbench.report import charts, screenshots
 from serverbench.report.index import write_index
 
-LANGUAGE = {"gunicorn": "python", "starman": "perl", "uwsgi": "python", "uwsgi-psgi": "perl",
-            "nginx-baseline": "none", "bjoern": "python", "feersum": "perl"}  # fmt: skip
-FAMILY = {"gunicorn": "preforking", "starman": "preforking", "uwsgi": "preforking", "uwsgi-psgi": "preforking",
-          "nginx-baseline": "baseline", "bjoern": "event-loop-c", "feersum": "event-loop-c"}  # fmt: skip
+LANGUAGE = {
+    "gunicorn": "python",
+    "starman": "perl",
+    "uwsgi": "python",
+    "uwsgi-psgi": "perl",
+    "nginx-baseline": "none",
+    "bjoern": "python",
+    "feersum": "perl",
+}
+FAMILY = {
+    "gunicorn": "preforking",
+    "starman": "preforking",
+    "uwsgi": "preforking",
+    "uwsgi-psgi": "preforking",
+    "nginx-baseline": "baseline",
+    "bjoern": "event-loop-c",
+    "feersum": "event-loop-c",
+}
 
 
 def generated_summary(servers=None, profiles=("default",), tools=("wrk",), levels=(10, 100, 1000)) -> pd.DataFrame:
@@ -31,16 +45,31 @@ def generated_summary(servers=None, profiles=("default",), tools=("wrk",), level
             for server in servers:
                 for concurrency in levels:
                     rps = float(rng.uniform(1e3, 1e5))
-                    rows.append({
-                        "profile": profile, "tool": tool, "server": server,
-                        "language": LANGUAGE.get(server, "python"), "family": FAMILY.get(server, "x"),
-                        "concurrency": concurrency, "status": "ok", "repeats_ok": 4,
-                        "rps_trimmed_mean": rps, "rps_median": rps * 0.98, "rps_min": rps * 0.9,
-                        "rps_max": rps * 1.1, "rps_cv": 0.05,
-                        "latency_p50_ms": 1.0, "latency_p99_ms": 5.0, "error_rate": 0.0,
-                        "server_rss_peak_mb": 40.0, "server_pss_peak_mb": 20.0, "server_cpu_percent": 95.0,
-                        "flags": "starved" if server == "starman" else "", "server_version": "1.0",
-                    })  # fmt: skip
+                    rows.append(
+                        {
+                            "profile": profile,
+                            "tool": tool,
+                            "server": server,
+                            "language": LANGUAGE.get(server, "python"),
+                            "family": FAMILY.get(server, "x"),
+                            "concurrency": concurrency,
+                            "status": "ok",
+                            "repeats_ok": 4,
+                            "rps_trimmed_mean": rps,
+                            "rps_median": rps * 0.98,
+                            "rps_min": rps * 0.9,
+                            "rps_max": rps * 1.1,
+                            "rps_cv": 0.05,
+                            "latency_p50_ms": 1.0,
+                            "latency_p99_ms": 5.0,
+                            "error_rate": 0.0,
+                            "server_rss_peak_mb": 40.0,
+                            "server_pss_peak_mb": 20.0,
+                            "server_cpu_percent": 95.0,
+                            "flags": "starved" if server == "starman" else "",
+                            "server_version": "1.0",
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -143,11 +172,23 @@ def generated_workers(servers=("uwsgi-cheaper-busyness", "unit-python-dynamic"),
         for step in range(seconds * 2):
             t = step / 2
             phase = "load" if t < 20 else "idle"
-            rows.append({
-                "profile": "autoscale", "workload": "hello", "tool": "wrk", "server": server,
-                "language": "python", "concurrency": 100, "family": "x", "repeat": 1, "t": t, "phase": phase,
-                "processes": min(100, 6 + int(t * 5)) if phase == "load" else 6, "threads": 10, "rss_mb": 50.0,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "profile": "autoscale",
+                    "workload": "hello",
+                    "tool": "wrk",
+                    "server": server,
+                    "language": "python",
+                    "concurrency": 100,
+                    "family": "x",
+                    "repeat": 1,
+                    "t": t,
+                    "phase": phase,
+                    "processes": min(100, 6 + int(t * 5)) if phase == "load" else 6,
+                    "threads": 10,
+                    "rss_mb": 50.0,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -164,7 +205,11 @@ def test_forest_plot_draws_every_interval_on_a_log_axis_coloured_by_outcome(tmp_
     assert spec["layer"][2]["encoding"]["x"]["scale"]["type"] == "log"
     points = spec["layer"][3]["encoding"]
     assert points["color"]["field"] == "verdict" and points["color"]["scale"]["domain"][:4] == [
-        "faster", "slower", "equivalent", "undetermined"]  # fmt: skip
+        "faster",
+        "slower",
+        "equivalent",
+        "undetermined",
+    ]
     drawn = {row["verdict"] for row in spec["datasets"][spec["layer"][3]["data"]["name"]]}
     assert {"faster", "undetermined"} <= drawn
     charts.save_chart(chart, tmp_path / "forest.html", tmp_path / "forest.png", tmp_path / "forest.svg")
@@ -302,13 +347,30 @@ def latency_rows() -> pd.DataFrame:
         ("starman", "perl", 800.0, [3.0, 3.1, 3.3, 3.6]),
     ):
         for fraction, p99 in zip((0.25, 0.5, 0.75, 1.0), p99s, strict=True):
-            rows.append({
-                "profile": "latency", "workload": "hello", "tool": "oha", "server": server, "language": language,
-                "family": "preforking", "concurrency": 2, "fraction": fraction, "repeat": 1, "status": "ok",
-                "reason": None, "capacity_tool": "wrk", "capacity_concurrency": 2, "capacity_rps": capacity,
-                "capacity_ci_low": capacity * 0.95, "capacity_ci_high": capacity * 1.05,
-                "offered_rps": fraction * capacity, "latency_p50_ms": p99 / 2, "latency_p99_ms": p99, "flags": "",
-            })  # fmt: skip
+            rows.append(
+                {
+                    "profile": "latency",
+                    "workload": "hello",
+                    "tool": "oha",
+                    "server": server,
+                    "language": language,
+                    "family": "preforking",
+                    "concurrency": 2,
+                    "fraction": fraction,
+                    "repeat": 1,
+                    "status": "ok",
+                    "reason": None,
+                    "capacity_tool": "wrk",
+                    "capacity_concurrency": 2,
+                    "capacity_rps": capacity,
+                    "capacity_ci_low": capacity * 0.95,
+                    "capacity_ci_high": capacity * 1.05,
+                    "offered_rps": fraction * capacity,
+                    "latency_p50_ms": p99 / 2,
+                    "latency_p99_ms": p99,
+                    "flags": "",
+                }
+            )
     return pd.DataFrame(rows)
 
 

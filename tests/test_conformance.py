@@ -127,8 +127,20 @@ def test_a_server_whose_busy_worker_still_accepts_is_held_up_every_time(tmp_path
     machine's speed."""
     require("gunicorn")
     port = free_port("127.0.0.1")
-    argv = ["gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--worker-class", "gthread",
-            "--threads", "1", "--chdir", str(REPO_ROOT / "apps" / "python"), "hello:application"]  # fmt: skip
+    argv = [
+        "gunicorn",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        "1",
+        "--worker-class",
+        "gthread",
+        "--threads",
+        "1",
+        "--chdir",
+        str(REPO_ROOT / "apps" / "python"),
+        "hello:application",
+    ]
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         target = probes.Target("127.0.0.1", port)

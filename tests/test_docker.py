@@ -111,9 +111,16 @@ def test_a_workflow_run_starts_and_stops_its_engine(tmp_path, base_config_module
     cell = tmp_path / "cells" / "default" / "hello" / "wrk" / "starman" / "c10" / "r1.json"
     done = run_snakemake(
         ["--cores", "2", str(cell)],
-        ["isolation=docker", "servers=[starman]", "tools=[wrk]", "concurrency=[10]", "repeats=1", "duration=1",
-         f"results={tmp_path}"],
-    )  # fmt: skip
+        [
+            "isolation=docker",
+            "servers=[starman]",
+            "tools=[wrk]",
+            "concurrency=[10]",
+            "repeats=1",
+            "duration=1",
+            f"results={tmp_path}",
+        ],
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     record = json.loads(cell.read_text())
     assert record["status"] == "ok", record["reason"]
@@ -239,8 +246,13 @@ def test_a_container_listens_on_loopback_only(docker_run, tmp_path):
     argv = docker.run_argv(
         image.tag,
         ["gunicorn", "--bind", f"127.0.0.1:{port}", "--chdir", str(REPO_ROOT / "apps" / "python"), "hello:application"],
-        name=isolation.container, cpus=[0], memory_limit=None, nofile=1024, mounts=[], read_only=[REPO_ROOT],
-    )  # fmt: skip
+        name=isolation.container,
+        cpus=[0],
+        memory_limit=None,
+        nofile=1024,
+        mounts=[],
+        read_only=[REPO_ROOT],
+    )
     client = subprocess.Popen(argv, env=session.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
@@ -270,6 +282,8 @@ def test_a_failing_server_is_a_failed_cell_and_its_container_is_removed(
     assert record["status"] == "failed" and "exited with code 4" in record["reason"], record["reason"]
     leftover = subprocess.run(
         ["docker", "ps", "--all", "--quiet", "--filter", f"name={record['isolation']['container']}"],
-        capture_output=True, text=True, env=session.env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=session.env,
+    )
     assert leftover.stdout.strip() == ""

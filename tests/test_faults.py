@@ -91,10 +91,22 @@ def test_results_hold_no_environment_secrets(base_config, tmp_path, no_leftovers
 
 def _snakemake(results, *extra, servers="[gunicorn, broken]", duration=2):
     return [
-        sys.executable, "-m", "snakemake", "--cores", "4", *extra,
-        "--config", f"servers={servers}", "tools=[wrk]", "concurrency=[10]", "repeats=2",
-        f"duration={duration}", f"results={results}", "conformance=False", "work=False",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--cores",
+        "4",
+        *extra,
+        "--config",
+        f"servers={servers}",
+        "tools=[wrk]",
+        "concurrency=[10]",
+        "repeats=2",
+        f"duration={duration}",
+        f"results={results}",
+        "conformance=False",
+        "work=False",
+    ]
 
 
 @pytest.fixture
@@ -112,8 +124,11 @@ def test_failed_cells_are_data_and_the_matrix_completes(tmp_path, broken_server_
     results = tmp_path / "results"
     done = subprocess.run(
         _snakemake(results, "--configfile", str(broken_server_config)),
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     summary = pd.read_csv(results / "summary.csv").set_index("server")
     assert summary.loc["gunicorn", "status"] == "ok"
@@ -132,8 +147,11 @@ def test_signal_mid_cell_leaves_nothing_and_rerun_completes_the_rest(tmp_path, s
     before = server_processes()
     workflow = subprocess.Popen(
         _snakemake(results, str(results / "runs.csv"), servers="[gunicorn]", duration=4),
-        cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     # Wait until the second cell's server is up: one result written, one cell mid-way.
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -156,8 +174,11 @@ def test_signal_mid_cell_leaves_nothing_and_rerun_completes_the_rest(tmp_path, s
     assert len(written) == 1
     rerun = subprocess.run(
         _snakemake(results, str(results / "runs.csv"), servers="[gunicorn]", duration=4),
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert len(list((results / "cells").rglob("r*.json"))) == 2
     # Only the interrupted cell was measured again.

@@ -127,10 +127,21 @@ def test_a_failed_cell_has_no_flags(record):
 
 def runs(*rps):
     rows = [
-        {"profile": "p", "workload": "hello", "tool": "wrk", "server": "s", "language": "python", "concurrency": 10,
-         "repeat": i, "status": "ok", "reason": None, "rps": value, "flags": ""}
+        {
+            "profile": "p",
+            "workload": "hello",
+            "tool": "wrk",
+            "server": "s",
+            "language": "python",
+            "concurrency": 10,
+            "repeat": i,
+            "status": "ok",
+            "reason": None,
+            "rps": value,
+            "flags": "",
+        }
         for i, value in enumerate(rps, start=1)
-    ]  # fmt: skip
+    ]
     frame = pd.DataFrame(rows)
     for column in AVERAGED_COLUMNS + CONTEXT_COLUMNS:
         frame[column] = None

@@ -116,14 +116,18 @@ FORTUNES = "<!DOCTYPE html><html><head><title>Fortunes</title></head><body><tabl
     [
         (FORTUNES, None),
         # Another engine's escaping (Jinja2's &#34; and &#39;), its indentation and a doctype in capitals.
-        ("<!doctype html>\n<html>\n <head><title>Fortunes</title></head>\n <body>\n  <table>\n   <tr><td>11</td>"
-         "<td>&lt;script&gt;alert(&#34;x&#34;);&lt;/script&gt;</td></tr>\n   <tr><td>2</td><td>aren&#39;t</td></tr>\n"
-         "  </table>\n </body>\n</html>\n", None),
+        (
+            "<!doctype html>\n<html>\n <head><title>Fortunes</title></head>\n <body>\n  <table>\n   <tr><td>11</td>"
+            "<td>&lt;script&gt;alert(&#34;x&#34;);&lt;/script&gt;</td></tr>\n"
+            "   <tr><td>2</td><td>aren&#39;t</td></tr>\n"
+            "  </table>\n </body>\n</html>\n",
+            None,
+        ),
         # A template that does not escape: its <script> is a tag, not text.
         (FORTUNES.replace("&lt;script&gt;", "<script>"), "HTML differs at token 14: '<script>'"),
         (FORTUNES.replace("<tr><td>2</td><td>aren&#x27;t</td></tr>", ""), "HTML differs at token 17: '</table>'"),
     ],
-)  # fmt: skip
+)
 def test_a_page_is_compared_as_tags_and_text(body, problem):
     problems = verify.body_problems(body.encode(), {"html": FORTUNES})
     assert problems == [] if problem is None else (len(problems) == 1 and problem in problems[0]), problems
@@ -151,8 +155,11 @@ def test_an_exact_body_names_its_first_differing_byte():
 def test_an_apps_failing_setup_fails_its_cell_and_says_so(base_config, tmp_path, no_leftovers):
     require("gunicorn")
     base_config["apps"]["hello"]["setup"] = [sys.executable, "-c", "import sys; sys.exit('no database here')"]
-    record = run_cell(base_config, Cell("default", "wrk", "gunicorn", 10, 1),
-                      *(str(tmp_path / f"c.{suffix}") for suffix in ("json", "load.txt", "server.log")))  # fmt: skip
+    record = run_cell(
+        base_config,
+        Cell("default", "wrk", "gunicorn", 10, 1),
+        *(str(tmp_path / f"c.{suffix}") for suffix in ("json", "load.txt", "server.log")),
+    )
     assert (
         record["status"] == "failed"
         and "the app 'hello''s setup" in record["reason"]
@@ -172,9 +179,11 @@ def test_a_profile_of_several_apps_becomes_a_profile_per_app(base_config):
     """`apps` in a profile: one profile per app, each with the workloads the app answers and
     the servers of its languages (a baseline stays), and the selection names them all."""
     base_config["profiles"]["default"].update(
-        apps=["hello", "flask", "dancer2"], workloads=["hello", "db"], server_spread=True,
+        apps=["hello", "flask", "dancer2"],
+        workloads=["hello", "db"],
+        server_spread=True,
         servers=["nginx-baseline", "gunicorn-gthread", "starman"],
-    )  # fmt: skip
+    )
     base_config["profile"] = "default"
     config = cfg.validate(base_config)
     assert config["profile"] == ["default-hello", "default-flask", "default-dancer2"]
@@ -184,7 +193,7 @@ def test_a_profile_of_several_apps_becomes_a_profile_per_app(base_config):
         "default-hello": ("hello", ["hello"], ["nginx-baseline", "gunicorn-gthread", "starman"]),
         "default-flask": ("flask", ["db"], ["nginx-baseline", "gunicorn-gthread"]),
         "default-dancer2": ("dancer2", ["db"], ["nginx-baseline", "starman"]),
-    }  # fmt: skip
+    }
     assert all(p.server_spread for p in profiles.values())
     assert apps.workloads(config, "default-flask")["db"]["path"] == "/db"
     assert apps.app_name(config, "default-dancer2") == "dancer2" and apps.app_name(config, None) == "hello"
@@ -210,13 +219,22 @@ def test_the_server_spread_is_each_languages_fastest_against_its_slowest():
     conditions = summary.groupby(["tool", "concurrency", "language"])  # one profile, one workload
     expected = 0
     for (tool, concurrency, language), cells in conditions:
-        medians = runs[(runs["tool"] == tool) & (runs["concurrency"] == concurrency) & runs["server"].isin(
-            cells["server"]) & (runs["status"] == "ok")].groupby("server")["rps"].median()  # fmt: skip
+        medians = (
+            runs[
+                (runs["tool"] == tool)
+                & (runs["concurrency"] == concurrency)
+                & runs["server"].isin(cells["server"])
+                & (runs["status"] == "ok")
+            ]
+            .groupby("server")["rps"]
+            .median()
+        )
         if language not in ("python", "perl") or len(medians) < 2:
             continue
         expected += 1
-        (row,) = spread[(spread["tool"] == tool) & (spread["concurrency"] == concurrency)
-                        & (spread["language_a"] == language)].to_dict("records")  # fmt: skip
+        (row,) = spread[
+            (spread["tool"] == tool) & (spread["concurrency"] == concurrency) & (spread["language_a"] == language)
+        ].to_dict("records")
         assert (row["a"], row["b"]) == (medians.idxmax(), medians.idxmin())
         assert row["verdict"] in ("faster", "undetermined") and row["ratio"] >= 1, row["sentence"]
         assert "what the choice of server is worth here" in row["sentence"]

@@ -28,8 +28,9 @@ def judged():
     found = {}
     for mode in ("strict", "lax"):
         port = free_port("127.0.0.1")
-        process = subprocess.Popen([sys.executable, str(SERVER), str(port), "--mode", mode], stderr=subprocess.PIPE,
-                                   text=True)  # fmt: skip
+        process = subprocess.Popen(
+            [sys.executable, str(SERVER), str(port), "--mode", mode], stderr=subprocess.PIPE, text=True
+        )
         try:
             assert process.stderr.readline().strip() == "ready"
             found[mode] = {check.check: check for check in framing.check_all(probes.Target("127.0.0.1", port))}
@@ -41,8 +42,14 @@ def judged():
 
 def test_there_are_at_least_fifteen_checks_in_every_class_the_rfcs_name():
     assert len(framing.CASES) >= 15 and len(CASES) == len(framing.CASES)
-    assert set(framing.KINDS) == {"content-length", "transfer-encoding", "field syntax", "chunk framing", "host",
-                                  "line ends"}  # fmt: skip
+    assert set(framing.KINDS) == {
+        "content-length",
+        "transfer-encoding",
+        "field syntax",
+        "chunk framing",
+        "host",
+        "line ends",
+    }
     for case in framing.CASES:
         assert case.words.startswith("RFC 91") and any(word in case.words for word in ("MUST", "SHOULD", "MAY"))
 
@@ -68,9 +75,9 @@ def test_the_lax_server_fails_the_musts_and_is_found_desynchronised(judged):
     assert "requires closing after answering" in lax["te_and_cl_kept_open"].note
     # What the RFC lets a server repair or accept is information; what it should refuse, a warning.
     assert {lax[name].outcome for name in ("obs_fold", "bare_cr", "nul_in_value", "bare_lf", "cl_list_same")} == {
-        "info"}  # fmt: skip
-    assert {lax[name].outcome for name in ("te_chunked_twice", "chunk_size_prefix", "field_name_not_token")} == {
-        "warn"}  # fmt: skip
+        "info"
+    }
+    assert {lax[name].outcome for name in ("te_chunked_twice", "chunk_size_prefix", "field_name_not_token")} == {"warn"}
 
 
 def _seen(*answers, ending="open"):
@@ -105,10 +112,20 @@ def test_the_judge_on_what_neither_test_server_does():
 
 
 def _rows(judged) -> pd.DataFrame:
-    rows = [{"profile": "p", "server": f"{mode}-server", "language": "python", **asdict(check)}
-            for mode, checks in judged.items() for check in checks.values()]  # fmt: skip
-    other = {"profile": "p", "language": "python", "check": "date", "note": "", "group": "", "kind": "",
-             "requirement": ""}  # fmt: skip
+    rows = [
+        {"profile": "p", "server": f"{mode}-server", "language": "python", **asdict(check)}
+        for mode, checks in judged.items()
+        for check in checks.values()
+    ]
+    other = {
+        "profile": "p",
+        "language": "python",
+        "check": "date",
+        "note": "",
+        "group": "",
+        "kind": "",
+        "requirement": "",
+    }
     rows += [
         {**other, "server": "strict-server", "outcome": "pass"},
         {**other, "server": "lax-server", "outcome": "fail"},
@@ -127,8 +144,10 @@ def test_the_panel_and_the_answers_count_the_musts_met(judged):
     assert "cl_duplicate_differ: desynchronised" in lax["cells"][0]["title"]
     sentences = framing_sentences(table)
     assert sentences[0] == f"strict-server met all {musts} MUSTs of RFC 9112/9110 on request framing."
-    assert sentences[1].startswith("lax-server broke ") and "among them cl_duplicate_differ (desynchronised" in (
-        sentences[1])  # fmt: skip
+    assert (
+        sentences[1].startswith("lax-server broke ")
+        and "among them cl_duplicate_differ (desynchronised" in (sentences[1])
+    )
     assert "it took 5 of 5 requests it should refuse" in sentences[1]
     # The other checks keep their matrix; the framing checks are not in it, nor in the pairs' sentences.
     assert conformance_matrix(table)["python"]["checks"] == ["date"]
@@ -147,9 +166,18 @@ def test_a_must_closed_silently_is_broken_alike_in_the_panel_and_the_sentence():
     for case in framing.CASES:
         seen = _seen(ending="closed") if case is silent else _seen((400, b"bad\n"), ending="closed")
         outcome, did, desync = framing.judged(case, seen, app=True)
-        check = probes.Check(case.name, outcome, did, group=framing.GROUP, kind=case.kind,
-                             requirement=framing.REQUIREMENT_LEVEL[case.requires], did=did, words=case.words,
-                             desynchronised=desync, met=outcome in ("pass", "info"))  # fmt: skip
+        check = probes.Check(
+            case.name,
+            outcome,
+            did,
+            group=framing.GROUP,
+            kind=case.kind,
+            requirement=framing.REQUIREMENT_LEVEL[case.requires],
+            did=did,
+            words=case.words,
+            desynchronised=desync,
+            met=outcome in ("pass", "info"),
+        )
         rows.append({"profile": "p", "server": "quiet-server", "language": "python", **asdict(check)})
     table = pd.DataFrame(rows)
     planted = table.set_index("check").loc[silent.name]

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO_ROOT, require, run_snakemake
+from conftest import QUICK_PROFILE, REPO_ROOT, require, run_snakemake
 from serverbench.cell.windows import windows
 from serverbench.decide import fullspeed
 from serverbench.decide.inference import outcome
@@ -49,8 +49,12 @@ def cell_of(rounds: dict) -> fullspeed.CellWindows:
 
 def test_windows_keep_each_measured_duration_and_the_answers_in_it():
     # Three snapshots of two connections; answers of 100 bytes; the middle window is longer.
-    snapshots = [(0.00, {"a": 0, "b": 0}), (0.05, {"a": 1000, "b": 1000}), (0.15, {"a": 2000, "b": 2000}),
-                 (0.20, {"a": 3000, "b": 3000})]  # fmt: skip
+    snapshots = [
+        (0.00, {"a": 0, "b": 0}),
+        (0.05, {"a": 1000, "b": 1000}),
+        (0.15, {"a": 2000, "b": 2000}),
+        (0.20, {"a": 3000, "b": 3000}),
+    ]
     load = LoadResult(requests=60, transfer_bytes=6000)
     found = windows(snapshots, load, SPEC)
     assert found.status == "ok" and found.durations_s == [0.05, 0.1, 0.05]
@@ -113,9 +117,22 @@ def phased_run(tmp_path_factory):
     require("wrk", "gunicorn")
     tmp_path = tmp_path_factory.mktemp("fullspeed")
     results = tmp_path / "results"
-    pausing = ["gunicorn", "--bind", "{host}:{port}", "--workers", "{workers}", "--worker-class", "gthread",
-               "--threads", "{threads}", "--keep-alive", "5", "--chdir", str(REPO_ROOT / "tests/apps"),
-               "pausing:application"]  # fmt: skip
+    pausing = [
+        "gunicorn",
+        "--bind",
+        "{host}:{port}",
+        "--workers",
+        "{workers}",
+        "--worker-class",
+        "gthread",
+        "--threads",
+        "{threads}",
+        "--keep-alive",
+        "5",
+        "--chdir",
+        str(REPO_ROOT / "tests/apps"),
+        "pausing:application",
+    ]
     extra = {
         "catalogue": {
             "gunicorn-pausing": {"variant_of": "gunicorn-gthread", "command": pausing},
@@ -124,16 +141,23 @@ def phased_run(tmp_path_factory):
         "profiles": {
             "phases": {
                 "description": "a server pausing in phases, a planted 50% variant, an A/A pair",
-                "servers": ["gunicorn-gthread", "gunicorn-gthread-again", "gunicorn-pausing",
-                            "gunicorn-gthread-times10"],
-                "tools": ["wrk"], "concurrency": [2], "repeats": 5, "duration": 2, "requests": 1000,
-                "warmup": 1, "timeout": 5, "workers": 2, "threads": 1, "backlog": 64, "server_cpus": [0],
-                "client_cpus": [1], "memory_limit": None, "ready_timeout": 15, "stop_grace": 3,
-                "sample_interval": 0.1, "fairness": "connections", "time_wait_max": 10**6,
+                "servers": [
+                    "gunicorn-gthread",
+                    "gunicorn-gthread-again",
+                    "gunicorn-pausing",
+                    "gunicorn-gthread-times10",
+                ],
+                **QUICK_PROFILE,
+                "concurrency": [2],
+                "repeats": 5,
+                "duration": 2,
+                "warmup": 1,
+                "workers": 2,
+                "fairness": "connections",
             }
         },
         "comparisons": {"ceiling": None, "best_of_language": False},
-    }  # fmt: skip
+    }
     configfile = tmp_path / "phases.yaml"
     configfile.write_text(yaml.safe_dump(extra))
     done = run_snakemake(
@@ -155,8 +179,12 @@ def verdict_of(results, a: str, b: str) -> pd.Series:
 @pytest.mark.e2e
 def test_every_closed_loop_cell_keeps_its_windows(phased_run):
     table = pd.read_csv(phased_run / "windows.csv")
-    assert set(table["server"]) == {"gunicorn-gthread", "gunicorn-gthread-again", "gunicorn-pausing",
-                                    "gunicorn-gthread-times10"}  # fmt: skip
+    assert set(table["server"]) == {
+        "gunicorn-gthread",
+        "gunicorn-gthread-again",
+        "gunicorn-pausing",
+        "gunicorn-gthread-times10",
+    }
     # Windows of at most 100 ms, each measured (the sampler's waits are not all equal).
     assert table["duration_s"].max() <= 0.1 + 0.05 and table["duration_s"].nunique() > 1
     record = load_record(next((phased_run / "cells").rglob("r1.json")))

@@ -93,8 +93,20 @@ def test_connections_the_kernel_refuses_are_missing(base_config, tmp_path, no_le
 
 
 def gthread(app: str) -> list[str]:
-    return ["gunicorn", "--bind", "{host}:{port}", "--worker-class", "gthread", "--threads", "4",
-            "--keep-alive", "5", "--chdir", "{root}/tests/apps", app]  # fmt: skip
+    return [
+        "gunicorn",
+        "--bind",
+        "{host}:{port}",
+        "--worker-class",
+        "gthread",
+        "--threads",
+        "4",
+        "--keep-alive",
+        "5",
+        "--chdir",
+        "{root}/tests/apps",
+        app,
+    ]
 
 
 @pytest.mark.parametrize(
@@ -239,8 +251,11 @@ def test_backlog_of_a_server_that_chooses_its_own_is_read_from_its_socket(base_c
 
 def test_backlog_small_fires_on_the_backlog_the_server_listens_with(base_config, tmp_path, no_leftovers):
     require("gunicorn", "wrk")
-    add_server(base_config, "gunicorn-backlog5", ["gunicorn", "--bind", "{host}:{port}", "--backlog", "5",
-               "--chdir", "{apps}/python", "hello:application"])  # fmt: skip
+    add_server(
+        base_config,
+        "gunicorn-backlog5",
+        ["gunicorn", "--bind", "{host}:{port}", "--backlog", "5", "--chdir", "{apps}/python", "hello:application"],
+    )
     record = measure_cell(base_config, tmp_path, "gunicorn-backlog5")
     assert record["limits"]["listen_backlog"] == 5
     assert "backlog_small" in record["flags"]

@@ -14,7 +14,7 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from conftest import require, run_snakemake, server_processes
+from conftest import QUICK_PROFILE, require, run_snakemake, server_processes
 from serverbench import REPO_ROOT
 from serverbench.plan.rates import KneeBound, plan
 from serverbench.record.model import load_record
@@ -27,13 +27,12 @@ import noise_simulation  # noqa: E402
 FRACTIONS = [0.25, 0.75, 1.0, 1.25]
 PROFILE = {
     "description": "a known capacity: one synchronous worker, 10 ms a request",
-    "servers": ["gunicorn"], "tools": ["wrk"], "workloads": ["sleep"], "concurrency": [1],
-    "repeats": 2, "duration": 1, "requests": 1000, "warmup": 0, "timeout": 5, "workers": 1, "threads": 1,
-    "backlog": 64, "server_cpus": [0], "client_cpus": [1], "memory_limit": None,
-    "ready_timeout": 15, "stop_grace": 3, "sample_interval": 0.1, "fairness": "connections",
-    "time_wait_max": 10**6,
+    **QUICK_PROFILE,
+    "servers": ["gunicorn"],
+    "workloads": ["sleep"],
+    "fairness": "connections",
     "open_loop": {"tool": "oha", "fractions": FRACTIONS, "min_duration": 3, "max_duration": 3, "tail_samples": 1000},
-}  # fmt: skip
+}
 
 
 @pytest.fixture(scope="module")
@@ -140,9 +139,17 @@ def test_a_rate_cell_runs_long_enough_for_its_tail_within_bounds():
 
 def test_the_knee_stops_where_p99_leaves_its_bound_for_good():
     def row(fraction, p99, flags="", status="ok"):
-        return {"fraction": fraction, "status": status, "latency_p99_ms": p99, "flags": flags,
-                "offered_rps": 100 * fraction, "capacity_rps": 100.0, "capacity_ci_low": 95.0,
-                "capacity_ci_high": 105.0, "reason": None}  # fmt: skip
+        return {
+            "fraction": fraction,
+            "status": status,
+            "latency_p99_ms": p99,
+            "flags": flags,
+            "offered_rps": 100 * fraction,
+            "capacity_rps": 100.0,
+            "capacity_ci_low": 95.0,
+            "capacity_ci_high": 105.0,
+            "reason": None,
+        }
 
     def found(rows, bound=None):
         return knee(pd.DataFrame(rows), bound or KneeBound(3.0, 0.0))

@@ -23,8 +23,12 @@ def lint_imports(package_parent: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(package_parent)}
     return subprocess.run(
         [str(LINT_IMPORTS), "--config", str(REPO_ROOT / "pyproject.toml"), "--no-cache"],
-        cwd=package_parent, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=package_parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_tree_shows_the_stages():

@@ -145,10 +145,16 @@ def test_a_workload_sends_its_method_body_and_headers(base_config, tmp_path, no_
     answer = {"method": "POST", "length": length, "type": "application/json"}
     base_config["apps"]["echo"] = {
         "python": {"dir": str(tmp_path / "echo"), "module": "echo", "callable": "app"},
-        "workloads": {"create": {"path": "/items", "method": "POST", "body": POSTED,
-                                 "headers": {"Content-Type": "application/json"},
-                                 "expect": {"status": 201, "body": json.dumps(answer)}}},
-    }  # fmt: skip
+        "workloads": {
+            "create": {
+                "path": "/items",
+                "method": "POST",
+                "body": POSTED,
+                "headers": {"Content-Type": "application/json"},
+                "expect": {"status": 201, "body": json.dumps(answer)},
+            }
+        },
+    }
     base_config["app"] = "echo"
     base_config["profiles"]["default"]["workloads"] = ["create"]
     paths = [str(tmp_path / f"create.{suffix}") for suffix in ("json", "load.txt", "server.log")]

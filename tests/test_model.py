@@ -149,6 +149,7 @@ def test_old_records_give_the_same_verdicts(stored, excluded):
     pd.testing.assert_frame_equal(new[DECIDED], old[DECIDED])
     pd.testing.assert_frame_equal(new[FIGURES], old[FIGURES], check_dtype=False)
     assert new["why"].fillna("").tolist() == old["why"].fillna("").tolist()
+    assert new["reason_codes"].fillna("").tolist() == old["reason_codes"].fillna("").tolist()
 
 
 def test_renamed_languages_give_the_same_verdicts():

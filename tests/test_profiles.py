@@ -233,8 +233,13 @@ def test_low_high_and_sweep_scaled_to_this_host(tmp_path):
     assert {"holds", "contradicted", "undetermined"} & set(claims["in_run"]), claims[["claim", "in_run", "run_why"]]
     assert set(claims[claims["claim"] == "001-high-unit-over-uwsgi"]["in_seed"]) == {"contradicted"}
     # The command prints the same side by side for a reader.
-    shown = subprocess.run([sys.executable, "-m", "serverbench.cli", "seeds", str(results)], capture_output=True,
-                           text=True, cwd=REPO_ROOT, timeout=120)  # fmt: skip
+    shown = subprocess.run(
+        [sys.executable, "-m", "serverbench.cli", "seeds", str(results)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=120,
+    )
     assert shown.returncode == 0, shown.stderr
     assert "Seed 003, results — profile sweep, wrk at 50 connections" in shown.stdout
     assert "Kendall's tau between the two orders" in shown.stdout and "The seeds' claims" in shown.stdout

@@ -13,7 +13,7 @@ import json
 import pandas as pd
 import pytest
 import yaml
-from conftest import require, run_snakemake
+from conftest import QUICK_PROFILE, require, run_snakemake
 from serverbench.host.cgroups import cgroup_version
 from serverbench.record.model import load_record
 
@@ -37,15 +37,13 @@ def variants_run(tmp_path_factory):
         "profiles": {
             "variants": {
                 "description": "a planted regression and an A/A control, interleaved by rounds",
-                "servers": ["spinner", "spinner-at-80", "spinner-again"], "tools": ["wrk"], "concurrency": [1],
-                "repeats": ROUNDS, "duration": 1, "requests": 1000, "warmup": 0, "timeout": 5, "workers": 1,
-                "threads": 1, "backlog": 64, "server_cpus": [0], "client_cpus": [1], "memory_limit": None,
-                "ready_timeout": 15, "stop_grace": 3, "sample_interval": 0.1, "fairness": "off",
-                "time_wait_max": 10**6,
+                **QUICK_PROFILE,
+                "servers": ["spinner", "spinner-at-80", "spinner-again"],
+                "repeats": ROUNDS,
             }
         },
         "comparisons": {"ceiling": None, "best_of_language": False},
-    }  # fmt: skip
+    }
     configfile = tmp_path / "variants.yaml"
     configfile.write_text(yaml.safe_dump(extra))
     done = run_snakemake(

@@ -130,8 +130,17 @@ def test_side_by_side_ranks_and_ratios(studies):
     rows = []
     for server, level in (("starman", 3000), ("uwsgi-psgi", 2000), ("unit-perl", 1000)):
         for repeat in range(1, 6):
-            rows.append(dict(profile="high", tool="wrk", concurrency=1000, server=server, status="ok", repeat=repeat,
-                             rps=level * (1 + 0.02 * rng.standard_normal())))  # fmt: skip
+            rows.append(
+                dict(
+                    profile="high",
+                    tool="wrk",
+                    concurrency=1000,
+                    server=server,
+                    status="ok",
+                    repeat=repeat,
+                    rps=level * (1 + 0.02 * rng.standard_normal()),
+                )
+            )
     runs = pd.DataFrame(rows)
     summary = runs.groupby(["profile", "tool", "concurrency", "server"], as_index=False).first()
     summary["flags"] = ""
@@ -144,16 +153,14 @@ def test_side_by_side_ranks_and_ratios(studies):
 
 
 def test_claims_read_from_a_runs_verdicts(studies):
-    verdicts = pd.DataFrame(
-        [
-            dict(kind="seed", profile="high", tool="wrk", concurrency=1000, a="unit-perl", b="uwsgi-psgi",
-                 ratio=0.5, ci_low=0.45, ci_high=0.55, verdict="slower", why=""),
-            dict(kind="seed", profile="high", tool="wrk", concurrency=1000, a="starman", b="unit-perl",
-                 ratio=1.9, ci_low=1.5, ci_high=2.4, verdict="faster", why=""),
-            dict(kind="seed", profile="high", tool="wrk", concurrency=1000, a="starman", b="uwsgi-psgi",
-                 ratio=1.0, ci_low=0.9, ci_high=1.1, verdict="undetermined", why=""),
-        ]
-    )  # fmt: skip
+    where = {"kind": "seed", "profile": "high", "tool": "wrk", "concurrency": 1000, "why": ""}
+    columns = ["a", "b", "ratio", "ci_low", "ci_high", "verdict"]
+    rows = [
+        ("unit-perl", "uwsgi-psgi", 0.5, 0.45, 0.55, "slower"),
+        ("starman", "unit-perl", 1.9, 1.5, 2.4, "faster"),
+        ("starman", "uwsgi-psgi", 1.0, 0.9, 1.1, "undetermined"),
+    ]
+    verdicts = pd.DataFrame([{**where, **dict(zip(columns, row, strict=True))} for row in rows])
     table = side.claim_table(studies, verdicts, {"high"})
     brief = side.claims_in_brief(table).set_index("claim")
     assert brief.loc["001-high-unit-over-uwsgi", "in_run"] == side.CONTRADICTED

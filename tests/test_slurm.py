@@ -52,12 +52,23 @@ def slurm_run(tmp_path_factory):
         # every few seconds instead of the profile's 40 s: a tiny run, not a cluster's queue.
         targets = [str(results / name) for name in ("runs.csv", "summary.csv")]
         done = run_snakemake(
-            ["--workflow-profile", "profiles/slurm", "--jobs", "4", "--latency-wait", "10",
-             "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2", *targets],
+            [
+                "--workflow-profile",
+                "profiles/slurm",
+                "--jobs",
+                "4",
+                "--latency-wait",
+                "10",
+                "--slurm-init-seconds-before-status-checks",
+                "2",
+                "--seconds-between-status-checks",
+                "2",
+                *targets,
+            ],
             [*TINY_MATRIX, f"results={results}"],
             env=env,
             timeout=900,
-        )  # fmt: skip
+        )
         queue = subprocess.run(["squeue", "-h", "-o", "%i %T"], capture_output=True, text=True, env=env).stdout
     finally:
         stopped = subprocess.run([ONE_NODE, "stop"], capture_output=True, text=True, env=env, timeout=120)

@@ -80,9 +80,11 @@ def stored_verdicts():
 
 def test_a_starved_cell_is_not_comparable_and_says_why(stored_verdicts):
     row = stored_verdicts[
-        (stored_verdicts["kind"] == "family") & (stored_verdicts["tool"] == "wrk")
-        & (stored_verdicts["concurrency"] == 100) & (stored_verdicts["a"] == "gunicorn")
-    ].iloc[0]  # fmt: skip
+        (stored_verdicts["kind"] == "family")
+        & (stored_verdicts["tool"] == "wrk")
+        & (stored_verdicts["concurrency"] == 100)
+        & (stored_verdicts["a"] == "gunicorn")
+    ].iloc[0]
     assert row["b"] == "starman" and row["verdict"] == "not comparable"
     assert "starman: starved: 98 of 100 connections" in row["why"]
 
@@ -132,8 +134,13 @@ def test_a_named_pair_and_the_ceiling_are_compared_when_declared():
 # serverbench compare: a result set against a changed copy of it.
 
 
-SERVERS = {"nginx-baseline": ("none", 40000), "gunicorn": ("python", 4000), "uwsgi": ("python", 20000),
-           "starman": ("perl", 9000), "plackup": ("perl", 2500)}  # fmt: skip
+SERVERS = {
+    "nginx-baseline": ("none", 40000),
+    "gunicorn": ("python", 4000),
+    "uwsgi": ("python", 20000),
+    "starman": ("perl", 9000),
+    "plackup": ("perl", 2500),
+}
 
 
 def result_set(path, factor=1.0, kernel="6.1", repeats=10, seed=0):
@@ -159,10 +166,17 @@ def result_set(path, factor=1.0, kernel="6.1", repeats=10, seed=0):
 
 def run_compare(*args):
     return subprocess.run(
-        [sys.executable, "-c", "import sys; from serverbench.cli import main; sys.exit(main())", "compare",
-         *map(str, args)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys; from serverbench.cli import main; sys.exit(main())",
+            "compare",
+            *map(str, args),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_compare_finds_a_regression_and_fails_above_the_threshold(tmp_path):
@@ -231,8 +245,9 @@ def test_the_command_is_installed():
     done = subprocess.run([str(REPO_ROOT / ".venv" / "bin" / "serverbench")], capture_output=True, text=True)
     assert done.returncode == 2 and "compare" in done.stderr and "seeds" in done.stderr
     # Each command's usage is argparse's: every option named (a hand-written one left three out).
-    shown = subprocess.run([str(REPO_ROOT / ".venv" / "bin" / "serverbench"), "compare", "--help"],
-                           capture_output=True, text=True)  # fmt: skip
+    shown = subprocess.run(
+        [str(REPO_ROOT / ".venv" / "bin" / "serverbench"), "compare", "--help"], capture_output=True, text=True
+    )
     options = ("--metric", "--format", "--fail-above", "--config", "--normalise", "--across-hosts")
     assert shown.returncode == 0 and all(option in shown.stdout for option in options), shown.stdout
 
@@ -242,36 +257,64 @@ def test_a_run_without_comparisons_still_has_answers(tmp_path):
     path = tmp_path / "verdicts.csv"
     pd.DataFrame(columns=verdicts.VERDICT_COLUMNS).to_csv(path, index=False)
     assert answers(pd.read_csv(path)) == {
-        "decided": [], "equivalent": [], "undetermined": [], "described, not tested": [], "not comparable": [],
-        "not measured": [], "connections kept waiting": [], "latency under load": [], "speaks HTTP differently": [],
+        "decided": [],
+        "equivalent": [],
+        "undetermined": [],
+        "described, not tested": [],
+        "not comparable": [],
+        "not measured": [],
+        "connections kept waiting": [],
+        "latency under load": [],
+        "speaks HTTP differently": [],
         "request framing": [],
-    }  # fmt: skip
+    }
 
 
 def _language_row(kind, concurrency, a, b, ratio, verdict, why="", detectable=1.4):
     return {
-        "kind": kind, "tool": "wrk", "concurrency": concurrency, "a": a, "b": b,
-        "language_a": "python", "language_b": "perl", "ratio": ratio, "ci_low": ratio / 1.2,
-        "ci_high": ratio * 1.2, "level": 0.01 if kind == "same server" else 0.05, "margin": 0.05,
-        "detectable_ratio": detectable if kind == "same server" else float("nan"), "verdict": verdict, "why": why,
-    }  # fmt: skip
+        "kind": kind,
+        "tool": "wrk",
+        "concurrency": concurrency,
+        "a": a,
+        "b": b,
+        "language_a": "python",
+        "language_b": "perl",
+        "ratio": ratio,
+        "ci_low": ratio / 1.2,
+        "ci_high": ratio * 1.2,
+        "level": 0.01 if kind == "same server" else 0.05,
+        "margin": 0.05,
+        "detectable_ratio": detectable if kind == "same server" else float("nan"),
+        "verdict": verdict,
+        "why": why,
+    }
 
 
 def test_the_headline_is_one_paragraph_answering_which_language_and_which_server():
     """Per condition: what the same program serving both languages shows (tested), then which
     server led each language (described), with who was left out and why, in the config's titles."""
-    rows = pd.DataFrame([
-        _language_row("same server", 2, "unit-python", "unit-perl", 1.00, "undetermined", detectable=1.39),
-        _language_row("same server", 2, "uwsgi", "uwsgi-psgi", 0.97, "undetermined", detectable=1.55),
-        _language_row("best of language", 2, "uwsgi", "uwsgi-psgi", 0.97, "not tested", "described, not tested"),
-        _language_row("same server", 20, "unit-python", "unit-perl", 1.30, "faster"),
-        {**_language_row(
-            "best of language", 20, "unit-python", "unit-perl", 1.30, "not tested",
-            "described, not tested; left out: uwsgi (starved: 18 of 20 connections got (almost) no answer), "
-            "starman (failed: 3 of 3 repeats)",
-        ), "left_out": '[["uwsgi", "starved"], ["starman", "failed"]]'},  # read from this field, not from "why"
-        _language_row("family", 2, "gunicorn", "starman", 0.3, "slower"),
-    ])  # fmt: skip
+    rows = pd.DataFrame(
+        [
+            _language_row("same server", 2, "unit-python", "unit-perl", 1.00, "undetermined", detectable=1.39),
+            _language_row("same server", 2, "uwsgi", "uwsgi-psgi", 0.97, "undetermined", detectable=1.55),
+            _language_row("best of language", 2, "uwsgi", "uwsgi-psgi", 0.97, "not tested", "described, not tested"),
+            _language_row("same server", 20, "unit-python", "unit-perl", 1.30, "faster"),
+            {
+                **_language_row(
+                    "best of language",
+                    20,
+                    "unit-python",
+                    "unit-perl",
+                    1.30,
+                    "not tested",
+                    "described, not tested; left out: uwsgi (starved: 18 of 20 connections got (almost) no answer), "
+                    "starman (failed: 3 of 3 repeats)",
+                ),
+                "left_out": '[["uwsgi", "starved"], ["starman", "failed"]]',
+            },  # read from this field, not from "why"
+            _language_row("family", 2, "gunicorn", "starman", 0.3, "slower"),
+        ]
+    )
     text = headline(rows, {"python": "Python", "perl": "Perl"})
     assert "\n" not in text and text.count("With wrk at ") == 2
     at_2, at_20 = text.split("With wrk at ")[1:]
@@ -300,12 +343,13 @@ def test_a_round_whose_cells_ran_on_different_hosts_is_refused():
     b = verdicts.CellRounds("b", "perl", 2, pd.Series([90.0, 91, 89, 90], index=rounds))
     a.hosts = pd.Series(["n1 (boot 1)", "n2 (boot 2)", "n1 (boot 1)", "n2 (boot 2)"], index=rounds)
     b.hosts = pd.Series(["n1 (boot 1)", "n2 (boot 2)", "n1 (boot 1)", "n2 (boot 2)"], index=rounds)
-    assert verdicts.estimate_pair("family", ("default", "hello", "wrk", 2), a, b).row.get("verdict") != "not comparable"
+    assert verdicts.estimate_pair("family", ("default", "hello", "wrk", 2), a, b).comparison.outcome != "not comparable"
     b.hosts = pd.Series(["n1 (boot 1)", "n1 (boot 1)", "n1 (boot 1)", "n1 (boot 1)"], index=rounds)
-    judged = verdicts.estimate_pair("family", ("default", "hello", "wrk", 2), a, b).row
-    assert judged["verdict"] == "not comparable"
-    assert judged["why"].startswith("round 2: a ran on n2 (boot 2), b on n1 (boot 1) (a round's cells must share")
-    assert judged["why"].endswith("and 1 more rounds split so")
+    judged = verdicts.estimate_pair("family", ("default", "hello", "wrk", 2), a, b).comparison
+    assert judged.outcome == "not comparable"
+    assert {reason.code for reason in judged.reasons} == {verdicts.SPLIT_OVER_HOSTS}
+    assert judged.why.startswith("round 2: a ran on n2 (boot 2), b on n1 (boot 1) (a round's cells must share")
+    assert judged.why.endswith("and 1 more rounds split so")
 
 
 def test_the_terminal_names_each_condition_once_then_a_line_per_comparison():
@@ -314,15 +358,51 @@ def test_the_terminal_names_each_condition_once_then_a_line_per_comparison():
     many rounds would decide it; latency rows and rows without an interval stay sentences."""
     where = {"profile": "default", "workload": "hello", "tool": "wrk"}
     rows = [
-        {**where, "concurrency": 2, "kind": "same server", "a": "unit-python", "b": "unit-perl", "ratio": 0.94,
-         "ci_low": 0.49, "ci_high": 1.80, "verdict": "undetermined", "detectable_ratio": 2.25, "rounds_needed": 31},
-        {**where, "concurrency": 2, "kind": "ceiling", "a": "starman", "b": "nginx-baseline", "ratio": 0.14,
-         "ci_low": 0.10, "ci_high": 0.20, "verdict": "slower"},
-        {**where, "concurrency": 20, "kind": "fairness", "a": "starman", "b": "nginx-baseline", "ratio": 0.10,
-         "ci_low": 0.09, "ci_high": 0.11, "verdict": "less fair"},
-        {**where, "concurrency": 20, "kind": "family", "a": "gunicorn", "b": "starman", "verdict": "not comparable",
-         "why": "starman: failed"},
-    ]  # fmt: skip
+        {
+            **where,
+            "concurrency": 2,
+            "kind": "same server",
+            "a": "unit-python",
+            "b": "unit-perl",
+            "ratio": 0.94,
+            "ci_low": 0.49,
+            "ci_high": 1.80,
+            "verdict": "undetermined",
+            "detectable_ratio": 2.25,
+            "rounds_needed": 31,
+        },
+        {
+            **where,
+            "concurrency": 2,
+            "kind": "ceiling",
+            "a": "starman",
+            "b": "nginx-baseline",
+            "ratio": 0.14,
+            "ci_low": 0.10,
+            "ci_high": 0.20,
+            "verdict": "slower",
+        },
+        {
+            **where,
+            "concurrency": 20,
+            "kind": "fairness",
+            "a": "starman",
+            "b": "nginx-baseline",
+            "ratio": 0.10,
+            "ci_low": 0.09,
+            "ci_high": 0.11,
+            "verdict": "less fair",
+        },
+        {
+            **where,
+            "concurrency": 20,
+            "kind": "family",
+            "a": "gunicorn",
+            "b": "starman",
+            "verdict": "not comparable",
+            "why": "starman: failed",
+        },
+    ]
     groups = console_groups(pd.DataFrame(rows, columns=verdicts.VERDICT_COLUMNS))
     assert groups == {
         "default, hello, wrk at 2 connections": [
@@ -349,13 +429,17 @@ def test_a_server_not_measured_is_named_once_from_the_rows_fields():
     skipped.not_measured = "server program 'meinheld' not found on PATH"
     failed = verdicts.CellRounds("starman", "perl", 2, pd.Series(dtype=float), [Reason("failed", "failed: crashed")])
     condition = ("default", "hello", "wrk", 2)
-    only = verdicts.estimate_pair("family", condition, ok, skipped).row
-    assert only["only_not_measured"] is True
+    only = verdicts.estimate_pair("family", condition, ok, skipped).comparison
+    assert only.only_not_measured is True
+    assert only.not_measured == (("meinheld", "server program 'meinheld' not found on PATH"),)
+    both = verdicts.estimate_pair("named", condition, failed, skipped).comparison
+    assert both.only_not_measured is False and both.not_measured[0][0] == "meinheld"
+    # As a CSV row: the facts as JSON, read back by the Answers.
+    only, both = only.as_row(), both.as_row()
     assert json.loads(only["not_measured"]) == [["meinheld", "server program 'meinheld' not found on PATH"]]
-    both = verdicts.estimate_pair("named", condition, failed, skipped).row
-    assert both["only_not_measured"] is False and json.loads(both["not_measured"])[0][0] == "meinheld"
     table = pd.read_csv(io.StringIO(pd.DataFrame([only, both], columns=verdicts.VERDICT_COLUMNS).to_csv(index=False)))
     found = answers(table)
     assert found["not measured"] == ["meinheld (server program 'meinheld' not found on PATH)"]
-    assert len(found["not comparable"]) == 2 and all("starman against meinheld" in line
-                                                     for line in found["not comparable"])  # fmt: skip
+    assert len(found["not comparable"]) == 2 and all(
+        "starman against meinheld" in line for line in found["not comparable"]
+    )

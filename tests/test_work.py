@@ -105,8 +105,11 @@ def _raw_outputs_trace_the_figures(path):
     """Every life's raw outputs are kept beside the record and named in it; the callgrind
     files, unpacked, give the life's total again, and h2load got every answer it counted."""
     record = json.loads(path.read_text())
-    assert set(record["raw"]) == {f"{lens}-{n}" for lens, ns in (("instructions", (50, 350)),
-                                  ("counters", (200, 1200)), ("names", (50, 350))) for n in ns}  # fmt: skip
+    assert set(record["raw"]) == {
+        f"{lens}-{n}"
+        for lens, ns in (("instructions", (50, 350)), ("counters", (200, 1200)), ("names", (50, 350)))
+        for n in ns
+    }
     for life, names in record["raw"].items():
         kept = {Path(name).name for name in names}
         assert {"warmup.txt", "client.txt"} <= kept, (life, kept)
@@ -234,10 +237,17 @@ def test_a_worker_killed_mid_life_gives_a_reason(work_config, tmp_path):
 
 def _work_csv(path: Path, figures: dict, schema: str = "serverbench.work/3") -> Path:
     rows = [
-        {"profile": "default", "workload": "hello", "server": server, "schema": schema, "status": "ok",
-         "reason": None, "instructions_per_request": value}
+        {
+            "profile": "default",
+            "workload": "hello",
+            "server": server,
+            "schema": schema,
+            "status": "ok",
+            "reason": None,
+            "instructions_per_request": value,
+        }
         for server, value in figures.items()
-    ]  # fmt: skip
+    ]
     path.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(path / "work.csv", index=False)
     return path
@@ -272,8 +282,13 @@ def test_a_twins_collection_does_not_blind_the_other_servers(base_config, tmp_pa
     """One gunicorn life holding a whole-heap collection its pair did not (1.12x its twin, as
     in a real run): the twin's spread widens gunicorn's own comparisons (its planted variant
     undetermined, as it should be) but not uWSGI's, whose pair is still decided and says why."""
-    figures = {"gunicorn-gthread": 678_349.0, "gunicorn-gthread-again": 605_143.0,
-               "gunicorn-gthread-plus5": 632_314.0, "uwsgi-debian": 50_554.3, "uwsgi-psgi": 59_591.4}  # fmt: skip
+    figures = {
+        "gunicorn-gthread": 678_349.0,
+        "gunicorn-gthread-again": 605_143.0,
+        "gunicorn-gthread-plus5": 632_314.0,
+        "uwsgi-debian": 50_554.3,
+        "uwsgi-psgi": 59_591.4,
+    }
     work = pd.read_csv(_work_csv(tmp_path / "run", figures) / "work.csv")
     found = {(c.kind, c.a, c.b): c for c in work_comparisons(work, base_config)}
     uwsgi = found[("same server", "uwsgi-debian", "uwsgi-psgi")]

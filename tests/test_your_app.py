@@ -59,8 +59,11 @@ def test_an_app_outside_the_repository_is_hosted(base_config, tmp_path, no_lefto
     assert record["status"] == "ok", record["reason"]
     argv = " ".join(record["server"]["argv"])
     assert "hello" not in argv and str(directory) not in argv  # the copy, not the original
-    wanted = {"gunicorn": "shop.entry:app", "uwsgi-debian": "/app/python/shop/entry.py --callable app",
-              "mod_wsgi": "/app/python/shop/entry.py --callable-object app"}[server]  # fmt: skip
+    wanted = {
+        "gunicorn": "shop.entry:app",
+        "uwsgi-debian": "/app/python/shop/entry.py --callable app",
+        "mod_wsgi": "/app/python/shop/entry.py --callable-object app",
+    }[server]
     assert wanted in argv, argv
     assert len(served_log.read_text().split()) >= record["load"]["requests"] > 0
 
@@ -110,12 +113,17 @@ def test_an_app_brings_its_own_workloads(base_config, tmp_path, no_leftovers, ke
     directory.mkdir()
     (directory / "status.py").write_text(STATUS_APP)
     workload = {"path": "/status", "expect": {"status": 200, "json_keys": keys, "content_type": "application/json"}}
-    base_config["apps"]["status"] = {"python": {"dir": str(directory), "module": "status", "callable": "app"},
-                                     "workloads": {"up": workload}}  # fmt: skip
+    base_config["apps"]["status"] = {
+        "python": {"dir": str(directory), "module": "status", "callable": "app"},
+        "workloads": {"up": workload},
+    }
     base_config["app"] = "status"
     base_config["profiles"]["default"]["workloads"] = ["up"]
-    record = run_cell(base_config, Cell("default", "wrk", "gunicorn", 10, 1, "up"),
-                      *(str(tmp_path / f"up.{suffix}") for suffix in ("json", "load.txt", "server.log")))  # fmt: skip
+    record = run_cell(
+        base_config,
+        Cell("default", "wrk", "gunicorn", 10, 1, "up"),
+        *(str(tmp_path / f"up.{suffix}") for suffix in ("json", "load.txt", "server.log")),
+    )
     assert record["status"] == status, record["reason"]
     if status == "failed":
         assert "without key(s) ['version']" in record["reason"]
@@ -124,8 +132,10 @@ def test_an_app_brings_its_own_workloads(base_config, tmp_path, no_leftovers, ke
 
 
 def test_a_profile_workload_the_app_lacks_is_refused(base_config):
-    base_config["apps"]["mine"] = {"python": {"dir": "/srv/mine", "module": "mine"}, "workloads": {
-        "home": {"path": "/", "expect": {"status": 200}}}}  # fmt: skip
+    base_config["apps"]["mine"] = {
+        "python": {"dir": "/srv/mine", "module": "mine"},
+        "workloads": {"home": {"path": "/", "expect": {"status": 200}}},
+    }
     base_config["app"] = "mine"
     with pytest.raises(cfg.ConfigError) as caught:
         cfg.validate(base_config)
@@ -146,8 +156,10 @@ def test_an_app_that_does_not_load_fails_its_cell_with_file_and_line(base_config
     directory.mkdir()
     (directory / "entry.py").write_text(BROKEN_PYTHON)
     (directory / "app.psgi").write_text(DYING_PSGI)
-    base_config["apps"]["broken"] = {"python": {"dir": str(directory), "module": "entry", "callable": "app"},
-                                     "perl": {"file": str(directory / "app.psgi")}}  # fmt: skip
+    base_config["apps"]["broken"] = {
+        "python": {"dir": str(directory), "module": "entry", "callable": "app"},
+        "perl": {"file": str(directory / "app.psgi")},
+    }
     base_config["app"] = "broken"
     record = measure_cell(base_config, tmp_path / "cells", server=server)
     assert record["status"] == "failed"
@@ -166,8 +178,11 @@ def test_an_apps_placeholders_from_its_part(base_config):
     the language's default_callable; {apps} is the run directory's copy of apps/."""
     spec = {"python": {"dir": "/srv/shop", "module": "shop.wsgi"}, "perl": {"file": "{apps}/perl/x.psgi"}}
     assert apps.app_values(base_config, spec, "python", "/run/apps") == {
-        "app_dir": "/srv/shop", "app_module": "shop.wsgi", "app_callable": "application",
-        "app_file": "/srv/shop/shop/wsgi.py"}  # fmt: skip
+        "app_dir": "/srv/shop",
+        "app_module": "shop.wsgi",
+        "app_callable": "application",
+        "app_file": "/srv/shop/shop/wsgi.py",
+    }
     assert apps.app_values(base_config, spec, "perl", "/run/apps")["app_file"] == "/run/apps/perl/x.psgi"
 
 

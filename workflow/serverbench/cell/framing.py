@@ -315,8 +315,7 @@ def other_cases() -> list[Case]:
     ]
 
 
-CASES = [*content_length_cases(), *transfer_encoding_cases(), *field_syntax_cases(), *chunk_cases(),
-         *other_cases()]  # fmt: skip
+CASES = [*content_length_cases(), *transfer_encoding_cases(), *field_syntax_cases(), *chunk_cases(), *other_cases()]
 KINDS = list(dict.fromkeys(case.kind for case in CASES))
 
 

@@ -170,9 +170,15 @@ class Launch:
             log.flush()
             try:
                 done = subprocess.run(
-                    argv, cwd=self.rundir, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                    timeout=APP_SETUP_TIMEOUT, check=False,
-                )  # fmt: skip
+                    argv,
+                    cwd=self.rundir,
+                    env=self.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    timeout=APP_SETUP_TIMEOUT,
+                    check=False,
+                )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 raise CellFailed(f"the app {app_name!r}'s setup {argv} did not run: {exc}") from None
         if done.returncode != 0:

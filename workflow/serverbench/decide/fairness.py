@@ -15,7 +15,8 @@ from __future__ import annotations
 import pandas as pd
 
 from serverbench.decide import inference
-from serverbench.decide.judgement import Pending
+from serverbench.decide.judgement import FAIRNESS as FAIRNESS_METRIC
+from serverbench.decide.judgement import Pending, Reason, TimedComparison, Users
 from serverbench.decide.pairs import FAIRNESS
 
 KIND = FAIRNESS
@@ -25,6 +26,7 @@ STARVED = "starved"
 # Waiting connections that time out are part of what starvation does to a user: not a reason
 # to leave the comparison out, where a side is starved.
 WITH_STARVATION = ("errors", "timeouts")
+COMPARED_INSTEAD = "compared on fairness"  # a Reason's code: req/s could not compare the pair
 
 
 def fairness_pair(kind: str, condition: tuple, a, b) -> list[Pending]:
@@ -40,44 +42,46 @@ def fairness_pair(kind: str, condition: tuple, a, b) -> list[Pending]:
     if found is None:
         return []
     words = "; ".join(reason.text for reason in reasons)
-    row = dict(zip(("profile", "workload", "tool", "concurrency"), condition, strict=True))
-    row.update(
-        kind=KIND,
-        a=a.server,
-        b=b.server,
-        language_a=a.language,
-        language_b=b.language,
+    pair = TimedComparison.of_pair(
+        KIND,
+        FAIRNESS_METRIC,
+        condition,
+        a,
+        b,
         n_a=len(a.jain),
         n_b=len(b.jain),
-        median_a=float(a.jain.median()),
-        median_b=float(b.jain.median()),
+        a_value=float(a.jain.median()),
+        b_value=float(b.jain.median()),
         method=found.method,
-        ratio=found.ratio,
+        estimate=found.ratio,
         p_value=found.p_value,
-        why=f"compared as {kind}: {words}",
+        reasons=(Reason(COMPARED_INSTEAD, f"compared as {kind}: {words}"),),
+        users=(_users(a.users), _users(b.users)),
     )
-    return [Pending(row, estimate=found, users=(a.users, b.users))]
+    return [Pending(pair, estimate=found)]
 
 
-def in_words(row: dict, users: tuple[dict, dict]) -> None:
-    """The outcome in fairness words, and the row's sentence (``users``: what each side's got)."""
-    row["verdict"] = WORDS.get(row.get("verdict"), row.get("verdict"))
-    where = f"Under {row['tool']} at {row['concurrency']} connections"
-    if row.get("ci_low") is None:
-        row["sentence"] = f"{where}, {row['a']} against {row['b']}: fairness {row['verdict']}"
-        return
-    level = f"{(1 - row['level']) * 100:.3g}%"
-    interval = f"{level} CI {row['ci_low']:.2f}–{row['ci_high']:.2f}"
-    detail = f"Jain's index {row['median_a']:.2f} against {row['median_b']:.2f}"
-    if row["verdict"] == "equivalent":
-        outcome = f"equivalent (within ±{row['margin'] * 100:.3g}%)"
-    elif row["verdict"] == "undetermined" and row.get("detectable_ratio"):
-        outcome = f"undetermined (this run could have told beyond {row['detectable_ratio']:.2f}×)"
+def _users(found: dict) -> Users:
+    return Users(found.get("answered_share"), found.get("connection_wait_p90_ms"))
+
+
+def in_words(found: TimedComparison) -> str:
+    """A fairness comparison's sentence, with what each side's users got."""
+    where = f"Under {dict(found.condition)['tool']} at {dict(found.condition)['concurrency']} connections"
+    if found.low is None:
+        return f"{where}, {found.a} against {found.b}: fairness {found.outcome}"
+    level = f"{(1 - found.level) * 100:.3g}%"
+    interval = f"{level} CI {found.low:.2f}–{found.high:.2f}"
+    detail = f"Jain's index {found.a_value:.2f} against {found.b_value:.2f}"
+    if found.outcome == "equivalent":
+        outcome = f"equivalent (within ±{found.margin * 100:.3g}%)"
+    elif found.outcome == "undetermined" and found.detectable_ratio:
+        outcome = f"undetermined (this run could have told beyond {found.detectable_ratio:.2f}×)"
     else:
-        outcome = f"{row['verdict']} by more than {row['margin'] * 100:.3g}%"
-    row["sentence"] = (
-        f"{where}, {row['a']} serves its connections {row['ratio']:.2f}× as evenly as {row['b']}"
-        f" ({detail}; {interval}): {outcome}{_what_users_got(users)}"
+        outcome = f"{found.outcome} by more than {found.margin * 100:.3g}%"
+    return (
+        f"{where}, {found.a} serves its connections {found.estimate:.2f}× as evenly as {found.b}"
+        f" ({detail}; {interval}): {outcome}{_what_users_got(found.users or (Users(), Users()))}"
     )
 
 
@@ -85,15 +89,15 @@ def _ms(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.2g}"
 
 
-def _what_users_got(users: tuple[dict, dict]) -> str:
+def _what_users_got(users: tuple[Users, Users]) -> str:
     """The connections answered at all, and the p90 over all of them of the time between answers."""
     a, b = users
     parts = []
-    if pd.notna(a.get("answered_share")) and pd.notna(b.get("answered_share")):
-        parts.append(f"{a['answered_share']:.0%} against {b['answered_share']:.0%} of connections answered")
-    if pd.notna(a.get("connection_wait_p90_ms")) and pd.notna(b.get("connection_wait_p90_ms")):
+    if pd.notna(a.answered_share) and pd.notna(b.answered_share):
+        parts.append(f"{a.answered_share:.0%} against {b.answered_share:.0%} of connections answered")
+    if pd.notna(a.connection_wait_p90_ms) and pd.notna(b.connection_wait_p90_ms):
         parts.append(
-            f"the slowest-served tenth waited {_ms(a['connection_wait_p90_ms'])} against"
-            f" {_ms(b['connection_wait_p90_ms'])} ms between answers (a starved connection counts its whole window)"
+            f"the slowest-served tenth waited {_ms(a.connection_wait_p90_ms)} against"
+            f" {_ms(b.connection_wait_p90_ms)} ms between answers (a starved connection counts its whole window)"
         )
     return f"; {'; '.join(parts)}" if parts else ""

@@ -29,7 +29,9 @@ import statsmodels.api as sm
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-FASTER, SLOWER, EQUIVALENT, UNDETERMINED = "faster", "slower", "equivalent", "undetermined"
+# The outcomes have one home, the shape of a judgement (re-exported: inference.FASTER, ...).
+from serverbench.decide.judgement import EQUIVALENT, FASTER, SLOWER, UNDETERMINED
+
 POWER = 0.8  # the detectable ratio is the one this comparison would decide this often
 
 

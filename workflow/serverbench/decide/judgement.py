@@ -11,13 +11,20 @@ every exporter reads the same struct.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from serverbench.decide.inference import UNDETERMINED, Estimate
+from serverbench.tables.columns import CONDITION
 
-# The metrics a comparison can be judged on, and the outcomes of its own: a timed
-# comparison's faster and slower are inference's, as are equivalent and undetermined.
-SPEED, FAIRNESS, WORK = "speed", "fairness", "work"
+if TYPE_CHECKING:  # the shape loads no statistics: the Answers' readers import it at parse time
+    from serverbench.decide.inference import Estimate
+
+# The metrics a comparison can be judged on (latency: p99 under load, a knee), and the outcomes
+# of its own: a timed comparison's faster and slower are inference's, as are equivalent and undetermined.
+SPEED, FAIRNESS, WORK, LATENCY = "speed", "fairness", "work", "latency"
+FASTER, SLOWER, EQUIVALENT, UNDETERMINED = "faster", "slower", "equivalent", "undetermined"
+PENDING = ""  # not yet decided (Holm's procedure and the margin give a timed comparison its outcome)
 MORE_WORK, LESS_WORK, NOT_COMPARABLE = "more work", "less work", "not comparable"
 
 
@@ -52,6 +59,11 @@ class Comparison:
     def decided(self) -> bool:
         return self.outcome not in (UNDETERMINED, NOT_COMPARABLE)
 
+    @property
+    def why(self) -> str:
+        """The reasons in words, as a reader gets them."""
+        return "; ".join(reason.text for reason in self.reasons)
+
     def as_row(self) -> dict:
         """The comparison as one CSV row: fields as columns, reasons joined for reading."""
         return {
@@ -70,17 +82,98 @@ class Comparison:
             "outcome": self.outcome,
             "detectable_ratio": self.detectable_ratio,
             "reason_codes": ";".join(reason.code for reason in self.reasons),
-            "why": "; ".join(reason.text for reason in self.reasons),
+            "why": self.why,
+        }
+
+
+@dataclass(frozen=True)
+class Users:
+    """What one side's users got where connections waited (runs.csv, medians over the rounds)."""
+
+    answered_share: float | None = None
+    connection_wait_p90_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class TimedComparison(Comparison):
+    """A comparison on time (req/s, fairness, latency under load): a ``Comparison`` with what
+    the timed lens adds. ``a_value``/``b_value`` are each side's median (req/s, Jain's index,
+    a knee or a p99); verdicts.csv calls them ``median_a``/``median_b`` and the outcome ``verdict``."""
+
+    language_a: str | None = None
+    language_b: str | None = None
+    n_a: int | None = None
+    n_b: int | None = None
+    full_a: float | None = None  # the full-speed figures, where they decide
+    full_b: float | None = None
+    method: str | None = None
+    p_value: float | None = None
+    p_holm: float | None = None
+    delivered_ratio: float | None = None  # what this machine delivered, beside the figure that decides
+    delivered_low: float | None = None
+    delivered_high: float | None = None
+    rounds_needed: int | None = None  # at this host's noise, to decide an undetermined one
+    fraction: float | None = None  # latency under load: of each one's own capacity
+    offered_rps: float | None = None  # latency under load: one rate offered to both
+    not_measured: tuple[tuple[str, str], ...] = ()  # (server, why it was skipped)
+    only_not_measured: bool | None = None  # that is the only reason it was not made
+    left_out: tuple[tuple[str, str], ...] = ()  # (server, reason code): not the best of its language
+    users: tuple[Users, Users] | None = None  # fairness: what each side's users got
+
+    @classmethod
+    def of_pair(cls, kind: str, metric: str, condition: tuple, a, b, **fields) -> TimedComparison:
+        """Two cells (anything with a ``server`` and a ``language``) at a condition of the timed
+        tables (``tables.columns.CONDITION``'s values), not yet decided."""
+        return cls(
+            kind=kind,
+            a=a.server,
+            b=b.server,
+            metric=metric,
+            condition=tuple(zip(CONDITION, condition, strict=True)),
+            outcome=PENDING,
+            language_a=a.language,
+            language_b=b.language,
+            **fields,
+        )
+
+    def as_row(self) -> dict:
+        """The verdicts.csv row (``sentence`` is the reader's, added beside)."""
+        row = super().as_row()
+        return {
+            **row,
+            "verdict": row.pop("outcome"),
+            "median_a": row.pop("a_value"),
+            "median_b": row.pop("b_value"),
+            "language_a": self.language_a,
+            "language_b": self.language_b,
+            "n_a": self.n_a,
+            "n_b": self.n_b,
+            "full_a": self.full_a,
+            "full_b": self.full_b,
+            "method": self.method,
+            "p_value": self.p_value,
+            "p_holm": self.p_holm,
+            "delivered_ratio": self.delivered_ratio,
+            "delivered_ci_low": self.delivered_low,
+            "delivered_ci_high": self.delivered_high,
+            "rounds_needed": self.rounds_needed,
+            "fraction": self.fraction,
+            "offered_rps": self.offered_rps,
+            "not_measured": json.dumps([list(pair) for pair in self.not_measured]) if self.not_measured else None,
+            "only_not_measured": self.only_not_measured,
+            "left_out": json.dumps([list(pair) for pair in self.left_out]) if self.left_out else None,
         }
 
 
 @dataclass
 class Pending:
-    """A timed comparison's row before Holm's procedure sets its level, with the estimates
-    that will then give its interval beside it (never inside it as hidden keys): the one it
-    is decided on and the delivered req/s one; for a fairness row, what users got."""
+    """A timed comparison on its way: the frozen comparison as far as it is made (each stage
+    replaces it with the next: estimated, Holm's level set, decided), and the estimates that
+    will give its interval beside it: the one it is decided on and the delivered req/s one."""
 
-    row: dict
+    comparison: TimedComparison
     estimate: Estimate | None = None
     delivered: Estimate | None = None
-    users: tuple[dict, dict] = ({}, {})
+
+    def update(self, **fields) -> None:
+        self.comparison = replace(self.comparison, **fields)

@@ -7,8 +7,10 @@ from __future__ import annotations
 import pandas as pd
 
 from serverbench.decide import stats
+from serverbench.decide.judgement import LATENCY, Reason, TimedComparison
 from serverbench.decide.pairs import best_of_languages, declared_pairs
 from serverbench.plan.rates import knee_bounds
+from serverbench.tables.columns import CONDITION
 from serverbench.tables.knees import by_fraction, interpolated_p99, knee
 
 BEST_KNEE = "best of language (highest knee)"
@@ -22,9 +24,9 @@ def _server_groups(latency: pd.DataFrame) -> dict[tuple, dict[str, pd.DataFrame]
     return out
 
 
-def latency_verdicts(latency: pd.DataFrame, config: dict) -> list[dict]:
-    """Rows for verdicts.csv: each server's knee, and for each declared pair of servers with a
-    knee the knees' ratio and p99 at equal fractions and at equal offered load (before Holm)."""
+def latency_verdicts(latency: pd.DataFrame, config: dict) -> list[TimedComparison]:
+    """Each server's knee, and for each declared pair of servers with a knee the knees' ratio
+    and p99 at equal fractions and at equal offered load (before Holm)."""
     confidence, seed = config["comparisons"]["confidence"], config["seed"]
     bounds, rows = knee_bounds(config), []
     for condition, servers in _server_groups(latency).items():
@@ -38,7 +40,25 @@ def latency_verdicts(latency: pd.DataFrame, config: dict) -> list[dict]:
             rows.append({**pair, "kind": "knee ratio", **_knee_ratio(found[a], found[b])})
             rows += [{**pair, **row} for row in _p99_at_fractions(servers[a], servers[b], confidence, seed)]
             rows.append({**pair, "kind": "p99 at equal load", **_p99_at_equal_load(servers[a], servers[b], found)})
-    return rows
+    return [_as_comparison(row) for row in rows]
+
+
+# The fields of a latency row, by their verdicts.csv names.
+RENAMED = {"median_a": "a_value", "median_b": "b_value", "ratio": "estimate", "ci_low": "low", "ci_high": "high"}
+KEPT = ("kind", "a", "b", "language_a", "language_b", "n_a", "n_b", "p_value", "fraction", "offered_rps")
+
+
+def _as_comparison(row: dict) -> TimedComparison:
+    """A latency row, built by the functions below, made into its comparison."""
+    found = {RENAMED.get(key, key): value for key, value in row.items() if key in RENAMED or key in KEPT}
+    why = row.get("why")
+    return TimedComparison(
+        **{"b": None, **found},
+        metric=LATENCY,
+        condition=tuple((column, row[column]) for column in CONDITION),
+        outcome=row.get("verdict", ""),
+        reasons=(Reason(row["kind"], why),) if why else (),
+    )
 
 
 def latency_pairs(config: dict, found: dict) -> list[tuple[str, str, str]]:
@@ -100,7 +120,7 @@ def _offered_range(group: pd.DataFrame) -> tuple[float, float]:
     return min(rates), max(rates)
 
 
-def latency_verdict(row: dict, alpha: float) -> str:
+def latency_verdict(found: TimedComparison, alpha: float) -> str:
     """A p99 comparison's verdict: lower p99 is better, so a ratio (A/B) above 1 is ``higher p99``."""
-    decided = stats.verdict(row["ratio"], row["ci_low"], row["ci_high"], row["p_holm"], alpha)
+    decided = stats.verdict(found.estimate, found.low, found.high, found.p_holm, alpha)
     return {"faster": "higher p99", "slower": "lower p99"}.get(decided, decided)

@@ -28,8 +28,12 @@ from serverbench.decide.pairs import FAIRNESS
 from serverbench.plan.seeds import Seeds
 
 HOLDS, CONTRADICTED, UNDETERMINED, NOT_MEASURED, NOT_STATED = (
-    "holds", "contradicted", "undetermined", "not measured", "not stated",
-)  # fmt: skip
+    "holds",
+    "contradicted",
+    "undetermined",
+    "not measured",
+    "not stated",
+)
 SEED_KIND = "seed"
 # Verdict kinds that rank two servers on req/s (any of them can carry a seed pair).
 THROUGHPUT_KINDS = ("same server", "family", "named", "ceiling", SEED_KIND, "A/A", "variant")

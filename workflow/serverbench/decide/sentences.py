@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from serverbench.decide.judgement import NOT_COMPARABLE, TimedComparison
 from serverbench.plan.languages import title
 
 
@@ -13,31 +14,31 @@ def _who(config: dict, server: str, language: str) -> str:
     return f"{server} ({title(config, language)})"
 
 
-def _claim(row: dict, interval: str, config: dict) -> str:
+def _claim(found: TimedComparison, interval: str, config: dict) -> str:
     """What the ratio says, in the words of the comparison's kind."""
-    a, b, times = row["a"], row["b"], f"{row['ratio']:.2f}×"
-    if row["kind"] == "ceiling":
-        return f"{a} reaches {row['ratio']:.0%} of {b}'s requests/s ({interval})"
-    if row["kind"] == "best of language":
-        first, second = title(config, row["language_a"]), title(config, row["language_b"])
+    a, b, kind, times = found.a, found.b, found.kind, f"{found.estimate:.2f}×"
+    if kind == "ceiling":
+        return f"{a} reaches {found.estimate:.0%} of {b}'s requests/s ({interval})"
+    if kind == "best of language":
+        first, second = title(config, found.language_a), title(config, found.language_b)
         return (
             f"the best {first} server, {a}, serves {times} the requests/s of the best {second} server, {b} ({interval})"
         )
-    if row["kind"] == "same server":
-        first, second = title(config, row["language_a"]), title(config, row["language_b"])
+    if kind == "same server":
+        first, second = title(config, found.language_a), title(config, found.language_b)
         return f"{a} serves {first} at {times} the requests/s the same server ({b}) serves {second} ({interval})"
-    if row["kind"] == "server spread":
-        language = title(config, row["language_a"])
+    if kind == "server spread":
+        language = title(config, found.language_a)
         return (
             f"the fastest {language} server, {a}, serves {times} the requests/s of the slowest, {b} ({interval}): "
             "what the choice of server is worth here"
         )
-    if row["kind"] == "A/A":
+    if kind == "A/A":
         same = f"the same server as {b} under a second name (A/A control)"
         return f"{a}, {same}, serves {times} its requests/s ({interval})"
-    if row["kind"] == "variant":
+    if kind == "variant":
         return f"{a}, a variant of {b} measured in the same rounds, serves {times} its requests/s ({interval})"
-    who_a, who_b = _who(config, a, row["language_a"]), _who(config, b, row["language_b"])
+    who_a, who_b = _who(config, a, found.language_a), _who(config, b, found.language_b)
     return f"{who_a} serves {times} the requests/s of {who_b} ({interval})"
 
 
@@ -46,18 +47,17 @@ def confidence_label(level: float) -> str:
     return f"{(1 - level) * 100:.3g}%"
 
 
-def outcome_words(row: dict) -> str:
+def outcome_words(found: TimedComparison) -> str:
     """A throughput outcome in words, with the margin and what the run could have told."""
-    margin, verdict = row.get("margin"), row["verdict"]
+    margin, verdict = found.margin, found.outcome
     if verdict in ("faster", "slower"):
         return f"{verdict} by more than {margin * 100:.3g}%"
     if verdict == "equivalent":
         return f"equivalent (within ±{margin * 100:.3g}%)"
     if verdict == "undetermined":
-        detectable = row["detectable_ratio"]
-        needed = row.get("rounds_needed")
+        detectable, needed = found.detectable_ratio, found.rounds_needed
         rounds = (
-            f"; at this host's noise about {needed:.0f} rounds would decide it, against {min(row['n_a'], row['n_b'])}"
+            f"; at this host's noise about {needed:.0f} rounds would decide it, against {min(found.n_a, found.n_b)}"
             if needed is not None and needed == needed
             else ""
         )
@@ -68,52 +68,58 @@ def outcome_words(row: dict) -> str:
     return verdict
 
 
-def sentence(row: dict, config: dict) -> str:
+def _where(found: TimedComparison) -> dict:
+    return dict(found.condition)
+
+
+def sentence(found: TimedComparison, config: dict) -> str:
     """A throughput verdict in plain words."""
-    where = f"Under {row['tool']} at {row['concurrency']} connections"
-    why = f" ({row['why']})" if row.get("why") else ""
-    if row["verdict"] == "not comparable":
-        if not row.get("a"):
-            return f"{where}, best of each language: not comparable, {row['why']}"
-        return f"{where}, {row['a']} against {row['b']}: not comparable, {row['why']}"
-    confidence = confidence_label(row["level"])
-    interval = f"{confidence} CI {row['ci_low']:.2f}–{row['ci_high']:.2f}"
-    if row["kind"] == "ceiling":
-        interval = f"{confidence} CI {row['ci_low']:.0%}–{row['ci_high']:.0%}"
-    return f"{where}, {_claim(row, interval, config)}: {outcome_words(row)}{why}"
+    condition = _where(found)
+    where = f"Under {condition['tool']} at {condition['concurrency']} connections"
+    why = f" ({found.why})" if found.why else ""
+    if found.outcome == NOT_COMPARABLE:
+        if not found.a:
+            return f"{where}, best of each language: not comparable, {found.why}"
+        return f"{where}, {found.a} against {found.b}: not comparable, {found.why}"
+    confidence = confidence_label(found.level)
+    interval = f"{confidence} CI {found.low:.2f}–{found.high:.2f}"
+    if found.kind == "ceiling":
+        interval = f"{confidence} CI {found.low:.0%}–{found.high:.0%}"
+    return f"{where}, {_claim(found, interval, config)}: {outcome_words(found)}{why}"
 
 
-def latency_sentence(row: dict, confidence: float) -> str:
-    connections = int(row["concurrency"])
-    where = f"Latency under load ({row['tool']}, {connections} connection{'s' if connections != 1 else ''})"
-    a, b, why = row["a"], row.get("b"), f" ({row['why']})" if row.get("why") else ""
-    if row["kind"] == "knee":
-        if row["verdict"] != "measured":
+def latency_sentence(found: TimedComparison, confidence: float) -> str:
+    condition = _where(found)
+    connections = int(condition["concurrency"])
+    where = f"Latency under load ({condition['tool']}, {connections} connection{'s' if connections != 1 else ''})"
+    a, b, why = found.a, found.b, f" ({found.why})" if found.why else ""
+    if found.kind == "knee":
+        if found.outcome != "measured":
             return f"{where}: {a} has no knee figure{why}"
-        low, high = row.get("ci_low"), row.get("ci_high")
+        low, high = found.low, found.high
         known = low is not None and not pd.isna(low)
         upper = f"{high:,.0f}" if high is not None and not pd.isna(high) else "beyond the range measured"
         interval = f" (knee between {low:,.0f} and {upper} req/s at {confidence:.0%})" if known else ""
-        return f"{where}: {a} answers within its p99 bound up to {row['median_a']:,.0f} req/s{interval}{why}"
-    if row["verdict"] == "not comparable":
-        return f"{where}, {a} against {b}, {row['kind']}: not comparable{why}"
-    times = f"{row['ratio']:.2f}×"
-    if row["kind"] == "knee ratio":
+        return f"{where}: {a} answers within its p99 bound up to {found.a_value:,.0f} req/s{interval}{why}"
+    if found.outcome == NOT_COMPARABLE:
+        return f"{where}, {a} against {b}, {found.kind}: not comparable{why}"
+    times = f"{found.estimate:.2f}×"
+    if found.kind == "knee ratio":
         return (
-            f"{where}: {a}'s knee is {times} {b}'s ({row['median_a']:,.0f} against {row['median_b']:,.0f} req/s;"
+            f"{where}: {a}'s knee is {times} {b}'s ({found.a_value:,.0f} against {found.b_value:,.0f} req/s;"
             f" one figure each, not tested){why}"
         )
-    if row["kind"] == "p99 at equal load":
+    if found.kind == "p99 at equal load":
         return (
-            f"{where}: at {row['offered_rps']:,.0f} req/s offered to both, {a}'s p99 is {row['median_a']:.3g} ms"
-            f" against {b}'s {row['median_b']:.3g} ms ({times}, interpolated, not tested){why}"
+            f"{where}: at {found.offered_rps:,.0f} req/s offered to both, {a}'s p99 is {found.a_value:.3g} ms"
+            f" against {b}'s {found.b_value:.3g} ms ({times}, interpolated, not tested){why}"
         )
     interval = (
-        f"{confidence:.0%} CI {row['ci_low']:.2f}–{row['ci_high']:.2f}"
-        if row.get("ci_low") is not None and not pd.isna(row.get("ci_low"))
-        else f"{row.get('n_a')} against {row.get('n_b')} runs: not tested"
+        f"{confidence:.0%} CI {found.low:.2f}–{found.high:.2f}"
+        if found.low is not None and not pd.isna(found.low)
+        else f"{found.n_a} against {found.n_b} runs: not tested"
     )
     return (
-        f"{where}: at {row['fraction']:g} of its own capacity, {a}'s p99 is {times} {b}'s"
-        f" ({row['median_a']:.3g} against {row['median_b']:.3g} ms, {interval}): {row['verdict']}{why}"
+        f"{where}: at {found.fraction:g} of its own capacity, {a}'s p99 is {times} {b}'s"
+        f" ({found.a_value:.3g} against {found.b_value:.3g} ms, {interval}): {found.outcome}{why}"
     )

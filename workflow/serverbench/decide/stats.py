@@ -27,7 +27,7 @@ def _ratio_of_medians(a, b, axis=-1):
 
 
 @dataclass(frozen=True)
-class Comparison:
+class RankComparison:
     """A against B: ratio of medians (A/B) with its interval and the rank test's p-value."""
 
     n_a: int
@@ -44,13 +44,13 @@ class Comparison:
         return dataclasses.asdict(self)
 
 
-def compare(a, b, confidence: float, seed: int) -> Comparison:
+def compare(a, b, confidence: float, seed: int) -> RankComparison:
     """Two samples of repeats; the interval and the test need at least 2 values on each side."""
     x, y = clean(a), clean(b)
     median_a, median_b = float(np.median(x)), float(np.median(y))
     ratio = median_a / median_b if median_b else float("nan")
     if len(x) < 2 or len(y) < 2 or not median_b:
-        return Comparison(len(x), len(y), median_a, median_b, ratio, None, None, None)
+        return RankComparison(len(x), len(y), median_a, median_b, ratio, None, None, None)
     interval = stats.bootstrap(
         (x, y),
         _ratio_of_medians,
@@ -64,7 +64,7 @@ def compare(a, b, confidence: float, seed: int) -> Comparison:
     ties = len(np.unique(np.concatenate([x, y]))) < len(x) + len(y)
     method = "asymptotic" if ties or len(x) + len(y) > 60 else "exact"
     p_value = float(stats.mannwhitneyu(x, y, alternative="two-sided", method=method).pvalue)
-    return Comparison(len(x), len(y), median_a, median_b, ratio, float(interval.low), float(interval.high), p_value)
+    return RankComparison(len(x), len(y), median_a, median_b, ratio, float(interval.low), float(interval.high), p_value)
 
 
 def holm(p_values: list[float | None]) -> list[float | None]:

@@ -19,16 +19,15 @@ comparable``, with the reason, and is never the best of its language.
 
 from __future__ import annotations
 
-import json
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
 from serverbench.decide import fairness, fullspeed, inference
 from serverbench.decide import seeds as seed_studies
 from serverbench.decide.comparability import reasons_not_comparable
-from serverbench.decide.judgement import Pending, Reason
+from serverbench.decide.judgement import NOT_COMPARABLE, PENDING, SPEED, Pending, Reason, TimedComparison
 from serverbench.decide.latency import latency_verdict, latency_verdicts
 from serverbench.decide.margins import margin_for
 from serverbench.decide.pairs import LATENCY_KINDS, best_of_languages, declared_pairs
@@ -39,11 +38,11 @@ from serverbench.plan.languages import compared, title
 from serverbench.tables.columns import CONDITION
 
 VERDICT_COLUMNS = [
-    "kind", *CONDITION, "fraction", "offered_rps", "a", "b", "language_a", "language_b", "n_a", "n_b",
+    "kind", "metric", *CONDITION, "fraction", "offered_rps", "a", "b", "language_a", "language_b", "n_a", "n_b",
     "median_a", "median_b", "full_a", "full_b", "method",
     "ratio", "ci_low", "ci_high", "delivered_ratio", "delivered_ci_low", "delivered_ci_high",
     "level", "p_value", "p_holm", "margin", "detectable_ratio", "rounds_needed", "verdict", "why",
-    "sentence", "not_measured", "only_not_measured", "left_out",
+    "reason_codes", "sentence", "not_measured", "only_not_measured", "left_out",
 ]  # fmt: skip
 # The last three are facts the Answers read, so that no reader parses ``why``: the pair's servers
 # not measured at all ([server, reason] pairs, JSON), whether that is the comparison's only reason
@@ -53,6 +52,17 @@ BEST_OF_LANGUAGE = "best of language"
 # The fastest server of a language against its slowest at one condition (a profile's
 # `server_spread`): how much the choice of server matters for that app and workload.
 SERVER_SPREAD = "server spread"
+# Why a comparison came out as it did, or could not be made (a Reason's code; cells' own
+# codes are decide.comparability's).
+TOO_FEW = Reason("too few repeats", "fewer than 2 repeats on a side")
+SPLIT_OVER_HOSTS = "split over hosts"
+PHASED = "slow in phases"  # decided on delivered req/s, not full speed
+LEFT_OUT = "left out"  # servers a best of language could not choose
+NO_CANDIDATE = "no comparable server"
+CANNOT_REACH = "cannot reach significance"
+DESCRIBED = Reason(
+    "chosen after the data", "described, not tested: the best of each language is chosen after seeing the data"
+)
 
 
 @dataclass
@@ -121,45 +131,60 @@ def _attach_windows(by_condition: dict, windows: pd.DataFrame | None, spec: dict
 
 
 def estimate_pair(
-    kind: str, condition: tuple, a: CellRounds, b: CellRounds, why: str = "", quantile: float | None = None
+    kind: str,
+    condition: tuple,
+    a: CellRounds,
+    b: CellRounds,
+    given: tuple[Reason, ...] = (),
+    quantile: float | None = None,
 ) -> Pending:
     """One comparison's estimate, before Holm's procedure sets the level of its interval: on the
     full-speed figures (their ``quantile`` of the windows) where both cells have them, else on
-    delivered req/s."""
-    row = dict(zip(CONDITION, condition, strict=True))
-    row.update(kind=kind, a=a.server, b=b.server, language_a=a.language, language_b=b.language, why=why)
-    reasons = [f"{cell.server}: {reason.text}" for cell in (a, b) for reason in cell.why_not]
+    delivered req/s. ``given``: reasons the caller already has (who a best of language left out)."""
+    base = TimedComparison.of_pair(kind, SPEED, condition, a, b)
+    cells = tuple(Reason(reason.code, f"{cell.server}: {reason.text}") for cell in (a, b) for reason in cell.why_not)
     split = _rounds_split_over_hosts(a, b)
-    if reasons or split:
-        skipped = [[cell.server, cell.not_measured] for cell in (a, b) if cell.not_measured is not None]
-        only = bool(skipped) and not split and not why and all(c.comparable or c.not_measured for c in (a, b))
-        words = "; ".join(filter(None, [*reasons, *split, why]))
-        facts = {"not_measured": json.dumps(skipped) if skipped else None, "only_not_measured": only}
-        return Pending({**row, "verdict": "not comparable", "why": words, **facts})
+    if cells or split:
+        skipped = tuple((cell.server, cell.not_measured) for cell in (a, b) if cell.not_measured is not None)
+        only = bool(skipped) and not split and not given and all(c.comparable or c.not_measured for c in (a, b))
+        reasons = (*cells, *split, *given)
+        return Pending(
+            replace(base, outcome=NOT_COMPARABLE, reasons=reasons, not_measured=skipped, only_not_measured=only)
+        )
     delivered = inference.estimate(a.rps, b.rps)
-    row.update(n_a=len(a.rps), n_b=len(b.rps), median_a=float(a.rps.median()), median_b=float(b.rps.median()))
+    counted = replace(
+        base, n_a=len(a.rps), n_b=len(b.rps), a_value=float(a.rps.median()), b_value=float(b.rps.median())
+    )
     if delivered is None:
-        return Pending({**row, "verdict": "not comparable", "why": "fewer than 2 repeats on a side"})
-    estimate, why_delivered = _full_speed(a, b, quantile), _why_delivered(a, b)
+        return Pending(replace(counted, outcome=NOT_COMPARABLE, reasons=(TOO_FEW,)))
+    estimate, reasons, full = _full_speed(a, b, quantile), given, {}
     if estimate is None:
-        estimate = delivered
-        row["why"] = "; ".join(filter(None, [row["why"], why_delivered]))
+        estimate, reasons = delivered, (*given, *_why_delivered(a, b))
     else:
-        row.update(full_a=a.windows.full_speed, full_b=b.windows.full_speed)
-    row.update(method=estimate.method, ratio=estimate.ratio, p_value=estimate.p_value, delivered_ratio=delivered.ratio)
-    return Pending(row, estimate, delivered)
+        full = {"full_a": a.windows.full_speed, "full_b": b.windows.full_speed}
+    judged = replace(
+        counted,
+        **full,
+        method=estimate.method,
+        estimate=estimate.ratio,
+        p_value=estimate.p_value,
+        delivered_ratio=delivered.ratio,
+        reasons=reasons,
+    )
+    return Pending(judged, estimate, delivered)
 
 
-def _rounds_split_over_hosts(a: CellRounds, b: CellRounds) -> list[str]:
+def _rounds_split_over_hosts(a: CellRounds, b: CellRounds) -> tuple[Reason, ...]:
     """A comparison pairs its cells round by round, so that the machine's level cancels; two
     cells of one round on different machines would measure the machines instead."""
     if a.hosts is None or b.hosts is None:
-        return []
+        return ()
     split = [r for r in a.hosts.index.intersection(b.hosts.index) if a.hosts[r] != b.hosts[r]]
-    return [
+    words = [
         f"round {r}: {a.server} ran on {a.hosts[r]}, {b.server} on {b.hosts[r]} (a round's cells must share a host)"
         for r in split[:1]
     ] + ([f"and {len(split) - 1} more rounds split so"] if len(split) > 1 else [])
+    return tuple(Reason(SPLIT_OVER_HOSTS, text) for text in words)
 
 
 def _full_speed(a: CellRounds, b: CellRounds, quantile: float | None) -> inference.Estimate | None:
@@ -168,9 +193,9 @@ def _full_speed(a: CellRounds, b: CellRounds, quantile: float | None) -> inferen
     return fullspeed.estimate(a.windows, b.windows, quantile)
 
 
-def _why_delivered(a: CellRounds, b: CellRounds) -> str:
+def _why_delivered(a: CellRounds, b: CellRounds) -> tuple[Reason, ...]:
     """Why a comparison is on delivered req/s: a side slow in phases of its own (none: a side had no windows)."""
-    return "; ".join(f"{cell.server}: {cell.phased}" for cell in (a, b) if cell.phased)
+    return tuple(Reason(PHASED, f"{cell.server}: {cell.phased}") for cell in (a, b) if cell.phased)
 
 
 def best_of_each_language(
@@ -184,27 +209,32 @@ def best_of_each_language(
         for name, c in cells.items()
         if c.comparable and len(c.rps) and not catalogue.get(name, {}).get("alias_of")
     }
-    rows = []
+    found = []
     for (first, second), best in best_of_languages(config, usable, list(cells)).items():
         members = [c for language in (first, second) for c in cells.values() if c.language == language]
         left_out = [c for c in members if not c.comparable]
         named = [f"{c.server} ({'; '.join(reason.text for reason in c.why_not)})" for c in left_out]
-        why = f"left out: {', '.join(named)}" if named else ""
-        codes = json.dumps([[c.server, c.why_not[0].code] for c in left_out]) if left_out else None
+        given = (Reason(LEFT_OUT, f"left out: {', '.join(named)}"),) if named else ()
+        codes = tuple((c.server, c.why_not[0].code) for c in left_out)
         if None in best:
             missing = [title(config, lang) for lang, server in zip((first, second), best, strict=True) if not server]
-            detail = f"no comparable {' or '.join(missing)} server" + (f"; {why}" if why else "")
-            row = dict(zip(CONDITION, condition, strict=True))
-            rows.append(
-                Pending(
-                    {**row, "kind": BEST_OF_LANGUAGE, "verdict": "not comparable", "why": detail, "left_out": codes}
-                )
+            none = Reason(NO_CANDIDATE, f"no comparable {' or '.join(missing)} server")
+            empty = TimedComparison(
+                kind=BEST_OF_LANGUAGE,
+                a=None,
+                b=None,
+                metric=SPEED,
+                condition=tuple(zip(CONDITION, condition, strict=True)),
+                outcome=NOT_COMPARABLE,
+                reasons=(none, *given),
+                left_out=codes,
             )
+            found.append(Pending(empty))
             continue
-        judged = estimate_pair(BEST_OF_LANGUAGE, condition, cells[best[0]], cells[best[1]], why, quantile)
-        judged.row["left_out"] = codes
-        rows.append(judged)
-    return rows
+        judged = estimate_pair(BEST_OF_LANGUAGE, condition, cells[best[0]], cells[best[1]], given, quantile)
+        judged.update(left_out=codes)
+        found.append(judged)
+    return found
 
 
 def server_spread(
@@ -230,9 +260,51 @@ def verdict_table(
     latency: pd.DataFrame | None = None,
     windows: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
+    """verdicts.csv: every comparison of ``comparisons`` as a row, with its sentence."""
+    found = comparisons(runs, summary, config, latency, windows)
+    rows = [comparison.as_row() | {"sentence": in_words(comparison, config)} for comparison in found]
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def comparisons(
+    runs: pd.DataFrame,
+    summary: pd.DataFrame,
+    config: dict,
+    latency: pd.DataFrame | None = None,
+    windows: pd.DataFrame | None = None,
+) -> list[TimedComparison]:
     """Every declared comparison of a run, decided after Holm's procedure; where rate
     cells ran (``latency``, latency.csv), each server's knee and the pairs' latencies too.
     ``windows`` (windows.csv): the full-speed figures decide where both cells have them."""
+    spec = config["comparisons"]
+    pending = _estimated(runs, summary, config, windows)
+    if latency is not None and not latency.empty:
+        pending += [Pending(found) for found in latency_verdicts(latency, config)]
+    alpha = 1 - spec["confidence"]
+    family = []
+    for judged in filter(_tested, pending):
+        left_out = _cannot_reach(judged, alpha)
+        if left_out:
+            judged.update(reasons=(*judged.comparison.reasons, left_out))
+        else:
+            family.append(judged)
+    adjusted, levels = inference.holm_levels([judged.comparison.p_value for judged in family], alpha)
+    for judged, p_holm, level in zip(family, adjusted, levels, strict=True):
+        judged.update(p_holm=p_holm, level=level)
+    for judged in pending:
+        kind, profile = judged.comparison.kind, dict(judged.comparison.condition)["profile"]
+        if kind in LATENCY_KINDS:
+            _decide_latency(judged, spec["confidence"])
+        elif kind == fairness.KIND:
+            _decide(judged, alpha, spec.get("fairness_margin", fairness.DEFAULT_MARGIN))
+            judged.update(outcome=fairness.WORDS.get(judged.comparison.outcome, judged.comparison.outcome))
+        else:
+            _decide(judged, alpha, margin_for(config, profile, kind))
+    return [judged.comparison for judged in pending]
+
+
+def _estimated(runs: pd.DataFrame, summary: pd.DataFrame, config: dict, windows: pd.DataFrame | None) -> list[Pending]:
+    """Every throughput (and fairness) comparison of the run, estimated, before Holm's procedure."""
     spec, full = config["comparisons"], config.get("full_speed") or {"decides": False}
     quantile = full["quantile"] if full["decides"] else None
     pending: list[Pending] = []
@@ -244,36 +316,22 @@ def verdict_table(
         for kind, a, b in pairs:
             pending.append(estimate_pair(kind, condition, cells[a], cells[b], quantile=quantile))
             # Where waiting connections are what keeps two servers apart, compare what a user gets.
-            if pending[-1].row.get("verdict") == "not comparable":
+            if pending[-1].comparison.outcome == NOT_COMPARABLE:
                 pending += fairness.fairness_pair(kind, condition, cells[a], cells[b])
         if spec["best_of_language"]:
             pending += best_of_each_language(config, condition, cells, quantile)
         if config["profiles"].get(condition[0], {}).get("server_spread"):
             pending += server_spread(config, condition, cells, quantile)
-    if latency is not None and not latency.empty:
-        pending += [Pending(row) for row in latency_verdicts(latency, config)]
-    alpha = 1 - spec["confidence"]
-    family = []
-    for judged in filter(_tested, pending):
-        left_out = _cannot_reach(judged, alpha)
-        if left_out:
-            judged.row["why"] = "; ".join(filter(None, [judged.row.get("why"), left_out]))
-        else:
-            family.append(judged)
-    adjusted, levels = inference.holm_levels([judged.row["p_value"] for judged in family], alpha)
-    for judged, p_holm, level in zip(family, adjusted, levels, strict=True):
-        judged.row.update(p_holm=p_holm, level=level)
-    for judged in pending:
-        row = judged.row
-        if row["kind"] in LATENCY_KINDS:
-            _decide_latency(row, spec["confidence"])
-        elif row["kind"] == fairness.KIND:
-            _decide(judged, alpha, spec.get("fairness_margin", fairness.DEFAULT_MARGIN))
-            fairness.in_words(row, judged.users)
-        else:
-            _decide(judged, alpha, margin_for(config, row["profile"], row["kind"]))
-            row["sentence"] = sentence(row, config)
-    return pd.DataFrame([judged.row for judged in pending], columns=VERDICT_COLUMNS)
+    return pending
+
+
+def in_words(found: TimedComparison, config: dict) -> str:
+    """The comparison's sentence, in the words of its metric and kind."""
+    if found.kind in LATENCY_KINDS:
+        return latency_sentence(found, config["comparisons"]["confidence"])
+    if found.kind == fairness.KIND:
+        return fairness.in_words(found)
+    return sentence(found, config)
 
 
 def _studies_of(summary: pd.DataFrame):
@@ -294,44 +352,44 @@ def _seed_pairs(studies, profile: str, servers: list[str], declared: list[tuple]
 def _tested(judged: Pending) -> bool:
     """A candidate for Holm's family: a declared comparison (or p99 test) with a p-value and no
     outcome yet (the best of each language is chosen after seeing the data: described only)."""
-    row = judged.row
-    return row.get("p_value") is not None and not row.get("verdict") and row["kind"] != BEST_OF_LANGUAGE
+    found = judged.comparison
+    return found.p_value is not None and found.outcome == PENDING and found.kind != BEST_OF_LANGUAGE
 
 
-def _cannot_reach(judged: Pending, alpha: float) -> str | None:
+def _cannot_reach(judged: Pending, alpha: float) -> Reason | None:
     """Why a candidate stays out of Holm's family (its repeats cannot reach significance), else None."""
-    row, estimate = judged.row, judged.estimate
-    reachable = estimate.can_reach(alpha) if estimate else smallest_p(row["n_a"], row["n_b"]) < alpha
+    found, estimate = judged.comparison, judged.estimate
+    reachable = estimate.can_reach(alpha) if estimate else smallest_p(found.n_a, found.n_b) < alpha
     if reachable:
         return None
-    return f"{row['n_a']} against {row['n_b']} repeats cannot reach p < {alpha:g}: left out of the Holm family"
+    words = f"{found.n_a} against {found.n_b} repeats cannot reach p < {alpha:g}: left out of the Holm family"
+    return Reason(CANNOT_REACH, words)
 
 
 def _decide(judged: Pending, alpha: float, margin: float) -> None:
     """The outcome of one throughput comparison, from its interval at its Holm level."""
-    row, estimate, delivered = judged.row, judged.estimate, judged.delivered
-    if row.get("verdict") == "not comparable" or estimate is None:
+    found, estimate, delivered = judged.comparison, judged.estimate, judged.delivered
+    if found.outcome == NOT_COMPARABLE or estimate is None:
         return
-    row["margin"] = margin
+    fields: dict = {"margin": margin}
     if delivered is not None:  # what this machine delivered, at the same level: beside the figure that decides
-        row["delivered_ci_low"], row["delivered_ci_high"] = delivered.interval(row.get("level") or alpha)
-    if row.get("level") is None:  # described or left out: the unadjusted interval, no outcome
-        row["ci_low"], row["ci_high"] = estimate.interval(alpha)
-        row.update(level=alpha, verdict=NOT_TESTED)
-        if row["kind"] == BEST_OF_LANGUAGE:
-            chosen = "described, not tested: the best of each language is chosen after seeing the data"
-            row["why"] = "; ".join(filter(None, [chosen, row.get("why")]))
+        fields["delivered_low"], fields["delivered_high"] = delivered.interval(found.level or alpha)
+    if found.level is None:  # described or left out: the unadjusted interval, no outcome
+        low, high = estimate.interval(alpha)
+        reasons = (DESCRIBED, *found.reasons) if found.kind == BEST_OF_LANGUAGE else found.reasons
+        judged.update(**fields, low=low, high=high, level=alpha, outcome=NOT_TESTED, reasons=reasons)
         return
-    row["ci_low"], row["ci_high"] = estimate.interval(row["level"])
-    row["verdict"] = inference.outcome(row["ci_low"], row["ci_high"], margin)
-    row["detectable_ratio"] = estimate.detectable_ratio(row["level"], margin)
-    if row["verdict"] == inference.UNDETERMINED:  # what this host's noise would need to decide it
-        rounds = min(row["n_a"], row["n_b"])
-        row["rounds_needed"] = inference.rounds_to_decide(row["ratio"], row["ci_low"], row["ci_high"], rounds, margin)
+    low, high = estimate.interval(found.level)
+    fields.update(low=low, high=high, outcome=inference.outcome(low, high, margin))
+    fields["detectable_ratio"] = estimate.detectable_ratio(found.level, margin)
+    if fields["outcome"] == inference.UNDETERMINED:  # what this host's noise would need to decide it
+        rounds = min(found.n_a, found.n_b)
+        fields["rounds_needed"] = inference.rounds_to_decide(found.estimate, low, high, rounds, margin)
+    judged.update(**fields)
 
 
-def _decide_latency(row: dict, confidence: float) -> None:
-    if not row.get("verdict"):
-        tested = row.get("p_holm") is not None
-        row["verdict"] = latency_verdict(row, 1 - confidence) if tested else NOT_TESTED
-    row["sentence"] = latency_sentence(row, confidence)
+def _decide_latency(judged: Pending, confidence: float) -> None:
+    found = judged.comparison
+    if found.outcome == PENDING:
+        tested = found.p_holm is not None
+        judged.update(outcome=latency_verdict(found, 1 - confidence) if tested else NOT_TESTED)

@@ -60,7 +60,7 @@ KNOWN_RECORD_SCHEMAS = frozenset(
         "serverbench.cell/5",
         "serverbench.cell/6",
         RECORD_SCHEMA,
-    }  # fmt: skip
+    }
 )
 STATUSES = ("ok", "failed", "skipped")
 

@@ -234,17 +234,29 @@ IsolationSection = optional_section(
     floats="cpu_quota",
 )
 Image = optional_section(
-    "Image", "The container image the server ran in (isolation: docker).", True,
-    strings="tag digest log", bools="built", floats="build_s",
-)  # fmt: skip
+    "Image",
+    "The container image the server ran in (isolation: docker).",
+    True,
+    strings="tag digest log",
+    bools="built",
+    floats="build_s",
+)
 Scaling = optional_section(
-    "Scaling", "What the profile asked for, and whether it was scaled down to this host.", True,
-    dicts="asked", bools="scaled", lists="notes",
-)  # fmt: skip
+    "Scaling",
+    "What the profile asked for, and whether it was scaled down to this host.",
+    True,
+    dicts="asked",
+    bools="scaled",
+    lists="notes",
+)
 Warmup = optional_section(
-    "Warmup", "The unmeasured warm-up: its wall time, exit code, and whether it was killed.", True,
-    floats="wall_s", ints="exit_code", bools="timed_out",
-)  # fmt: skip
+    "Warmup",
+    "The unmeasured warm-up: its wall time, exit code, and whether it was killed.",
+    True,
+    floats="wall_s",
+    ints="exit_code",
+    bools="timed_out",
+)
 OpenLoop = optional_section(
     "OpenLoop",
     "A rate cell's plan (the fraction of its server's capacity offered, for how long) and outcome (the rate held,"
@@ -264,9 +276,11 @@ LittlesLaw = optional_section(
     bools="mean_latency_corrected_by_tool",
 )
 ConnectionsCheck = optional_section(
-    "ConnectionsCheck", "Connections asked of the tool, and the most seen established.", True,
+    "ConnectionsCheck",
+    "Connections asked of the tool, and the most seen established.",
+    True,
     ints="asked established_max",
-)  # fmt: skip
+)
 
 
 @dataclass

@@ -148,8 +148,13 @@ def read_table(path) -> pd.DataFrame | None:
 
 
 # What the terminal prints as sentences after the comparisons' lines (the rest are lines).
-SENTENCE_SECTIONS = ("not comparable", "not measured", "latency under load", "speaks HTTP differently",
-                     "request framing")  # fmt: skip
+SENTENCE_SECTIONS = (
+    "not comparable",
+    "not measured",
+    "latency under load",
+    "speaks HTTP differently",
+    "request framing",
+)
 CONSOLE_ORDER = {"faster": 0, "slower": 0, "fairer": 1, "less fair": 1, "equivalent": 2, "undetermined": 3}
 
 
