@@ -12,6 +12,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/conformance.smk"
 include: "workflow/rules/bench.smk"
 include: "workflow/rules/work.smk"
+include: "workflow/rules/operations.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/charts.smk"
 
@@ -27,6 +28,7 @@ localrules:
     decide,
     decide_work,
     work_table,
+    operations_table,
     conformance_table,
     seeds,
     chart,
@@ -44,6 +46,7 @@ rule all:
         f"{RESULTS}/conformance.csv",
         f"{RESULTS}/index.html",
         *WORK_TABLES,
+        *OPERATIONS_TABLES,
         *CHART_FILES,
         *SCREENSHOTS,
 

@@ -111,7 +111,6 @@ def add_server(config: dict, name: str, command: list, language: str = "python",
     config["catalogue"][name] = {"language": language, "command": command, **extra}
 
 
-# The tiny matrix the workflow tests run: 2 servers, 1 tool, 1 concurrency, 2 repeats of 1 s.
 # A profile's settings for one short cell on this small machine: one worker on CPU 0, the client
 # on CPU 1, a second of load (tests override what they are about).
 QUICK_PROFILE = {
@@ -134,6 +133,7 @@ QUICK_PROFILE = {
     "fairness": "off",
     "time_wait_max": 10**6,
 }
+# The tiny matrix the workflow tests run: 2 servers, 1 tool, 1 concurrency, 2 repeats of 1 s.
 TINY_MATRIX = ["servers=[gunicorn, starman]", "tools=[wrk]", "concurrency=[10]", "repeats=2", "duration=1"]
 
 

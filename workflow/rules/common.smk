@@ -196,6 +196,24 @@ def work_results(wildcards=None):
     ]
 
 
+def operations_results(wildcards=None):
+    """Every (profile, server) operations result of the profiles with `operations`."""
+    pairs = sorted(
+        {
+            (cell.profile, cell.server)
+            for cell in MATRIX.cells
+            if MATRIX.profiles[cell.profile].operations
+        }
+    )
+    return [
+        f"{RESULTS}/operations/{profile}/{server}.json" for profile, server in pairs
+    ]
+
+
+# operations.csv, where a profile of the run asks how its servers run.
+OPERATIONS_TABLES = [f"{RESULTS}/operations.csv"] if operations_results() else []
+
+
 # The work lens's tables, where a profile of the run counts work.
 WORK_TABLES = (
     [f"{RESULTS}/{name}.csv" for name in ("work", "work_detail", "work_verdicts")]

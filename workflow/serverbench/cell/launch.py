@@ -70,6 +70,15 @@ def server_env(spec: dict, values: dict) -> dict[str, str]:
     return dict(zip(extra, servers.render_argv(extra.values(), values), strict=True))
 
 
+def placeholders_used(spec: dict, templates: str | None = None) -> set[str]:
+    """Every placeholder a server's command, environment, backend and templates name
+    (``templates``: their text, where the caller has read it)."""
+    if templates is None:
+        templates = " ".join((REPO_ROOT / path).read_text() for path in spec.get("files", {}).values())
+    argv = [*spec["command"], *spec.get("env", {}).values(), *(spec.get("backend") or [])]
+    return set(placeholders(argv)) | set(re.findall(r"{{\s*(\w+)\s*}}", templates))
+
+
 @dataclass
 class Launched:
     """What launching the server found out: the record's sections that are the launch's own."""
@@ -192,10 +201,7 @@ class Launch:
         return " ".join((REPO_ROOT / path).read_text() for path in self.spec.get("files", {}).values())
 
     def _placeholders_used(self) -> set[str]:
-        """Every placeholder the server's command, environment, backend and templates name."""
-        spec = self.spec
-        argv = [*spec["command"], *spec.get("env", {}).values(), *(spec.get("backend") or [])]
-        return set(placeholders(argv)) | set(re.findall(r"{{\s*(\w+)\s*}}", self._templates))
+        return placeholders_used(self.spec, self._templates)
 
     def _limits(self) -> Limits:
         somaxconn = sysctls.sysctl_int("net.core.somaxconn")

@@ -292,6 +292,13 @@ def wait_for_socket(path: str, members: list[ServerProcess], timeout: float) -> 
 
 def put_control(socket_path: str, path: str, body: bytes, timeout: float = 30) -> tuple[int, str]:
     """PUT a JSON document to an HTTP API on a Unix socket (NGINX Unit's control API)."""
+    return control_request(socket_path, "PUT", path, body, timeout)
+
+
+def control_request(
+    socket_path: str, method: str, path: str, body: bytes | None = None, timeout: float = 30
+) -> tuple[int, str]:
+    """One request to an HTTP API on a Unix socket: its status and answer."""
 
     class UnixConnection(http.client.HTTPConnection):
         def connect(self):
@@ -301,7 +308,8 @@ def put_control(socket_path: str, path: str, body: bytes, timeout: float = 30) -
 
     conn = UnixConnection("localhost", timeout=timeout)
     try:
-        conn.request("PUT", path, body=body, headers={"Content-Type": "application/json"})
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        conn.request(method, path, body=body, headers=headers)
         response = conn.getresponse()
         return response.status, response.read().decode(errors="replace")
     finally:

@@ -76,6 +76,7 @@ class Profile:
     max_repeats: int | None
     rounds_at_once: int
     work: bool
+    operations: dict | None  # a server in operation (cell.operations): its lives and reloads; None: not asked
     duration: float
     requests: int
     rate: float | None
@@ -160,6 +161,7 @@ class Profile:
             "max_repeats",
             "rounds_at_once",
             "work",
+            "operations",
         )
         for key in ("name", "description", "precision", *matrix_keys):
             out.pop(key)

@@ -1,0 +1,97 @@
+"""A server in operation (issue 57): cold start, memory a worker costs, reload under load.
+
+The reload checks are proved on a server of the tests' own (tests/apps/reloading.py) whose
+reload is chosen: one that keeps serving, one that drops every connection and is away for
+half a second, one that dies. What each should show follows from what it does, not from
+the machine's speed: the dropping one leaves no correct answer for at least its 0.5 s away.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from conftest import add_server, require
+from serverbench.cell import reloads
+from serverbench.cell.operations import run_operations
+from serverbench.tables.operations import operations_table
+
+RELOADING = ["python", "{root}/tests/apps/reloading.py", "{port}"]
+PLAN = {"rounds": 1, "workers": [1, 2], "idle_s": 0.2, "reloads": 2, "reload_every": 1.5, "concurrency": 2}
+
+
+def operate(config: dict, tmp_path, server: str, **plan) -> dict:
+    config["profiles"]["default"]["operations"] = {**PLAN, **plan}
+    path = tmp_path / f"{server}.json"
+    result = run_operations(config, "default", server, path, tmp_path / f"{server}.log")
+    assert json.loads(path.read_text()) == result
+    return result
+
+
+def checks(tmp_path) -> pd.DataFrame:
+    return operations_table(tmp_path.glob("*.json")).set_index(["server", "check"])
+
+
+def test_a_server_that_drops_its_connections_on_reload_is_found(base_config, tmp_path, no_leftovers):
+    add_server(base_config, "drops", [*RELOADING, "drop"], reload={"signal": "HUP"})
+    add_server(base_config, "keeps", [*RELOADING, "graceful"], reload={"signal": "HUP"})
+    dropped, kept = (operate(base_config, tmp_path, name)["lives"][0]["reload"] for name in ("drops", "keeps"))
+    for window in dropped["reloads"]:
+        assert window["failed"] >= 1 and window["longest_gap_s"] >= 0.45, window
+        assert set(window["failed_by_kind"]) <= {reloads.REFUSED, reloads.DROPPED, reloads.TIMEOUT}
+    assert dropped["alive_after"] and dropped["status"] == "ok"
+    assert all(window["failed"] == 0 and window["dropped_reused"] == 0 for window in kept["reloads"]), kept
+    assert kept["control"]["answered"] > 0 and kept["control"]["failed"] == 0
+    table = checks(tmp_path)
+    assert table.loc[("drops", "reload_failed"), "value"] >= 1
+    assert table.loc[("drops", "reload_longest_gap_s"), "value"] >= 0.45
+    assert table.loc[("keeps", "reload_failed"), "value"] == 0
+    # No {workers} in its command: its cost per worker cannot be told, and the row says so.
+    assert table.loc[("keeps", "uss_per_worker_mb"), "status"] == "not measured"
+
+
+def test_a_server_that_dies_on_reload_is_a_finding_not_a_failed_job(base_config, tmp_path, no_leftovers):
+    add_server(base_config, "dies", [*RELOADING, "die"], reload={"signal": "HUP"})
+    add_server(base_config, "plain", [*RELOADING, "graceful"])
+    died = operate(base_config, tmp_path, "dies")
+    assert died["status"] == "ok" and died["lives"][0]["cold_start_s"] > 0
+    found = died["lives"][0]["reload"]
+    assert found["status"] == "broken" and not found["alive_after"] and "exited with code 3" in found["reason"]
+    plain = operate(base_config, tmp_path, "plain")
+    assert plain["lives"][0]["reload"]["status"] == "not declared"
+    table = checks(tmp_path)
+    assert (
+        table.loc[("dies", "reload_alive"), "status"] == "broken" and table.loc[("dies", "reload_alive"), "value"] == 0
+    )
+    assert table.loc[("plain", "reload_failed"), "status"] == "not declared"
+
+
+def test_a_server_that_cannot_start_is_a_recorded_failure(base_config, tmp_path, no_leftovers):
+    add_server(base_config, "absent", ["serverbench-no-such-program", "{port}"], reload={"signal": "HUP"})
+    result = operate(base_config, tmp_path, "absent")
+    assert result["status"] in ("failed", "skipped") and result["reason"]
+    assert checks(tmp_path).loc[("absent", "cold_start_s"), "status"] == result["status"]
+
+
+def test_gunicorn_reloads_under_load_and_each_worker_costs_memory(base_config, tmp_path, no_leftovers):
+    """A real server: gunicorn's HUP starts new workers and retires the old ones gracefully."""
+    require("gunicorn")
+    result = operate(base_config, tmp_path, "gunicorn-gthread", rounds=2)
+    assert result["status"] == "ok" and result["workers_vary"]
+    assert {life["workers"] for life in result["lives"]} == {1, 2}
+    assert all(life["status"] == "ok" and life["cold_start_s"] >= life["listening_s"] > 0 for life in result["lives"])
+    assert all(life["reload"]["alive_after"] for life in result["lives"] if life["reload"])
+    table = checks(tmp_path).loc["gunicorn-gthread"]
+    # A worker is a process of its own: several MB private to it, whatever the machine's speed.
+    assert table.loc["uss_per_worker_mb", "value"] > 1
+    assert table.loc["idle_pss_mb", "value"] > table.loc["uss_per_worker_mb", "value"]
+    assert table.loc["reload_alive", "value"] == 1
+
+
+@pytest.mark.parametrize(("times", "expected_gap"), [([0.1, 0.2, 0.9], 0.7), ([], 1.0)])
+def test_a_window_measures_the_longest_time_without_a_correct_answer(times, expected_gap):
+    outcomes = [reloads.Outcome(t, reloads.OK) for t in times] + [reloads.Outcome(0.5, reloads.REFUSED)]
+    found = reloads.window(sorted(outcomes, key=lambda o: o.t), 0.0, 1.0)
+    assert found.longest_gap_s == pytest.approx(expected_gap)
+    assert found.failed == {reloads.REFUSED: 1} and found.answered == len(times)

@@ -1,0 +1,255 @@
+"""A server in operation, one job per (profile, server) of a profile with
+``operations``: the server started as its cells start it (same argv, isolation,
+network), several times, and asked what running it costs:
+
+- **cold start**: from the server's exec to its first correct answer (a fresh
+  connection each try, every 10 ms), in each life;
+- **memory**: PSS and USS of every process once it has answered and idled
+  (``idle_s``), at each worker count of ``workers`` (where the server's command
+  takes ``{workers}``): a worker's cost is the slope of the total over them;
+- **reload under load**: in the life at the profile's own worker count, the
+  closed-loop client of ``cell.reloads`` runs while the catalogue's ``reload``
+  (a signal to the server's main process, or a request to its control API) is
+  triggered ``reloads`` times, ``reload_every`` seconds apart: each reload's
+  failed requests by kind, connections dropped while idle, and the longest time
+  without a correct answer, beside the same figures before the first reload.
+
+Rounds repeat the lives (``rounds``), so each figure has a spread. A server
+without a declared reload says so; one that dies or stops answering on reload is
+a finding of the reload check, not a failed job; a server that cannot start is a
+recorded failure. No process outlives the job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import signal
+import socket
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from serverbench import files
+from serverbench.cell import reloads, servers
+from serverbench.cell.errors import CellFailed, CellSkipped
+from serverbench.cell.launch import Launch, placeholders_used
+from serverbench.cell.wire import request
+from serverbench.host.procfs import pss_uss
+from serverbench.host.runenv import make_rundir, run_env
+from serverbench.plan import apps
+from serverbench.plan.config import effective_profile
+from serverbench.plan.shapes import Cell
+
+OPERATIONS_SCHEMA = "serverbench.operations/1"
+FIRST_ANSWER_POLL_S = 0.01
+ALIVE_WITHIN_S = 1.0  # after the last reload: a correct answer this late says the server came back
+
+
+@dataclass
+class Life:
+    """One start of the server: its worker count, cold start and idle memory."""
+
+    round: int
+    workers: int
+    cold_start_s: float | None = None
+    listening_s: float | None = None  # the port accepted a connection (the cells' readiness)
+    processes: list[dict] = field(default_factory=list)  # pid, name, pss_bytes, uss_bytes
+    pss_bytes: int | None = None
+    uss_bytes: int | None = None
+    status: str = "ok"
+    reason: str | None = None
+    reload: dict | None = None
+
+
+@dataclass
+class OperationsResult:
+    schema: str
+    profile: str
+    server: str
+    language: str
+    workload: str
+    status: str = "ok"  # ok | skipped | failed (the server could not be started at all)
+    reason: str | None = None
+    reload_trigger: dict | None = None  # the catalogue's `reload`, None: the server has none
+    workers_vary: bool = False  # the command takes {workers}: a worker's memory can be told
+    lives: list[dict] = field(default_factory=list)
+    seconds: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+
+
+def run_operations(config: dict, profile_name: str, server: str, json_path, log_path) -> dict:
+    """Every life of one server in a profile, written as one result (returned as written)."""
+    profile = effective_profile(config, profile_name)
+    spec = config["catalogue"][server]
+    plan = profile.operations
+    workload = profile.workloads[0]
+    result = OperationsResult(OPERATIONS_SCHEMA, profile_name, server, spec["language"], workload)
+    result.reload_trigger = spec.get("reload")
+    result.workers_vary = "workers" in placeholders_used(spec)
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_bytes(b"")
+    started = time.monotonic()
+    result.started_at = round(time.time(), 4)
+    counts = sorted(set(plan["workers"])) if result.workers_vary else [profile.workers]
+    for round_number in range(1, plan["rounds"] + 1):
+        for workers in counts:
+            reload_here = workers == (profile.workers if profile.workers in counts else counts[-1])
+            life = one_life(config, profile, server, workload, workers, round_number, reload_here, log_path)
+            result.lives.append(asdict(life))
+            if life.status == "skipped":
+                result.status, result.reason = "skipped", life.reason
+                break
+        if result.status == "skipped":
+            break
+    if result.lives and all(life["status"] == "failed" for life in result.lives):
+        result.status, result.reason = "failed", result.lives[0]["reason"]
+    result.seconds = round(time.monotonic() - started, 2)
+    result.ended_at = round(time.time(), 4)
+    files.write_json(json_path, asdict(result))
+    return asdict(result)
+
+
+def one_life(config, profile, server, workload, workers, round_number, reload_here, log_path) -> Life:
+    """Start the server at ``workers``, time its first answer, read its memory idle, and
+    where ``reload_here`` reload it under load; always stop it."""
+    life = Life(round_number, workers)
+    lived = dataclasses.replace(profile, workers=workers)
+    cell = Cell(profile.name, profile.tools[0], server, 1, round_number, workload)
+    rundir = make_rundir()
+    with log_path.open("a") as log:
+        log.write(f"serverbench: life {round_number} at {workers} workers\n")
+    launch = Launch(config, cell, lived, rundir, log_path, run_env())
+    try:
+        launch.prepare()
+        launch.isolate()
+        launch.start()
+        life.cold_start_s, life.listening_s = first_answer(launch)
+        time.sleep(profile.operations["idle_s"])
+        life.processes, life.pss_bytes, life.uss_bytes = memory(launch)
+        if reload_here:
+            life.reload = reload_under_load(launch, profile.operations)
+    except CellSkipped as exc:
+        life.status, life.reason = "skipped", str(exc)
+    except (CellFailed, OSError, servers.ServerError) as exc:
+        life.status, life.reason = "failed", str(exc)
+    except Exception as exc:  # a harness bug: recorded, the next life still runs
+        life.status, life.reason = "failed", f"harness error: {exc.__class__.__name__}: {exc}"
+        with log_path.open("a") as log:
+            log.write(traceback.format_exc())
+    finally:
+        launch.stop()
+        shutil.rmtree(rundir, ignore_errors=True)
+    return life
+
+
+def _request(launch: Launch) -> tuple[bytes, int]:
+    """The workload's request (a GET of its path) and the status a correct answer has."""
+    workload = apps.workloads(launch.config, launch.cell.profile)[launch.cell.workload]
+    host = f"{launch.host}:{launch.port}"
+    return request("GET", workload["path"], headers=[("Host", host)]), launch.expected_answer["status"]
+
+
+def first_answer(launch: Launch) -> tuple[float, float]:
+    """Seconds from the server's exec to its first correct answer, and to its port accepting
+    connections (``wait_ready``, as the cells judge readiness)."""
+    launch.wait_ready()
+    listening = launch.found.server.ready_s
+    sent, status = _request(launch)
+    deadline = time.monotonic() + launch.profile.ready_timeout
+    while time.monotonic() < deadline:
+        launch.check_alive("its first answer")
+        try:
+            with socket.create_connection((launch.host, launch.port), timeout=1) as sock:
+                sock.sendall(sent)
+                got, _ = reloads.read_status(sock, bytearray())
+            if got == status:
+                return round(time.monotonic() - launch.server.front.started_at, 4), listening
+        except (OSError, reloads.ClosedEarly):
+            pass
+        time.sleep(FIRST_ANSWER_POLL_S)
+    raise CellFailed(f"no correct answer within {launch.profile.ready_timeout:g} s of the start")
+
+
+def memory(launch: Launch) -> tuple[list[dict], int | None, int | None]:
+    """PSS and USS of every live process of the server (and their totals, None where one
+    could not be read)."""
+    found = []
+    for process in launch.server.tree():
+        read = pss_uss(process.pid)
+        try:
+            name = process.name()
+        except Exception:  # gone between the listing and here
+            continue
+        found.append(
+            {
+                "pid": process.pid,
+                "name": name,
+                "pss_bytes": read[0] if read else None,
+                "uss_bytes": read[1] if read else None,
+            }
+        )
+    complete = found and all(p["pss_bytes"] is not None for p in found)
+    pss = sum(p["pss_bytes"] for p in found) if complete else None
+    uss = sum(p["uss_bytes"] for p in found) if complete else None
+    return found, pss, uss
+
+
+def trigger(launch: Launch, spec: dict) -> None:
+    """One reload, as the catalogue declares it: a signal to the server's main process, or a
+    request to its control API (NGINX Unit's restart of its application processes)."""
+    if "signal" in spec:
+        launch.server.front.proc.send_signal(getattr(signal, f"SIG{spec['signal']}"))
+        return
+    control = launch.spec["control"]
+    socket_path = servers.render_argv([control["socket"]], launch.values)[0]
+    status, answer = servers.control_request(socket_path, spec["control"]["method"], spec["control"]["path"])
+    if status != 200:
+        raise servers.ServerError(f"reload refused by the control API ({status}): {answer.strip()[:300]}")
+
+
+def reload_under_load(launch: Launch, plan: dict) -> dict:
+    """Closed-loop load with ``plan['reloads']`` reloads ``plan['reload_every']`` s apart: the
+    window before the first (the control) and each reload's window, and whether the server
+    was still there and answering at the end."""
+    spec = launch.spec.get("reload")
+    if not spec:
+        return {"status": "not declared", "reason": "the catalogue declares no graceful reload for this server"}
+    sent, status = _request(launch)
+    every, count = plan["reload_every"], plan["reloads"]
+    client = reloads.ClosedLoop(launch.host, launch.port, sent, status, plan["concurrency"]).start()
+    origin = time.monotonic()
+    moments, problem = [], None
+    try:
+        for k in range(count):
+            _sleep_until(origin + every * (k + 1))
+            moments.append(time.monotonic())
+            trigger(launch, spec)
+        _sleep_until(origin + every * (count + 1))
+    except (OSError, servers.ServerError) as exc:
+        problem = f"reload {len(moments)} could not be triggered: {exc}"
+    finally:
+        outcomes = client.stop()
+    end = time.monotonic()
+    bounds = [*moments, end]
+    found = {
+        "status": "ok",
+        "reason": problem,
+        "connections": plan["concurrency"],
+        "control": reloads.window(outcomes, origin, moments[0] if moments else end).as_dict(origin),
+        "reloads": [reloads.window(outcomes, a, b).as_dict(origin) for a, b in zip(bounds, bounds[1:], strict=False)],
+    }
+    exit_code = launch.server.exit_code()
+    answered_late = any(o.kind == reloads.OK and o.t >= end - ALIVE_WITHIN_S for o in outcomes)
+    found["alive_after"] = exit_code is None and answered_late
+    if problem or not found["alive_after"]:
+        gone = f"the server exited with code {exit_code}" if exit_code is not None else "no correct answer at the end"
+        found["status"], found["reason"] = "broken", problem or f"after {len(moments)} reloads {gone}"
+    return found
+
+
+def _sleep_until(moment: float) -> None:
+    time.sleep(max(0.0, moment - time.monotonic()))

@@ -1,0 +1,132 @@
+"""operations.csv: a server in operation, one row per (profile, server, check).
+
+Each row is a figure with its unit and interval, so that every check reads the
+same way whatever it measures:
+
+- ``cold_start_s``, ``listening_s``: from exec to the first correct answer, and to
+  the port accepting connections (lives at the profile's worker count; median
+  over the rounds, with the median's order-statistics interval);
+- ``idle_pss_mb``, ``idle_uss_mb``: every process's proportional and private
+  memory once idle, summed (the same lives);
+- ``pss_per_worker_mb``, ``uss_per_worker_mb``: the slope of the totals over the
+  worker counts (a least-squares line over every life; its interval from the
+  slope's standard error), where the command takes ``{workers}``;
+- ``reload_failed``, ``reload_dropped_reused``, ``reload_longest_gap_s``: per
+  reload (median over every reload of every round), and ``control_longest_gap_s``
+  the same client without a reload; ``reload_alive`` the share of lives still
+  answering after their reloads.
+
+A check that cannot be made is a row with its status and reason (a server with
+no declared reload, a server that could not start), never a missing row.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from serverbench import files
+from serverbench.tables.estimates import median_ci
+
+OPERATIONS_COLUMNS = [
+    "profile", "server", "language", "check", "value", "unit", "ci_low", "ci_high", "n", "status", "reason",
+]  # fmt: skip
+MB = 1024**2
+CONFIDENCE = 0.95
+
+
+def _row(result: dict, check: str, unit: str, values=None, status="ok", reason=None, **figures) -> dict:
+    """One check of one server: the median of ``values`` with its interval, or given ``figures``."""
+    row = {"profile": result["profile"], "server": result["server"], "language": result["language"]}
+    row.update(check=check, unit=unit, status=status, reason=reason)
+    if values is not None:
+        data = [v for v in values if v is not None]
+        if not data:
+            return {**row, "status": "not measured", "reason": reason or "no life gave this figure", "n": 0}
+        low, high = median_ci(data, CONFIDENCE)
+        row.update(value=float(np.median(data)), ci_low=low, ci_high=high, n=len(data))
+    return {**row, **figures}
+
+
+def _slope(lives: list[dict], key: str) -> dict | None:
+    """MB per extra worker: the least-squares slope of ``key`` over the lives' worker counts."""
+    points = [(life["workers"], life[key] / MB) for life in lives if life[key] is not None]
+    if len({workers for workers, _ in points}) < 2 or len(points) < 3:
+        return None
+    fit = stats.linregress(*zip(*points, strict=True))
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, len(points) - 2) * fit.stderr
+    return {"value": fit.slope, "ci_low": fit.slope - half, "ci_high": fit.slope + half, "n": len(points)}
+
+
+def server_rows(result: dict) -> list[dict]:
+    """The checks of one server's operations result."""
+    if result["status"] in ("skipped", "failed"):
+        return [_row(result, "cold_start_s", "s", status=result["status"], reason=result["reason"])]
+    lives = [life for life in result["lives"] if life["status"] == "ok"]
+    reloading = [life for life in lives if life.get("reload") is not None]
+    at_profile = [life for life in lives if life["workers"] == (reloading[0]["workers"] if reloading else None)]
+    at_profile = at_profile or lives
+    rows = [
+        _row(result, "cold_start_s", "s", [life["cold_start_s"] for life in at_profile]),
+        _row(result, "listening_s", "s", [life["listening_s"] for life in at_profile]),
+        _row(result, "idle_pss_mb", "MB", [_mb(life["pss_bytes"]) for life in at_profile]),
+        _row(result, "idle_uss_mb", "MB", [_mb(life["uss_bytes"]) for life in at_profile]),
+    ]
+    for key, check in (("pss_bytes", "pss_per_worker_mb"), ("uss_bytes", "uss_per_worker_mb")):
+        slope = _slope(lives, key) if result["workers_vary"] else None
+        why = "the command does not take {workers}" if not result["workers_vary"] else "fewer than two worker counts"
+        rows.append(
+            _row(result, check, "MB", **slope)
+            if slope
+            else _row(result, check, "MB", status="not measured", reason=why)
+        )
+    return rows + _reload_rows(result, reloading)
+
+
+def _reload_rows(result: dict, reloading: list[dict]) -> list[dict]:
+    checks = [
+        ("reload_failed", "requests", "failed"),
+        ("reload_dropped_reused", "requests", "dropped_reused"),
+        ("reload_longest_gap_s", "s", "longest_gap_s"),
+    ]
+    if result["reload_trigger"] is None:
+        why = "the catalogue declares no graceful reload for this server"
+        return [_row(result, check, unit, status="not declared", reason=why) for check, unit, _ in checks]
+    windows = [window for life in reloading for window in life["reload"].get("reloads", [])]
+    controls = [life["reload"]["control"] for life in reloading if life["reload"].get("control")]
+    broken = [life["reload"]["reason"] for life in reloading if life["reload"]["status"] == "broken"]
+    rows = [_row(result, check, unit, [w[key] for w in windows]) for check, unit, key in checks]
+    rows.append(_row(result, "control_longest_gap_s", "s", [w["longest_gap_s"] for w in controls]))
+    alive = sum(1 for life in reloading if life["reload"].get("alive_after"))
+    rows.append(
+        _row(
+            result,
+            "reload_alive",
+            "share of lives",
+            value=alive / len(reloading) if reloading else None,
+            n=len(reloading),
+            status="broken" if broken else "ok",
+            reason=broken[0] if broken else None,
+        )
+    )
+    return rows
+
+
+def _mb(value: int | None) -> float | None:
+    return None if value is None else value / MB
+
+
+def operations_table(paths) -> pd.DataFrame:
+    """Every server's operations result, a row per check."""
+    rows = []
+    for path in sorted(map(str, paths)):
+        rows += server_rows(json.loads(Path(path).read_text()))
+    return pd.DataFrame(rows, columns=OPERATIONS_COLUMNS)
+
+
+def write_operations(paths, out) -> None:
+    files.write_atomic(out, operations_table(paths).to_csv(index=False))
