@@ -12,10 +12,13 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import add_server, require
+from conftest import REPO_ROOT, add_server, require
 from serverbench.cell import reloads
 from serverbench.cell.operations import run_operations
+from serverbench.report.index import write_index
 from serverbench.tables.operations import operations_table
+
+STORED = REPO_ROOT / "tests" / "data" / "records-v1"
 
 RELOADING = ["python", "{root}/tests/apps/reloading.py", "{port}"]
 PLAN = {"rounds": 1, "workers": [1, 2], "idle_s": 0.2, "reloads": 2, "reload_every": 1.5, "concurrency": 2}
@@ -49,6 +52,23 @@ def test_a_server_that_drops_its_connections_on_reload_is_found(base_config, tmp
     assert table.loc[("keeps", "reload_failed"), "value"] == 0
     # No {workers} in its command: its cost per worker cannot be told, and the row says so.
     assert table.loc[("keeps", "uss_per_worker_mb"), "status"] == "not measured"
+    # The page: a row per server, the dropping one's failures and wait shown, the reason given once.
+    operations_csv = tmp_path / "operations.csv"
+    operations_table(tmp_path.glob("*.json")).to_csv(operations_csv, index=False)
+    write_index(
+        STORED / "summary.csv",
+        STORED / "verdicts.csv",
+        None,
+        {},
+        tmp_path / "index.html",
+        operations_csv=operations_csv,
+    )
+    page = (tmp_path / "index.html").read_text()
+    section = page[page.index('<section id="operations">') :]
+    rows = {server: section[section.index(f'<td data-label="server">{server}</td>') :] for server in ("drops", "keeps")}
+    assert '<td data-label="failed per reload">0</td>' in rows["keeps"]
+    assert '<td data-label="failed per reload">0</td>' not in rows["drops"][: rows["drops"].index("</tr>")]
+    assert section.count("the command does not take {workers}") == 2
 
 
 def test_a_server_that_dies_on_reload_is_a_finding_not_a_failed_job(base_config, tmp_path, no_leftovers):

@@ -44,6 +44,8 @@ rule index:
         charts=CHART_FILES,
         # work.csv, work_detail.csv, work_verdicts.csv where a profile counts work.
         work=WORK_TABLES,
+        # operations.csv where a profile asks how its servers run.
+        operations=OPERATIONS_TABLES,
     output:
         index=report(f"{RESULTS}/index.html", category="Overview"),
         answers=f"{RESULTS}/answers.md",

@@ -36,11 +36,17 @@ RECONNECT_PAUSE_S = 0.005  # after a refused connection: the listener is gone, d
 
 @dataclass(frozen=True)
 class Outcome:
-    """One request: when it ended (monotonic s), how, and on a reused connection or not."""
+    """One request: when it ended (monotonic s), how, on a reused connection or not, and when
+    it was sent (a failure belongs to the window it was sent in: a timeout ends seconds later)."""
 
     t: float
     kind: str
     reused: bool = False
+    sent: float | None = None
+
+    @property
+    def since(self) -> float:
+        return self.t if self.sent is None else self.sent
 
 
 class ClosedEarly(Exception):
@@ -107,39 +113,40 @@ class ClosedLoop:
         with self._lock:
             return sorted(self.outcomes, key=lambda outcome: outcome.t)
 
-    def _note(self, kind: str, reused: bool = False) -> None:
+    def _note(self, kind: str, sent: float, reused: bool = False) -> None:
         with self._lock:
-            self.outcomes.append(Outcome(time.monotonic(), kind, reused))
+            self.outcomes.append(Outcome(time.monotonic(), kind, reused, sent))
 
     def _client(self) -> None:
         sock, reused, buffer = None, False, bytearray()
         while not self._stop.is_set():
+            sent = time.monotonic()
             if sock is None:
                 try:
                     sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 except ConnectionRefusedError:
-                    self._note(REFUSED)
+                    self._note(REFUSED, sent)
                     time.sleep(RECONNECT_PAUSE_S)
                     continue
                 except OSError:
-                    self._note(TIMEOUT)
+                    self._note(TIMEOUT, sent)
                     continue
                 reused, buffer = False, bytearray()
             try:
                 sock.sendall(self.request)
                 status, closing = read_status(sock, buffer)
             except (ClosedEarly, BrokenPipeError, ConnectionResetError):
-                self._note(DROPPED, reused)
+                self._note(DROPPED, sent, reused)
                 sock.close()
                 sock = None
                 continue
             except OSError:  # socket.timeout among them
-                self._note(TIMEOUT, reused)
+                self._note(TIMEOUT, sent, reused)
                 sock.close()
                 sock = None
                 continue
-            self._note(OK if status == self.expected_status else BAD_STATUS, reused)
+            self._note(OK if status == self.expected_status else BAD_STATUS, sent, reused)
             reused = True
             if closing:
                 sock.close()
@@ -177,9 +184,10 @@ class Window:
 
 
 def window(outcomes: list[Outcome], start: float, end: float) -> Window:
-    """The outcomes that ended in [start, end) (``outcomes`` sorted by time)."""
-    inside = [outcome for outcome in outcomes if start <= outcome.t < end]
-    answers = [outcome.t for outcome in inside if outcome.kind == OK]
+    """The requests sent in [start, end) and the correct answers that came in it (``outcomes``
+    sorted by the time they ended)."""
+    inside = [outcome for outcome in outcomes if start <= outcome.since < end and outcome.kind != OK]
+    answers = [outcome.t for outcome in outcomes if start <= outcome.t < end and outcome.kind == OK]
     before = [outcome.t for outcome in outcomes if outcome.t < start and outcome.kind == OK]
     times = ([before[-1]] if before else [start]) + answers + [end]
     failed = {

@@ -27,6 +27,7 @@ from serverbench.report.answers import (
 )
 from serverbench.report.machine import hosts_sentence, steadiness_sentence
 from serverbench.report.names import CHARTS
+from serverbench.report.operations import operations_context
 from serverbench.report.spread import spread_context
 from serverbench.report.work import work_context, work_markdown
 
@@ -192,6 +193,7 @@ def write_index(
     runs_csv=None,
     work_csvs=None,
     work_margin: float = 0.005,
+    operations_csv=None,
 ) -> None:
     """One page: the answers, then charts, the sortable summary, failed and flagged cells, the
     environment. ``language_titles`` names each language in the headline."""
@@ -210,6 +212,7 @@ def write_index(
     # work_csvs: work.csv, work_detail.csv, work_verdicts.csv where the run counted work.
     context["work"] = work_context(*work_csvs, margin=work_margin) if work_csvs else None
     context["spread"] = spread_context(verdicts, summary, language_titles)
+    context["operations"] = operations_context(operations_csv, language_titles)
     if answers_path:
         markdown = answers_markdown(verdicts, conformance, language_titles)
         if context["work"]:
