@@ -12,7 +12,8 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import REPO_ROOT, add_server, require
+import yaml
+from conftest import QUICK_PROFILE, REPO_ROOT, add_server, require, run_snakemake
 from serverbench.cell import reloads
 from serverbench.cell.operations import run_operations
 from serverbench.report.index import write_index
@@ -39,13 +40,17 @@ def checks(tmp_path) -> pd.DataFrame:
 def test_a_server_that_drops_its_connections_on_reload_is_found(base_config, tmp_path, no_leftovers):
     add_server(base_config, "drops", [*RELOADING, "drop"], reload={"signal": "HUP"})
     add_server(base_config, "keeps", [*RELOADING, "graceful"], reload={"signal": "HUP"})
-    dropped, kept = (operate(base_config, tmp_path, name)["lives"][0]["reload"] for name in ("drops", "keeps"))
+    lives = {name: operate(base_config, tmp_path, name)["lives"][0] for name in ("drops", "keeps")}
+    dropped, kept = lives["drops"]["reload"], lives["keeps"]["reload"]
     for window in dropped["reloads"]:
         assert window["failed"] >= 1 and window["longest_gap_s"] >= 0.45, window
         assert set(window["failed_by_kind"]) <= {reloads.REFUSED, reloads.DROPPED, reloads.TIMEOUT}
     assert dropped["alive_after"] and dropped["status"] == "ok"
     assert all(window["failed"] == 0 and window["dropped_reused"] == 0 for window in kept["reloads"]), kept
     assert kept["control"]["answered"] > 0 and kept["control"]["failed"] == 0
+    # One process answers everything: of the profile's workers, one has every answer.
+    balance = lives["keeps"]["balance"]
+    assert balance["busiest_share"] == 1 and balance["jain"] == pytest.approx(1 / balance["workers"], abs=1e-4)
     table = checks(tmp_path)
     assert table.loc[("drops", "reload_failed"), "value"] >= 1
     assert table.loc[("drops", "reload_longest_gap_s"), "value"] >= 0.45
@@ -61,9 +66,12 @@ def test_a_server_that_drops_its_connections_on_reload_is_found(base_config, tmp
         None,
         {},
         tmp_path / "index.html",
+        answers_path=tmp_path / "answers.md",
         operations_csv=operations_csv,
     )
     page = (tmp_path / "index.html").read_text()
+    answers = (tmp_path / "answers.md").read_text()
+    assert "## A server in operation" in answers and "| drops |" in answers
     section = page[page.index('<section id="operations">') :]
     rows = {server: section[section.index(f'<td data-label="server">{server}</td>') :] for server in ("drops", "keeps")}
     assert '<td data-label="failed per reload">0</td>' in rows["keeps"]
@@ -79,7 +87,8 @@ def test_a_server_that_dies_on_reload_is_a_finding_not_a_failed_job(base_config,
     found = died["lives"][0]["reload"]
     assert found["status"] == "broken" and not found["alive_after"] and "exited with code 3" in found["reason"]
     plain = operate(base_config, tmp_path, "plain")
-    assert plain["lives"][0]["reload"]["status"] == "not declared"
+    loaded = plain["lives"][0]["reload"]
+    assert loaded["status"] == "not declared" and loaded["reloads"] == [] and loaded["control"]["answered"] > 0
     table = checks(tmp_path)
     assert (
         table.loc[("dies", "reload_alive"), "status"] == "broken" and table.loc[("dies", "reload_alive"), "value"] == 0
@@ -107,6 +116,12 @@ def test_gunicorn_reloads_under_load_and_each_worker_costs_memory(base_config, t
     assert table.loc["uss_per_worker_mb", "value"] > 1
     assert table.loc["idle_pss_mb", "value"] > table.loc["uss_per_worker_mb", "value"]
     assert table.loc["reload_alive", "value"] == 1
+    balance = [life["balance"] for life in result["lives"] if life["balance"]]
+    assert balance and all(
+        1 / b["workers"] - 1e-4 <= b["jain"] <= 1 and len(b["answers_by_pid"]) <= b["workers"] for b in balance
+    )
+    # Memory under load read too: a server's processes hold at least what one worker holds.
+    assert table.loc["loaded_pss_mb", "value"] > table.loc["uss_per_worker_mb", "value"]
 
 
 @pytest.mark.parametrize(("times", "expected_gap"), [([0.1, 0.2, 0.9], 0.7), ([], 1.0)])
@@ -115,3 +130,24 @@ def test_a_window_measures_the_longest_time_without_a_correct_answer(times, expe
     found = reloads.window(sorted(outcomes, key=lambda o: o.t), 0.0, 1.0)
     assert found.longest_gap_s == pytest.approx(expected_gap)
     assert found.failed == {reloads.REFUSED: 1} and found.answered == len(times)
+
+
+@pytest.mark.e2e
+def test_the_workflow_runs_an_operations_job_per_server_and_merges_them(tmp_path):
+    """Through Snakemake: a profile with `operations` gets one job per server and operations.csv;
+    the server of the tests' own that drops its connections is found there too."""
+    results = tmp_path / "results"
+    configfile = tmp_path / "operations.yaml"
+    catalogue = {"drops": {"language": "python", "command": [*RELOADING, "drop"], "reload": {"signal": "HUP"}}}
+    profile = {**QUICK_PROFILE, "description": "one server in operation", "servers": ["drops"], "repeats": 1}
+    profile["operations"] = {**PLAN, "reloads": 1}
+    configfile.write_text(yaml.safe_dump({"catalogue": catalogue, "profiles": {"ops": profile}}))
+    done = run_snakemake(
+        ["--cores", "4", str(results / "operations.csv"), "--configfile", "config.yaml", str(configfile)],
+        ["profile=ops", f"results={results}"],
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = pd.read_csv(results / "operations.csv").set_index("check")
+    assert table.loc["reload_failed", "value"] >= 1 and table.loc["reload_longest_gap_s", "value"] >= 0.45
+    assert (results / "operations" / "ops" / "drops.json").exists()

@@ -8,6 +8,7 @@
 #   /echo    the request's body back (POST; conformance probes send chunked
 #            bodies and Expect: 100-continue to it)
 #   /lint    the hello world under Plack::Middleware::Lint
+#   /pid     the id of the process that answered
 use strict;
 use warnings;
 use Digest::SHA qw(sha256);
@@ -41,6 +42,8 @@ my %routes = (
         text( unpack 'H*', $digest );
     },
     '/sleep' => sub { Time::HiRes::sleep(0.010); text($body) },
+    # Which process answered: the operations check counts each worker's share of the answers.
+    '/pid' => sub { text("$$") },
 );
 
 sub echo {

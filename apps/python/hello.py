@@ -14,6 +14,7 @@ every server can keep the connection alive.
              bodies and Expect: 100-continue to it)
     /lint    the hello world under the WSGI validator (wsgiref.validate): a
              server that breaks the WSGI contract fails with its message
+    /pid     the id of the process that answered
 
 With ``SERVERBENCH_EXTRA_SHARE`` set, every hello answer does that share of
 its own cost in extra CPU work (``extra_work``: a planted variant).
@@ -64,7 +65,14 @@ def _echo(environ):
     return _text(stream.read(int(length)) if length else stream.read(), "application/octet-stream")
 
 
-ROUTES = {"/json": _json, "/big": lambda: _text(BIG), "/cpu": _cpu, "/sleep": _sleep}
+ROUTES = {
+    "/json": _json,
+    "/big": lambda: _text(BIG),
+    "/cpu": _cpu,
+    "/sleep": _sleep,
+    # Which process answered: the operations check counts each worker's share of the answers.
+    "/pid": lambda: _text(str(os.getpid()).encode()),
+}
 
 
 def _hello(environ, start_response):

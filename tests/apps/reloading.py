@@ -7,6 +7,7 @@ and every open connection, stays away DOWN_S, then listens again (what a server
 that restarts abruptly does to its clients); die: it exits.
 """
 
+import os
 import signal
 import socket
 import sys
@@ -30,11 +31,12 @@ class Hello(BaseHTTPRequestHandler):
         super().finish()
 
     def do_GET(self):
+        body = str(os.getpid()).encode() if self.path == "/pid" else BODY  # one process answers all
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(BODY)))
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(BODY)
+        self.wfile.write(body)
 
     def log_message(self, *args):
         pass

@@ -7,6 +7,9 @@ network), several times, and asked what running it costs:
 - **memory**: PSS and USS of every process once it has answered and idled
   (``idle_s``), at each worker count of ``workers`` (where the server's command
   takes ``{workers}``): a worker's cost is the slope of the total over them;
+- **balance**: in the life at the profile's own worker count, the same client
+  asks the app which process answered (``/pid``) for a second: each worker's
+  share of the answers, and Jain's index over the profile's workers;
 - **reload under load**: in the life at the profile's own worker count, the
   closed-loop client of ``cell.reloads`` runs while the catalogue's ``reload``
   (a signal to the server's main process, or a request to its control API) is
@@ -28,6 +31,7 @@ import signal
 import socket
 import time
 import traceback
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -44,7 +48,11 @@ from serverbench.plan.shapes import Cell
 
 OPERATIONS_SCHEMA = "serverbench.operations/1"
 FIRST_ANSWER_POLL_S = 0.01
-ALIVE_WITHIN_S = 1.0  # after the last reload: a correct answer this late says the server came back
+NOT_DECLARED = "the catalogue declares no graceful reload for this server"
+LOADED_AT = 0.75  # of the control window: when memory under load is read
+ALIVE_WITHIN_S = 1.0
+PID_PATH = "/pid"  # the apps answer the id of the process that answered
+BALANCE_S = 1.0  # after the last reload: a correct answer this late says the server came back
 
 
 @dataclass
@@ -60,6 +68,7 @@ class Life:
     uss_bytes: int | None = None
     status: str = "ok"
     reason: str | None = None
+    balance: dict | None = None
     reload: dict | None = None
 
 
@@ -131,6 +140,7 @@ def one_life(config, profile, server, workload, workers, round_number, reload_he
         time.sleep(profile.operations["idle_s"])
         life.processes, life.pss_bytes, life.uss_bytes = memory(launch)
         if reload_here:
+            life.balance = balance(launch, profile.operations)
             life.reload = reload_under_load(launch, profile.operations)
     except CellSkipped as exc:
         life.status, life.reason = "skipped", str(exc)
@@ -165,7 +175,7 @@ def first_answer(launch: Launch) -> tuple[float, float]:
         try:
             with socket.create_connection((launch.host, launch.port), timeout=1) as sock:
                 sock.sendall(sent)
-                got, _ = reloads.read_status(sock, bytearray())
+                got, _, _ = reloads.read_answer(sock, bytearray())
             if got == status:
                 return round(time.monotonic() - launch.server.front.started_at, 4), listening
         except (OSError, reloads.ClosedEarly):
@@ -211,19 +221,50 @@ def trigger(launch: Launch, spec: dict) -> None:
         raise servers.ServerError(f"reload refused by the control API ({status}): {answer.strip()[:300]}")
 
 
+def balance(launch: Launch, plan: dict) -> dict:
+    """How evenly the server's workers share the answers: the closed loop asks the app which
+    process answered (``/pid``) for ``BALANCE_S``; each worker's share, and Jain's index over
+    the profile's worker count (a worker that answered nothing counts as 0)."""
+    host = f"{launch.host}:{launch.port}"
+    sent = request("GET", PID_PATH, headers=[("Host", host)])
+    client = reloads.ClosedLoop(launch.host, launch.port, sent, 200, plan["concurrency"], keep_bodies=True)
+    client.start()
+    time.sleep(BALANCE_S)
+    outcomes = client.stop()
+    by_pid = Counter(o.body.decode(errors="replace").strip() for o in outcomes if o.kind == reloads.OK and o.body)
+    workers = launch.profile.workers
+    if not by_pid or not all(pid.isdigit() for pid in by_pid):
+        return {"status": "not measured", "reason": f"the app does not answer {PID_PATH} with its process id"}
+    counts = sorted(by_pid.values(), reverse=True) + [0] * max(0, workers - len(by_pid))
+    total = sum(counts)
+    return {
+        "status": "ok",
+        "reason": None,
+        "connections": plan["concurrency"],
+        "workers": workers,
+        "answers_by_pid": dict(by_pid),
+        "busiest_share": round(counts[0] / total, 4),
+        "jain": round(total**2 / (len(counts) * sum(c * c for c in counts)), 4),
+    }
+
+
 def reload_under_load(launch: Launch, plan: dict) -> dict:
-    """Closed-loop load with ``plan['reloads']`` reloads ``plan['reload_every']`` s apart: the
-    window before the first (the control) and each reload's window, and whether the server
-    was still there and answering at the end."""
+    """Closed-loop load with ``plan['reloads']`` reloads ``plan['reload_every']`` s apart (none
+    where the server declares no reload): the window before the first (the control), memory
+    under that load, each reload's window, and whether the server was still there and
+    answering at the end."""
     spec = launch.spec.get("reload")
-    if not spec:
-        return {"status": "not declared", "reason": "the catalogue declares no graceful reload for this server"}
     sent, status = _request(launch)
-    every, count = plan["reload_every"], plan["reloads"]
+    # A server without a declared reload still gets the load: its memory under it, and the control.
+    every, count = plan["reload_every"], plan["reloads"] if spec else 0
     client = reloads.ClosedLoop(launch.host, launch.port, sent, status, plan["concurrency"]).start()
     origin = time.monotonic()
-    moments, problem = [], None
+    moments, problem, loaded = [], None, None
     try:
+        # Memory under load: late in the control window, the server warm and busy.
+        _sleep_until(origin + every * LOADED_AT)
+        processes, pss, uss = memory(launch)
+        loaded = {"processes": len(processes), "pss_bytes": pss, "uss_bytes": uss}
         for k in range(count):
             _sleep_until(origin + every * (k + 1))
             moments.append(time.monotonic())
@@ -239,13 +280,16 @@ def reload_under_load(launch: Launch, plan: dict) -> dict:
         "status": "ok",
         "reason": problem,
         "connections": plan["concurrency"],
+        "loaded_memory": loaded,
         "control": reloads.window(outcomes, origin, moments[0] if moments else end).as_dict(origin),
         "reloads": [reloads.window(outcomes, a, b).as_dict(origin) for a, b in zip(bounds, bounds[1:], strict=False)],
     }
     exit_code = launch.server.exit_code()
     answered_late = any(o.kind == reloads.OK and o.t >= end - ALIVE_WITHIN_S for o in outcomes)
     found["alive_after"] = exit_code is None and answered_late
-    if problem or not found["alive_after"]:
+    if not spec:
+        found["status"], found["reason"] = "not declared", NOT_DECLARED
+    elif problem or not found["alive_after"]:
         gone = f"the server exited with code {exit_code}" if exit_code is not None else "no correct answer at the end"
         found["status"], found["reason"] = "broken", problem or f"after {len(moments)} reloads {gone}"
     return found

@@ -43,6 +43,7 @@ class Outcome:
     kind: str
     reused: bool = False
     sent: float | None = None
+    body: bytes | None = None  # kept where the client was asked to (``keep_bodies``)
 
     @property
     def since(self) -> float:
@@ -63,9 +64,9 @@ def _recv(sock: socket.socket, buffer: bytearray) -> None:
     buffer += chunk
 
 
-def read_status(sock: socket.socket, buffer: bytearray) -> tuple[int, bool]:
-    """Read one whole answer off ``sock`` (``buffer`` keeps what follows it): its status, and
-    whether the server said it will close."""
+def read_answer(sock: socket.socket, buffer: bytearray) -> tuple[int, bool, bytes]:
+    """Read one whole answer off ``sock`` (``buffer`` keeps what follows it): its status,
+    whether the server said it will close, and its body (a chunked one with its framing)."""
     while b"\r\n\r\n" not in buffer:
         _recv(sock, buffer)
     end = buffer.index(b"\r\n\r\n") + 4
@@ -75,13 +76,14 @@ def read_status(sock: socket.socket, buffer: bytearray) -> tuple[int, bool]:
     if "chunked" in fields.get("transfer-encoding", "").lower():
         while b"0\r\n\r\n" not in buffer:  # the apps' answers are small: the last chunk ends them
             _recv(sock, buffer)
-        del buffer[: buffer.index(b"0\r\n\r\n") + 5]
+        length = buffer.index(b"0\r\n\r\n") + 5
     else:
         length = int(fields.get("content-length", "0"))
         while len(buffer) < length:
             _recv(sock, buffer)
-        del buffer[:length]
-    return status, "close" in fields.get("connection", "").lower()
+    body = bytes(buffer[:length])
+    del buffer[:length]
+    return status, "close" in fields.get("connection", "").lower(), body
 
 
 @dataclass
@@ -94,6 +96,7 @@ class ClosedLoop:
     expected_status: int
     connections: int
     timeout: float = 2.0
+    keep_bodies: bool = False
     outcomes: list[Outcome] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
@@ -113,9 +116,9 @@ class ClosedLoop:
         with self._lock:
             return sorted(self.outcomes, key=lambda outcome: outcome.t)
 
-    def _note(self, kind: str, sent: float, reused: bool = False) -> None:
+    def _note(self, kind: str, sent: float, reused: bool = False, body: bytes | None = None) -> None:
         with self._lock:
-            self.outcomes.append(Outcome(time.monotonic(), kind, reused, sent))
+            self.outcomes.append(Outcome(time.monotonic(), kind, reused, sent, body if self.keep_bodies else None))
 
     def _client(self) -> None:
         sock, reused, buffer = None, False, bytearray()
@@ -135,7 +138,7 @@ class ClosedLoop:
                 reused, buffer = False, bytearray()
             try:
                 sock.sendall(self.request)
-                status, closing = read_status(sock, buffer)
+                status, closing, body = read_answer(sock, buffer)
             except (ClosedEarly, BrokenPipeError, ConnectionResetError):
                 self._note(DROPPED, sent, reused)
                 sock.close()
@@ -146,7 +149,7 @@ class ClosedLoop:
                 sock.close()
                 sock = None
                 continue
-            self._note(OK if status == self.expected_status else BAD_STATUS, sent, reused)
+            self._note(OK if status == self.expected_status else BAD_STATUS, sent, reused, body)
             reused = True
             if closing:
                 sock.close()

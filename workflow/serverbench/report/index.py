@@ -27,7 +27,7 @@ from serverbench.report.answers import (
 )
 from serverbench.report.machine import hosts_sentence, steadiness_sentence
 from serverbench.report.names import CHARTS
-from serverbench.report.operations import operations_context
+from serverbench.report.operations import operations_context, operations_markdown
 from serverbench.report.spread import spread_context
 from serverbench.report.work import work_context, work_markdown
 
@@ -217,6 +217,8 @@ def write_index(
         markdown = answers_markdown(verdicts, conformance, language_titles)
         if context["work"]:
             markdown += work_markdown(context["work"])
+        if context["operations"]:
+            markdown += operations_markdown(context["operations"])
         files.write_atomic(Path(answers_path), markdown)
     context["conformance"] = conformance_matrix(conformance) if conformance is not None else {}
     context["framing"] = framing_panel(conformance) if conformance is not None else None

@@ -11,7 +11,9 @@ import pandas as pd
 COLUMNS = {
     "cold start (s)": ("cold_start_s", "{:.3f}"),
     "idle PSS (MB)": ("idle_pss_mb", "{:.1f}"),
+    "PSS under load (MB)": ("loaded_pss_mb", "{:.1f}"),
     "USS per worker (MB)": ("uss_per_worker_mb", "{:.2f}"),
+    "balance over workers (Jain)": ("balance_jain", "{:.2f}"),
     "failed per reload": ("reload_failed", "{:.0f}"),
     "dropped idle per reload": ("reload_dropped_reused", "{:.0f}"),
     "longest wait in a reload (s)": ("reload_longest_gap_s", "{:.3f}"),
@@ -60,3 +62,18 @@ def operations_context(operations_csv, titles: dict | None = None) -> dict | Non
     hidden = {"profile"} if table["profile"].nunique() == 1 else set()
     hidden |= {"notes"} if not any(row["notes"] for row in rows) else set()
     return {"columns": [column for column in rows[0] if column not in hidden], "rows": rows}
+
+
+def operations_markdown(context: dict) -> str:
+    """answers.md's "A server in operation": the page's table, as markdown."""
+    columns = context["columns"]
+    lines = [
+        "## A server in operation",
+        "",
+        "Medians over the rounds, intervals where the rounds give one (operations.csv; docs/operations.md).",
+        "",
+        "| " + " | ".join(columns) + " |",
+        "| " + " | ".join("---" for _ in columns) + " |",
+        *("| " + " | ".join(str(row[column]) for column in columns) + " |" for row in context["rows"]),
+    ]
+    return "\n".join([*lines, ""])

@@ -7,10 +7,14 @@ same way whatever it measures:
   the port accepting connections (lives at the profile's worker count; median
   over the rounds, with the median's order-statistics interval);
 - ``idle_pss_mb``, ``idle_uss_mb``: every process's proportional and private
-  memory once idle, summed (the same lives);
+  memory once idle, summed (the same lives); ``loaded_pss_mb``, ``loaded_uss_mb``
+  the same under the reload check's load, before its first reload;
 - ``pss_per_worker_mb``, ``uss_per_worker_mb``: the slope of the totals over the
   worker counts (a least-squares line over every life; its interval from the
   slope's standard error), where the command takes ``{workers}``;
+- ``balance_jain``, ``balance_busiest_share``: how evenly the workers shared the
+  answers (Jain's index over the profile's worker count, 1 = even, 1/n = one
+  worker answered all) and the busiest one's share;
 - ``reload_failed``, ``reload_dropped_reused``, ``reload_longest_gap_s``: per
   reload (median over every reload of every round), and ``control_longest_gap_s``
   the same client without a reload; ``reload_alive`` the share of lives still
@@ -36,6 +40,7 @@ OPERATIONS_COLUMNS = [
     "profile", "server", "language", "check", "value", "unit", "ci_low", "ci_high", "n", "status", "reason",
 ]  # fmt: skip
 MB = 1024**2
+BALANCE_CHECKS = ("balance_jain", "balance_busiest_share")
 CONFIDENCE = 0.95
 
 
@@ -84,7 +89,20 @@ def server_rows(result: dict) -> list[dict]:
             if slope
             else _row(result, check, "MB", status="not measured", reason=why)
         )
-    return rows + _reload_rows(result, reloading)
+    return rows + _balance_rows(result, reloading) + _reload_rows(result, reloading)
+
+
+def _balance_rows(result: dict, loaded: list[dict]) -> list[dict]:
+    """Jain's index over the workers' shares of the answers, and the busiest worker's share."""
+    found = [life["balance"] for life in loaded if life.get("balance")]
+    measured = [b for b in found if b["status"] == "ok"]
+    if not measured:
+        why = found[0]["reason"] if found else "no life measured it"
+        return [_row(result, check, "", status="not measured", reason=why) for check in BALANCE_CHECKS]
+    return [
+        _row(result, "balance_jain", "index", [b["jain"] for b in measured]),
+        _row(result, "balance_busiest_share", "share of answers", [b["busiest_share"] for b in measured]),
+    ]
 
 
 def _reload_rows(result: dict, reloading: list[dict]) -> list[dict]:
@@ -93,13 +111,19 @@ def _reload_rows(result: dict, reloading: list[dict]) -> list[dict]:
         ("reload_dropped_reused", "requests", "dropped_reused"),
         ("reload_longest_gap_s", "s", "longest_gap_s"),
     ]
+    # Memory under load is read in the loaded life, before its first reload (if it has one).
+    loaded = [life["reload"].get("loaded_memory") or {} for life in reloading]
+    rows_loaded = [
+        _row(result, "loaded_pss_mb", "MB", [_mb(memory.get("pss_bytes")) for memory in loaded]),
+        _row(result, "loaded_uss_mb", "MB", [_mb(memory.get("uss_bytes")) for memory in loaded]),
+    ]
     if result["reload_trigger"] is None:
         why = "the catalogue declares no graceful reload for this server"
-        return [_row(result, check, unit, status="not declared", reason=why) for check, unit, _ in checks]
+        return rows_loaded + [_row(result, check, unit, status="not declared", reason=why) for check, unit, _ in checks]
     windows = [window for life in reloading for window in life["reload"].get("reloads", [])]
     controls = [life["reload"]["control"] for life in reloading if life["reload"].get("control")]
     broken = [life["reload"]["reason"] for life in reloading if life["reload"]["status"] == "broken"]
-    rows = [_row(result, check, unit, [w[key] for w in windows]) for check, unit, key in checks]
+    rows = rows_loaded + [_row(result, check, unit, [w[key] for w in windows]) for check, unit, key in checks]
     rows.append(_row(result, "control_longest_gap_s", "s", [w["longest_gap_s"] for w in controls]))
     alive = sum(1 for life in reloading if life["reload"].get("alive_after"))
     rows.append(
