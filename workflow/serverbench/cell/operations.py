@@ -35,6 +35,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import psutil
+
 from serverbench import files
 from serverbench.cell import reloads, servers
 from serverbench.cell.errors import CellFailed, CellSkipped
@@ -104,9 +106,11 @@ def run_operations(config: dict, profile_name: str, server: str, json_path, log_
     started = time.monotonic()
     result.started_at = round(time.time(), 4)
     counts = sorted(set(plan["workers"])) if result.workers_vary else [profile.workers]
+    # The life that is loaded and reloaded: the profile's own worker count, else the most.
+    loaded_at = profile.workers if profile.workers in counts else counts[-1]
     for round_number in range(1, plan["rounds"] + 1):
         for workers in counts:
-            reload_here = workers == (profile.workers if profile.workers in counts else counts[-1])
+            reload_here = workers == loaded_at
             life = one_life(config, profile, server, workload, workers, round_number, reload_here, log_path)
             result.lives.append(asdict(life))
             if life.status == "skipped":
@@ -192,7 +196,7 @@ def memory(launch: Launch) -> tuple[list[dict], int | None, int | None]:
         read = pss_uss(process.pid)
         try:
             name = process.name()
-        except Exception:  # gone between the listing and here
+        except psutil.NoSuchProcess:  # gone between the listing and here
             continue
         found.append(
             {
