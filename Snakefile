@@ -10,6 +10,7 @@ configfile: "config.yaml"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/conformance.smk"
+include: "workflow/rules/database.smk"
 include: "workflow/rules/bench.smk"
 include: "workflow/rules/work.smk"
 include: "workflow/rules/operations.smk"

@@ -39,15 +39,16 @@ def require_framework(app: str) -> None:
         pytest.skip(f"Perl lacks {module} or DBD::SQLite (envs/apt.txt)")
 
 
-@pytest.mark.parametrize(
-    ("app", "server", "program"),
-    [
-        ("flask", "gunicorn-gthread", "gunicorn"),
-        ("django", "uwsgi-debian", "/usr/bin/uwsgi-core"),
-        ("dancer2", "starman", "starman"),
-        ("mojolicious", "uwsgi-psgi", "/usr/bin/uwsgi-core"),
-    ],
-)
+# Each app under a server of its language (and the program the server needs).
+APP_SERVERS = [
+    ("flask", "gunicorn-gthread", "gunicorn"),
+    ("django", "uwsgi-debian", "/usr/bin/uwsgi-core"),
+    ("dancer2", "starman", "starman"),
+    ("mojolicious", "uwsgi-psgi", "/usr/bin/uwsgi-core"),
+]
+
+
+@pytest.mark.parametrize(("app", "server", "program"), APP_SERVERS)
 def test_a_framework_app_answers_every_workload_under_a_server(
     base_config, tmp_path, no_leftovers, app, server, program
 ):
@@ -91,7 +92,7 @@ def test_updates_write_the_rows_they_answer(tmp_path, app):
     database = tmp_path / "world.sqlite"
     subprocess.run([sys.executable, str(REPO_ROOT / "apps/data/make_world.py"), str(database)], check=True)
     before = dict(sqlite3.connect(database).execute("SELECT id, randomNumber FROM World"))
-    env = {**os.environ, "SERVERBENCH_DB": str(database)}
+    env = {**os.environ, "SERVERBENCH_DATABASE": str(database)}
     if app in ("flask", "django"):
         frameworks = str(REPO_ROOT / "apps/python/frameworks")
         argv = [sys.executable, "-c", PYTHON_DRIVER, frameworks, f"{app}_world"]

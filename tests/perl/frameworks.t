@@ -17,8 +17,8 @@ for my $module (qw(Dancer2 Mojolicious DBD::SQLite)) {
 }
 my $root = "$FindBin::Bin/../..";
 my $dir = tempdir(CLEANUP => 1);
-$ENV{SERVERBENCH_DB} = "$dir/world.sqlite";
-system('python3', "$root/apps/data/make_world.py", $ENV{SERVERBENCH_DB}) == 0 or die "make_world.py failed";
+$ENV{SERVERBENCH_DATABASE} = "$dir/world.sqlite";
+system('python3', "$root/apps/data/make_world.py", $ENV{SERVERBENCH_DATABASE}) == 0 or die "make_world.py failed";
 
 for my $psgi (qw(dancer2_world.psgi mojo_world.psgi)) {
     my $test = Plack::Test->create(Plack::Util::load_psgi("$root/apps/perl/frameworks/$psgi"));

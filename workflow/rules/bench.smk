@@ -18,6 +18,8 @@ rule bench:
     input:
         # Not read: the server's conformance job runs before its cells.
         conformance=server_conformance,
+        # The cluster the cell copies and starts for its app (PostgreSQL only).
+        database=cell_database,
     output:
         result=f"{CELL_PATTERN}.json",
         raw=f"{CELL_PATTERN}.load.txt",
@@ -64,6 +66,7 @@ rule capacity:
 rule bench_rate:
     input:
         capacity=CAPACITY,
+        database=cell_database,
     output:
         result=f"{RATE_CELL_PATTERN}.json",
         raw=f"{RATE_CELL_PATTERN}.load.txt",

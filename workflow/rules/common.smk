@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 from serverbench.host import engine as sbengine
+from serverbench.plan import apps as sbapps
 from serverbench.plan import config as sbconfig
 from serverbench.plan.config import config_hash
 from serverbench.plan.languages import title as language_title
@@ -120,6 +121,28 @@ def server_conformance(wildcards):
         return []
     profile = MATRIX.conformance_profile(wildcards.profile, wildcards.server)
     return f"{RESULTS}/conformance/{profile}/{wildcards.server}.json"
+
+
+def cell_database(wildcards):
+    """The template of the database the cell's app uses, where the profile starts one
+    (serverbench.cell.database); none for SQLite or an app without a database."""
+    engine = sbapps.database_engine(config, wildcards.profile)
+    if engine in (None, "sqlite"):
+        return []
+    return sbapps.database_template(
+        config, engine, sbapps.app_name(config, wildcards.profile)
+    )
+
+
+def database_setup_files(wildcards):
+    """The repository's files an app's setup names ({apps}/...): a change remakes the template."""
+    setup = config["apps"][wildcards.app].get("setup") or []
+    named = [
+        str(item).split("{apps}/", 1)[1]
+        for item in setup
+        if str(item).startswith("{apps}/")
+    ]
+    return [f"apps/{path}" for path in named if Path("apps", path).is_file()]
 
 
 def rate_cell_results(wildcards=None):

@@ -1,4 +1,4 @@
-# Dancer2 serving TechEmpower's test types over SQLite (DBI, a connection per process),
+# Dancer2 serving TechEmpower's test types over SQLite or PostgreSQL (DBI, a connection per process),
 # fortunes through Template Toolkit with its html filter.
 use strict;
 use warnings;

@@ -1,4 +1,4 @@
-# Mojolicious serving TechEmpower's test types over SQLite (DBI, a connection per process),
+# Mojolicious serving TechEmpower's test types over SQLite or PostgreSQL (DBI, a connection per process),
 # fortunes through its ep templates (escaped by <%= %>), as a PSGI app.
 use strict;
 use warnings;

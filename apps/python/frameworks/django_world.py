@@ -1,4 +1,4 @@
-"""Django serving TechEmpower's test types over SQLite, in one file: settings, two models
+"""Django serving TechEmpower's test types over SQLite or PostgreSQL, in one file: settings, two models
 and their views, through the ORM and Django's template engine (as a Django app would).
 Django keeps a connection per worker thread (CONN_MAX_AGE None: held, not per request)."""
 
@@ -25,8 +25,7 @@ settings.configure(
     INSTALLED_APPS=[],
     USE_TZ=False,
     DEFAULT_AUTO_FIELD="django.db.models.AutoField",
-    DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": world.DATABASE, "CONN_MAX_AGE": None,
-                           "OPTIONS": {"timeout": 10}}},
+    DATABASES={"default": world.django_database()},
     TEMPLATES=[{"BACKEND": "django.template.backends.django.DjangoTemplates",
                 "DIRS": [str(Path(__file__).parent / "templates")]}],
 )  # fmt: skip

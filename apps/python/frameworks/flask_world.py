@@ -1,8 +1,8 @@
-"""Flask serving TechEmpower's test types over SQLite (plain sqlite3, a connection per
-worker thread, opened in the worker: a connection never crosses a fork)."""
+"""Flask serving TechEmpower's test types over SQLite or PostgreSQL (the DB-API as it is:
+sqlite3 or psycopg, a connection per worker thread, opened in the worker: a connection
+never crosses a fork)."""
 
 import os
-import sqlite3
 import sys
 import threading
 
@@ -21,14 +21,18 @@ app.json.sort_keys = False
 _local = threading.local()
 
 
-def db() -> sqlite3.Connection:
+_SELECT_ROW = world.sql('SELECT "randomNumber" FROM "World" WHERE id = ?')
+_UPDATE_ROW = world.sql('UPDATE "World" SET "randomNumber" = ? WHERE id = ?')
+
+
+def db():
     if getattr(_local, "connection", None) is None:
-        _local.connection = sqlite3.connect(world.DATABASE, timeout=10, check_same_thread=False)
+        _local.connection = world.connect()
     return _local.connection
 
 
 def _row(connection, world_id: int) -> dict:
-    number = connection.execute("SELECT randomNumber FROM World WHERE id = ?", (world_id,)).fetchone()[0]
+    number = connection.execute(_SELECT_ROW, (world_id,)).fetchone()[0]
     return {"id": world_id, "randomNumber": number}
 
 
@@ -59,15 +63,15 @@ def updates():
     rows = [_row(connection, i) for i in world.random_ids(world.query_count(request.args.get("queries")))]
     for row in rows:
         row["randomNumber"] = world.random_id()
-    with connection:
+    with world.transaction(connection):
         changes = [(row["randomNumber"], row["id"]) for row in rows]
-        connection.executemany("UPDATE World SET randomNumber = ? WHERE id = ?", changes)
+        connection.cursor().executemany(_UPDATE_ROW, changes)
     return jsonify(rows)
 
 
 @app.route("/fortunes")
 def fortunes():
-    rows = db().execute("SELECT id, message FROM Fortune").fetchall()
+    rows = db().execute('SELECT id, message FROM "Fortune"').fetchall()
     return render_template("fortunes.html", fortunes=world.sorted_fortunes(rows))
 
 

@@ -103,6 +103,7 @@ def assemble(config: dict, cell: Cell, profile: Profile, outcome: Outcome, parts
         workload=WorkloadSection(name=cell.workload, path=workload.get("path"), mix=_mix_paths(config, cell)),
         time_wait=launched.time_wait,
         network=launched.network,
+        database=launched.database,
         limits=launched.limits,
         isolation_image=launched.image,
         fairness=measured.fairness,

@@ -12,7 +12,6 @@ import os
 import pwd
 import re
 import shutil
-import subprocess
 import sys
 import time
 import uuid
@@ -22,16 +21,26 @@ from pathlib import Path
 
 from serverbench import REPO_ROOT
 from serverbench.cell import applog, servers
+from serverbench.cell.database import DATABASE_VARIABLE, Database, DatabaseError
+from serverbench.cell.database import version as database_version
 from serverbench.cell.errors import CellFailed, CellSkipped
 from serverbench.host import containers, engine, images, sysctls
 from serverbench.host.cgroups import Isolation, raise_nofile
 from serverbench.host.containers import DockerIsolation
 from serverbench.host.netns import Network, NetworkError
-from serverbench.host.runenv import readable_app, resolve_program, version_of
+from serverbench.host.runenv import SetupFailed, readable_app, resolve_program, run_setup, version_of
 from serverbench.plan import apps
 from serverbench.plan.config import expected_answer, placeholders, serves
 from serverbench.plan.shapes import Cell, Profile
-from serverbench.record.sections import Image, IsolationSection, Limits, NetworkSection, ServerSection, TimeWait
+from serverbench.record.sections import (
+    DatabaseSection,
+    Image,
+    IsolationSection,
+    Limits,
+    NetworkSection,
+    ServerSection,
+    TimeWait,
+)
 
 # An app's setup makes fixtures (10,000 rows in a fraction of a second here); a minute is a hang.
 APP_SETUP_TIMEOUT = 60
@@ -89,6 +98,7 @@ class Launched:
     limits: Limits | None = None
     isolation: IsolationSection | None = None
     image: Image | None = None
+    database: DatabaseSection | None = None
 
 
 class Launch:
@@ -100,6 +110,7 @@ class Launch:
         self.network: Network | None = None
         self.isolation: Isolation | None = None
         self.server: servers.ServerGroup | None = None
+        self.database: Database | None = None
         self.image: str | None = None
         self.values: dict = {}
         self.argv: list[str] = []
@@ -154,6 +165,7 @@ class Launch:
         if lacking:
             raise CellSkipped(f"the app {app_name!r} gives no {', '.join(lacking)} for {self.cell.server} to host it")
         self.values = server_values(self.profile, host, port, self.rundir, hosted)
+        self._start_database()
         self._set_up_app(app_name, app)
         if self.in_docker:
             self.values["venv"] = containers.IMAGE_VENV
@@ -168,32 +180,43 @@ class Launch:
             raise CellSkipped(f"server program {self.argv[0]!r} not found on PATH")
         self._probe_versions()
 
+    def _start_database(self) -> None:
+        """The app's database, where it uses one (``database: true``): the profile's engine,
+        started on the CPUs the profile gives it (the server's or the client's)."""
+        engine = apps.database_engine(self.config, self.cell.profile)
+        if engine is None:
+            return
+        placement = self.profile.database.get("cpus", "server")
+        cpus = list(self.profile.server_cpus if placement == "server" else self.profile.client_cpus)
+        spec = (self.config.get("databases") or {}).get(engine, {})
+        app_name = apps.app_name(self.config, self.cell.profile)
+        template = Path(apps.database_template(self.config, engine, app_name)) if engine != "sqlite" else None
+        self.database = Database(engine, spec, template, self.rundir, cpus)
+        self.found.database = DatabaseSection(
+            engine=engine, version=database_version(spec) if spec else None, placement=placement, cpus=cpus
+        )
+        try:
+            self.database.start(self.log_path)
+        except DatabaseError as exc:
+            raise CellFailed(f"the app's database did not start: {exc}") from None
+        self.found.database.ready_s = round(self.database.started_s, 4) if self.database.started_s else None
+        self.values["database"] = str(self.database.descriptor_path)
+
     def _set_up_app(self, app_name: str, app: dict) -> None:
         """The app's own ``setup`` (its database's rows), run in the run directory before the
         server starts; its output goes to the server's log. A setup that fails fails the cell."""
         if "setup" not in app:
             return
-        argv = render(self.config, app["setup"], {"apps": self.values["apps"], "rundir": str(self.rundir)})
-        with self.log_path.open("ab") as log:
-            log.write(f"serverbench: the app's setup: {argv}\n".encode())
-            log.flush()
-            try:
-                done = subprocess.run(
-                    argv,
-                    cwd=self.rundir,
-                    env=self.env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                    timeout=APP_SETUP_TIMEOUT,
-                    check=False,
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                raise CellFailed(f"the app {app_name!r}'s setup {argv} did not run: {exc}") from None
-        if done.returncode != 0:
-            raise CellFailed(
-                f"the app {app_name!r}'s setup {argv} exited {done.returncode} (its output: the server log)"
-            )
+        if self.database is not None and self.database.made_by_template:
+            with self.log_path.open("ab") as log:
+                log.write(b"serverbench: the app's setup ran in its database's template (rule database_template)\n")
+            return
+        values = {key: self.values.get(key) for key in ("apps", "rundir", "database")}
+        argv = render(self.config, app["setup"], values)
+        try:
+            run_setup(argv, self.log_path, cwd=self.rundir, env=self.env, timeout=APP_SETUP_TIMEOUT)
+        except SetupFailed as exc:
+            raise CellFailed(f"the app {app_name!r}'s {exc}") from None
 
     @cached_property
     def _templates(self) -> str:
@@ -256,6 +279,8 @@ class Launch:
     def start(self) -> None:
         """Start the backend (if any), then the server; configure it by API where it has one."""
         env = {**self.env, **server_env(self.spec, self.values)}
+        if self.database is not None:  # where the server passes its environment on to the app
+            env[DATABASE_VARIABLE] = str(self.database.descriptor_path)
         members = []
         if self.spec.get("backend"):
             backend_argv = render(self.config, self.spec["backend"], self.values)
@@ -382,6 +407,11 @@ class Launch:
         if self.isolation is not None:
             self.isolation.cleanup()
             self.isolation = None
+        if self.database is not None:
+            stopped_as = self.database.stop()
+            if self.found.database is not None:
+                self.found.database.stop = stopped_as
+            self.database = None
         if self.network is not None:
             self.network.cleanup()
             self.network = None

@@ -2,11 +2,10 @@
 
     prepare → start → ready → verify → warmup → load (→ idle) → stop → write
 
-Launching is ``serverbench.cell.launch``, measuring ``serverbench.cell.measure``; each
-fills its own sections, and the record is assembled from them once, at the end, and
-frozen (``serverbench.cell.assemble``). Whatever the server or load tool does is
-recorded: the job only fails (non-zero) on a harness bug, and even then the server
-tree is stopped and the record written first.
+Launching is ``cell.launch``, measuring ``cell.measure`` (the app's queries ``cell.database``);
+each fills its own sections, and the record is assembled from them once, at the end, and frozen
+(``cell.assemble``). Whatever the server or load tool does is recorded: the job only fails
+(non-zero) on a harness bug, and even then the server tree is stopped and the record written first.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from pathlib import Path
 from serverbench import files
 from serverbench.cell import rate, verify
 from serverbench.cell.assemble import Files, Outcome, assemble
+from serverbench.cell.database import QueryAudit
 from serverbench.cell.errors import CellFailed, CellSkipped, Interrupted, raise_interrupted
 from serverbench.cell.launch import Launch, Launched
 from serverbench.cell.measure import Measure, Measured
@@ -102,8 +102,9 @@ class CellRun:
             begin("warmup")
             measure.warm_up()
         begin("load")
+        audit = QueryAudit(launch.database, launch.found.database, self.config, self.cell)
         measure.load(check.keepalive, begin)
-        self.raw_text = measure.raw_text
+        self.raw_text = audit.end(measure.found.load, measure.raw_text)
 
     def _verify(self, launch, timeout: float):
         """Each path the workload requests answers as its check says (a mix: each of its

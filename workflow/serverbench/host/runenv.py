@@ -68,6 +68,25 @@ def readable_app(rundir: Path, part: dict, language: str) -> dict:
     return copied
 
 
+class SetupFailed(RuntimeError):
+    """An app's setup that did not run or exited non-zero; the message names its argv."""
+
+
+def run_setup(argv: list[str], log_path: Path, cwd: Path | None, env: dict | None, timeout: float) -> None:
+    """An app's ``setup`` (its database's rows): its output appended to ``log_path``."""
+    with Path(log_path).open("ab") as log:
+        log.write(f"serverbench: the app's setup: {argv}\n".encode())
+        log.flush()
+        try:
+            done = subprocess.run(
+                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, timeout=timeout, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SetupFailed(f"setup {argv} did not run: {exc}") from None
+    if done.returncode != 0:
+        raise SetupFailed(f"setup {argv} exited {done.returncode} (its output: {log_path})")
+
+
 def run_capture(argv: list[str], env: dict | None = None, timeout: float = 15) -> str:
     """Output of a short informational command (a version), or the error."""
     try:

@@ -150,3 +150,30 @@ def app_values(config: dict, spec: dict, language: str, apps_dir: str) -> dict[s
 def missing_values(values: dict, used: set[str]) -> list[str]:
     """The app placeholders a server uses (``used``) that the app's part leaves empty."""
     return sorted(name for name in used & APP_PLACEHOLDERS if values.get(name) is None)
+
+
+def database_engine(config: dict, profile: str | None = None) -> str | None:
+    """The database the cells of ``profile`` start for their app (``sqlite`` starts nothing);
+    None where the app uses none (``database: true`` declares one)."""
+    if not chosen(config, profile)[1].get("database"):
+        return None
+    own = config["profiles"][profile].get("database") if profile in config["profiles"] else None
+    return (own or {}).get("engine", "sqlite")
+
+
+def database_template(config: dict, engine: str, app: str) -> str:
+    """Where the run keeps a database server's template with the app's rows (rule database_template)."""
+    return f"{config['results'].rstrip('/')}/databases/{engine}/{app}"
+
+
+def queries_needed(config: dict, profile: str | None, name: str) -> float | None:
+    """Statements the app must run per answer of workload ``name`` (a mix: its parts' by
+    weight); None where the workload does not say."""
+    known = workloads(config, profile)
+    mix = known[name].get("mix")
+    if not mix:
+        return known[name].get("queries_per_request")
+    parts = [known[part].get("queries_per_request") for part in mix]
+    if all(part is None for part in parts):
+        return None
+    return sum((part or 0) * weight for part, weight in zip(parts, mix.values(), strict=True)) / sum(mix.values())

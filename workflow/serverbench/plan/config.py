@@ -130,7 +130,7 @@ def _check_schema(config: dict) -> None:
     raise ConfigError(path, message)
 
 
-APP_SETUP_PLACEHOLDERS = frozenset({"apps", "rundir"})
+APP_SETUP_PLACEHOLDERS = frozenset({"apps", "rundir", "database"})
 
 
 def _check_argv(path: str, argv, allowed: frozenset) -> None:
@@ -256,10 +256,12 @@ def validate(config: dict) -> dict:
             raise ConfigError(f"profiles.{name}.app", f"{profile['app']!r} is not one of apps")
     apps.expand_app_profiles(config)
     for name, app in config["apps"].items():
-        for language in set(app) - {"description", "workloads", "setup"} - set(config["languages"]):
+        for language in set(app) - {"description", "workloads", "setup", "database"} - set(config["languages"]):
             raise ConfigError(f"apps.{name}.{language}", f"not a language of `languages`: {language!r}")
         if "setup" in app:
             _check_argv(f"apps.{name}.setup", app["setup"], APP_SETUP_PLACEHOLDERS)
+            if "database" in placeholders(app["setup"]) and not app.get("database"):
+                raise ConfigError(f"apps.{name}.setup", "names {database}, but the app has no `database: true`")
     _check_patterns(config)
     _check_mixes(config)
     for name, server in config["catalogue"].items():
@@ -317,6 +319,10 @@ def _check_profile(config: dict, name: str) -> None:
         profile = effective_profile(config, name)
     except scaling.ScaleError as exc:
         raise ConfigError(f"{where}.{exc.key}", str(exc)) from None
+    engine = profile.database.get("engine", "sqlite")
+    if engine != "sqlite" and engine not in (config.get("databases") or {}):
+        known = ", ".join(["sqlite", *sorted(config.get("databases") or {})])
+        raise ConfigError(f"{where}.database.engine", f"unknown database {engine!r}; known: {known}")
     if profile.isolation == "docker" and profile.network == "netns":
         raise ConfigError(
             f"{where}.network", "netns is not available with isolation: docker (containers use the host network)"

@@ -68,6 +68,7 @@ class Profile:
     workloads: list[str]
     app: str | None
     server_spread: bool
+    database: dict  # {engine: sqlite or a key of `databases`, cpus: server or client} (cell.database)
     concurrency: list[int]
     repeats: int
     margin: float | dict | None

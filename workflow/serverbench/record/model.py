@@ -18,6 +18,7 @@ from serverbench.record.sections import (  # noqa: F401 (the record's types, res
     Checks,
     ClientSection,
     CpuIdle,
+    DatabaseSection,
     Fairness,
     Harness,
     HostSection,
@@ -48,9 +49,10 @@ from serverbench.record.sections import (  # noqa: F401 (the record's types, res
 # limits.listen_backlog, harness placement and None for error classes a tool cannot
 # observe; /3 added cell.fraction, open_loop and latency_ms.p99_9 (rate cells);
 # /5 added windows (answers per short window, measured durations); /6 added host (the machine,
-# and the scheduler's job that placed the cell on it); /7 added cell.app (the app hosted).
+# and the scheduler's job that placed the cell on it); /7 added cell.app (the app hosted);
+# /8 added database (the app's database and the statements it ran).
 # Older records read with those unset.
-RECORD_SCHEMA = "serverbench.cell/7"
+RECORD_SCHEMA = "serverbench.cell/8"
 KNOWN_RECORD_SCHEMAS = frozenset(
     {
         "serverbench.cell/1",
@@ -59,6 +61,7 @@ KNOWN_RECORD_SCHEMAS = frozenset(
         "serverbench.cell/4",
         "serverbench.cell/5",
         "serverbench.cell/6",
+        "serverbench.cell/7",
         RECORD_SCHEMA,
     }
 )
@@ -92,6 +95,7 @@ class CellRecord(Section):
     workload: WorkloadSection | None = None
     time_wait: TimeWait | None = None
     network: NetworkSection | None = None
+    database: DatabaseSection | None = None
     limits: Limits | None = None
     isolation_image: Image | str | None = None  # a tag alone in records before cell/3
     fairness: Fairness | None = None

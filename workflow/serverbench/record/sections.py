@@ -137,6 +137,17 @@ ClientSection = optional_section(
 )
 
 
+DatabaseSection = optional_section(
+    "DatabaseSection",
+    "The database the app used (serverbench.cell.database): where it ran and, where it counts"
+    " them, the statements the app's role ran during the load against what its answers need.",
+    strings="engine version placement stop shortfall",
+    lists="cpus",
+    floats="ready_s needed_per_request statements_per_request",
+    ints="statements rows answers",
+)
+
+
 @dataclass
 class Verification(Section):
     """The answer checked before the load (serverbench.cell.verify)."""
