@@ -25,7 +25,7 @@ from serverbench.plan import apps
 from serverbench.plan import config as cfg
 from serverbench.plan.matrix import Matrix
 from serverbench.plan.shapes import Cell
-from serverbench.report.spread import spread_rows
+from serverbench.report.spread import across_rows, spread_rows
 
 APP_SITE = "/opt/serverbench/app-site"
 WORKLOADS = ["plaintext", "json", "db", "queries", "updates", "fortunes"]
@@ -243,6 +243,36 @@ def test_the_server_spread_is_each_languages_fastest_against_its_slowest():
     rows = spread_rows(table, summary, {"python": "Python", "perl": "Perl"})
     assert len(rows) == expected and {row["app"] for row in rows} == {"default"}
     assert {row["language"] for row in rows} == {"Python", "Perl"}
+
+
+def test_each_languages_best_deployment_is_compared_across_the_apps():
+    """The stored quick matrix as two app profiles of one `apps` profile: the hello app's
+    cells, and a copy of its Python cells at twice the req/s as another app's. Per condition,
+    Python's best deployment is the copy's fastest server, Perl's the hello app's, the faster
+    named first, decided as any pair, and the page lists it with each language's title."""
+    config = cfg.load(REPO_ROOT / "config.yaml")
+    config["comparisons"]["not_comparable_flags"] = []
+    spec = {**config["profiles"]["default"], "server_spread": True, "expanded_from": "apps"}
+    config["profiles"].update({"apps-hello": {**spec, "app": "hello"}, "apps-double": {**spec, "app": "double"}})
+    runs, summary = (pd.read_csv(RECORDS_V1 / f"{name}.csv") for name in ("runs", "summary"))
+    python = runs["language"] == "python"
+    doubled = runs[python].assign(profile="apps-double", rps=runs.loc[python, "rps"] * 2)
+    runs = pd.concat([runs.assign(profile="apps-hello"), doubled], ignore_index=True)
+    doubled_summary = summary[summary["language"] == "python"].assign(profile="apps-double")
+    summary = pd.concat([summary.assign(profile="apps-hello"), doubled_summary], ignore_index=True)
+    table = verdicts.verdict_table(runs, summary, config)
+    across = table[table["kind"] == "best deployment"]
+    assert len(across) == runs.groupby(["tool", "concurrency"]).ngroups > 0
+    for _, row in across.iterrows():
+        at = runs[(runs["tool"] == row["tool"]) & (runs["concurrency"] == row["concurrency"])]
+        at = at[at["status"] == "ok"]
+        best = at.groupby(["profile", "server", "language"])["rps"].median().groupby("language").idxmax()
+        python_best, perl_best = (f"{best[lang][0][5:]} on {best[lang][1]}" for lang in ("python", "perl"))
+        assert python_best.startswith("double on ") and perl_best.startswith("hello on ")
+        assert {row["a"], row["b"]} == {python_best, perl_best} and row["profile"] == "apps"
+        assert row["ratio"] >= 1 and "best Python deployment" in row["sentence"]
+    rows = across_rows(table, {"python": "Python", "perl": "Perl"})
+    assert len(rows) == len(across) and all(row["faster"].startswith(("Python: ", "Perl: ")) for row in rows)
 
 
 @pytest.mark.parametrize(("app", "server"), [("flask", "gunicorn-gthread"), ("dancer2", "starman")])

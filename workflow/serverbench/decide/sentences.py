@@ -24,6 +24,12 @@ def _claim(found: TimedComparison, interval: str, config: dict) -> str:
         return (
             f"the best {first} server, {a}, serves {times} the requests/s of the best {second} server, {b} ({interval})"
         )
+    if kind == "best deployment":
+        first, second = title(config, found.language_a), title(config, found.language_b)
+        return (
+            f"the best {first} deployment, {a}, serves {times} the requests/s of the best {second} deployment,"
+            f" {b} ({interval})"
+        )
     if kind == "same server":
         first, second = title(config, found.language_a), title(config, found.language_b)
         return f"{a} serves {first} at {times} the requests/s the same server ({b}) serves {second} ({interval})"

@@ -52,6 +52,7 @@ BEST_OF_LANGUAGE = "best of language"
 # The fastest server of a language against its slowest at one condition (a profile's
 # `server_spread`): how much the choice of server matters for that app and workload.
 SERVER_SPREAD = "server spread"
+BEST_DEPLOYMENT = "best deployment"  # across the apps of one `apps` profile: a language's fastest app and server
 # Why a comparison came out as it did, or could not be made (a Reason's code; cells' own
 # codes are decide.comparability's).
 TOO_FEW = Reason("too few repeats", "fewer than 2 repeats on a side")
@@ -253,6 +254,36 @@ def server_spread(
     return [estimate_pair(SERVER_SPREAD, condition, r[-1], r[0], quantile=quantile) for r in ranked if len(r) >= 2]
 
 
+def best_deployments(
+    config: dict, cells_by_condition: dict[tuple, dict[str, CellRounds]], quantile: float | None = None
+) -> list[Pending]:
+    """Across the profiles one profile of several ``apps`` with ``server_spread`` became
+    (apps-flask, apps-dancer2, ...), per workload and load condition: each language's fastest
+    deployment (an app on a server) by median req/s against the other language's. Their
+    rounds are shared, so the pair is compared round by round as any pair; chosen by their
+    own figures, the estimate leans high. A deployment is named "APP on SERVER"; the row's
+    profile is the one the apps came from."""
+    catalogue = config["catalogue"]
+    groups: dict[tuple, dict[str, list[CellRounds]]] = {}
+    for condition, cells in cells_by_condition.items():
+        profile = config["profiles"].get(condition[0], {})
+        parent = profile.get("expanded_from")
+        if not parent or not profile.get("server_spread"):
+            continue
+        for name, cell in cells.items():
+            copy = {"alias_of", "variant_of"} & set(catalogue.get(name, {}))
+            if cell.comparable and len(cell.rps) and not copy and cell.language in compared(config):
+                named = replace(cell, server=f"{profile['app']} on {name}")
+                groups.setdefault((parent, *condition[1:]), {}).setdefault(cell.language, []).append(named)
+    found = []
+    for condition, by_language in sorted(groups.items()):
+        best = [max(members, key=lambda c: statistics.median(c.rps)) for _, members in sorted(by_language.items())]
+        if len(best) == 2:
+            faster, slower = sorted(best, key=lambda c: statistics.median(c.rps), reverse=True)
+            found.append(estimate_pair(BEST_DEPLOYMENT, condition, faster, slower, quantile=quantile))
+    return found
+
+
 def verdict_table(
     runs: pd.DataFrame,
     summary: pd.DataFrame,
@@ -322,7 +353,7 @@ def _estimated(runs: pd.DataFrame, summary: pd.DataFrame, config: dict, windows:
             pending += best_of_each_language(config, condition, cells, quantile)
         if config["profiles"].get(condition[0], {}).get("server_spread"):
             pending += server_spread(config, condition, cells, quantile)
-    return pending
+    return pending + best_deployments(config, cells_by_condition, quantile)
 
 
 def in_words(found: TimedComparison, config: dict) -> str:

@@ -113,7 +113,7 @@ def expand_app_profiles(config: dict) -> None:
         for app in profile["apps"]:
             own = {k: v for k, v in profile.items() if k != "apps"}
             known = workloads({**config, "app": app})  # the names were checked before
-            own.update(app=app, description=f"{profile['description']}: the {app} app")
+            own.update(app=app, description=f"{profile['description']}: the {app} app", expanded_from=name)
             own["workloads"] = [w for w in profile.get("workloads", []) if w in known] or profile.get("workloads")
             own["servers"] = _hosting(config, app, profile["servers"])
             expanded[name].append((f"{name}-{app}", own))

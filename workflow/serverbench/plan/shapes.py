@@ -107,6 +107,7 @@ class Profile:
     cpu_latency_us: int | None
     open_loop: dict | None
     scaling: dict
+    expanded_from: str | None = None  # the profile of several `apps` this one (NAME-APP) came from
 
     @classmethod
     def from_dict(cls, name: str, data: dict) -> Profile:

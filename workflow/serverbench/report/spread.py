@@ -1,13 +1,16 @@
 """The page's "Does the server still matter?": for each app and workload of profiles with
 ``server_spread``, the fastest server of each language against its slowest (verdicts.csv's
 ``server spread`` rows, decided as any comparison), beside the app each profile hosted
-(summary.csv's ``app``). Hello world first: the spread with no app work to dilute it."""
+(summary.csv's ``app``). Hello world first: the spread with no app work to dilute it. Then
+each language's best deployment (an app on a server) against the other's, per workload
+(verdicts.csv's ``best deployment`` rows)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 KIND = "server spread"
+ACROSS = "best deployment"
 
 
 def _ratio(row) -> str:
@@ -42,8 +45,30 @@ def spread_rows(verdicts: pd.DataFrame, summary: pd.DataFrame, titles: dict | No
     return sorted(out, key=lambda r: (r["language"], hello_first.get(r["app"], 1), r["app"], r["workload"]))
 
 
+def across_rows(verdicts: pd.DataFrame, titles: dict | None = None) -> list[dict]:
+    """One row per workload and condition: the faster language's best deployment against the other's."""
+    rows = verdicts[verdicts["kind"] == ACROSS]
+    out = []
+    for _, row in rows.iterrows():
+        first, second = ((titles or {}).get(language, language) for language in (row["language_a"], row["language_b"]))
+        out.append(
+            {
+                "workload": row["workload"],
+                "condition": f"{row['tool']} c={row['concurrency']}",
+                "faster": f"{first}: {row['a']}",
+                "slower": f"{second}: {row['b']}",
+                "req/s": f"{row['median_a']:,.0f} / {row['median_b']:,.0f}" if pd.notna(row.get("median_a")) else "",
+                "ratio": _ratio(row),
+                "outcome": row["verdict"],
+            }
+        )
+    return sorted(out, key=lambda r: (r["workload"], r["condition"]))
+
+
 def spread_context(verdicts: pd.DataFrame, summary: pd.DataFrame, titles: dict | None = None) -> dict | None:
     rows = spread_rows(verdicts, summary, titles)
     if not rows:
         return None
-    return {"columns": list(rows[0]), "rows": rows}
+    across = across_rows(verdicts, titles)
+    across_columns = list(across[0]) if across else []
+    return {"columns": list(rows[0]), "rows": rows, "across": across, "across_columns": across_columns}
