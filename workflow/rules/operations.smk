@@ -6,6 +6,8 @@
 
 
 rule operations:
+    input:
+        database=cell_database,
     output:
         f"{RESULTS}/operations/{{profile}}/{{server}}.json",
     log:

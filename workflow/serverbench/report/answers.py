@@ -231,6 +231,7 @@ def comparison_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     """Every comparison in one row each: pair, languages, condition, ratio with its interval,
     outcome, the smallest ratio the run could have told, and the reason where there is one."""
     kinds = list(dict.fromkeys(verdicts["kind"]))
+    several = verdicts["workload"].nunique() > 1  # then each condition names its workload
     rank = {outcome: i for i, outcome in enumerate(OUTCOME_ORDER)}
     ordered = verdicts.assign(
         _kind=verdicts["kind"].map(kinds.index), _outcome=verdicts["verdict"].map(rank).fillna(len(rank))
@@ -240,7 +241,7 @@ def comparison_table(verdicts: pd.DataFrame) -> pd.DataFrame:
             row.kind,
             _pair(row),
             _languages(row),
-            _condition(row),
+            _condition(row, several),
             _ratio(row),
             row.verdict,
             f"{row.detectable_ratio:.3g}×" if pd.notna(row.detectable_ratio) else "",
@@ -261,9 +262,9 @@ def _languages(row) -> str:
     return " / ".join(language for language in named if language != "none")
 
 
-def _condition(row) -> str:
+def _condition(row, workload: bool = False) -> str:
     at = "" if pd.isna(row.fraction) else f" at {row.fraction:g} of capacity"
-    return f"{row.tool} c={row.concurrency}{at}"
+    return f"{f'{row.workload}, ' if workload else ''}{row.tool} c={row.concurrency}{at}"
 
 
 def _ratio(row) -> str:
