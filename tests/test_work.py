@@ -17,6 +17,7 @@ import pandas as pd
 import psutil
 import pytest
 from conftest import require
+from serverbench import REPO_ROOT
 from serverbench.cell import callgrind, perfcount
 from serverbench.cell.work import run_work
 from serverbench.decide.judgement import LESS_WORK, MORE_WORK
@@ -123,12 +124,14 @@ def _raw_outputs_trace_the_figures(path):
             assert re.search(r"^Failed requests:\s+0$", client, re.M)
     packed = [path.parent / name for name in record["raw"]["instructions-350"] if name.endswith(".gz")]
     assert packed
-    total = 0
+    total = collector = 0
     for gz in packed:
         unpacked = gz.with_suffix("")
         unpacked.write_bytes(gzip.decompress(gz.read_bytes()))
-        total += callgrind.read(unpacked).instructions
+        count = callgrind.read(unpacked)
+        total, collector = total + count.instructions, collector + count.collector
     assert total == record["instructions"]["lives"]["350"]
+    assert collector == record["instructions"]["collector_lives"]["350"]
     assert any(name.endswith("stat.csv") for name in record["raw"]["counters-1200"])
     assert any(name.endswith("trace.txt") for name in record["raw"]["names-350"])
 
@@ -177,6 +180,39 @@ def test_a_planted_one_percent_is_more_work(work_config, tmp_path):
     assert abs(twin.estimate - 1) < 0.001
     assert planted.outcome == MORE_WORK, planted
     assert 1.005 < planted.estimate < 1.02
+
+
+def test_a_collection_in_one_life_is_counted_apart(work_config, tmp_path):
+    """A whole-heap collection that falls in the longer life and not in the shorter (the
+    app collects on a worker's 200th request) moves the collector's figure, not the
+    instructions per request: those stay with the same app's twin that never collects.
+    gunicorn runs on the project's CPython, which names its collector (Debian's does not)."""
+    require(*LENS, "gunicorn")
+    catalogue = work_config["catalogue"]
+    apps_dir = str(REPO_ROOT / "tests/apps")
+    command = [
+        part.replace("{app_dir}", apps_dir).replace("{app_module}", "collecting")
+        for part in catalogue["gunicorn-gthread"]["command"]
+    ]
+    for name, collect_at in (("gunicorn-collecting", "200"), ("gunicorn-never-collecting", "1000000")):
+        catalogue[name] = {
+            "variant_of": "gunicorn-gthread",
+            "description": "collects",
+            "command": command,
+            "env": {"SERVERBENCH_COLLECT_AT": collect_at},
+        }
+    cfg.expand_aliases(work_config)
+    work, _ = work_tables(_measure(work_config, tmp_path, "gunicorn-collecting", "gunicorn-never-collecting"))
+    assert set(work["status"]) == {"ok"}, list(work["reason"])
+    figures = work.set_index("server")
+    collecting, never = figures.loc["gunicorn-collecting"], figures.loc["gunicorn-never-collecting"]
+    assert collecting["collector_named"] and never["collector_named"]
+    # One collection of a heap of 200,000 cycles over a span of 300 requests: tens of thousands
+    # each, against gunicorn's own collections, which its twin's figure shows.
+    assert collecting["collector_instructions_per_request"] > 20_000 + never["collector_instructions_per_request"]
+    # Outside the collector the two lives of each are alike, within gunicorn's own noise.
+    outside = collecting["instructions_per_request"] / never["instructions_per_request"]
+    assert abs(outside - 1) < 0.02, (collecting["instructions_per_request"], never["instructions_per_request"])
 
 
 def test_a_worker_killed_mid_life_gives_a_reason(work_config, tmp_path):

@@ -18,6 +18,14 @@ in two lives and 184.3 million in the other two (the excess in CPython's
 deallocation functions). The objects' costs come from the cost lines, so
 they are scaled to the summary: their shares are callgrind's, their sum the
 summary.
+
+The interpreter's cyclic garbage collector is counted apart as well: the
+inclusive cost of every call into it (``COLLECTORS``), read from the lines
+after ``calls=`` that are skipped above. A Python worker's collections are set
+off by allocations, some of them its own loop's, once a second: by the clock,
+which valgrind stretches. Over two lives held alike, a whole-heap collection
+fell inside one life and outside the other and moved gunicorn's figure by 6%
+(docs/work.md); apart, it is a figure of its own.
 """
 
 from __future__ import annotations
@@ -28,6 +36,13 @@ from pathlib import Path
 
 _NAMED = re.compile(r"^\((\d+)\)(?:\s(.*))?$")
 _COST_START = tuple("0123456789+-*")
+# The entry of CPython's cyclic collector (3.8 to 3.13): every collection, each generation.
+COLLECTORS = frozenset({"gc_collect_main"})
+# Functions of CPython's collector that a process allocating its objects runs, when its
+# interpreter names them: Debian's libpython3.11 is stripped of them (its static functions are
+# addresses in callgrind's files), so under uWSGI, Unit or mod_wsgi the collector cannot be
+# counted apart. A process that ran none of these has its collector counted with the rest.
+COLLECTOR_NAMED_BY = frozenset({*COLLECTORS, "_PyObject_GC_Link"})
 
 
 class CallgrindError(ValueError):
@@ -42,6 +57,9 @@ class ProcessCount:
     command: str
     instructions: int
     by_object: dict[str, int] = field(default_factory=dict)
+    # Of them, in the cyclic collector (COLLECTORS) and what it called: finalizers, frees.
+    collector: int = 0
+    collector_named: bool = False  # the process ran CPython's collector by name (COLLECTOR_NAMED_BY)
 
 
 def _name(value: str, names: dict[str, str]) -> str:
@@ -62,15 +80,18 @@ def read(path: str | Path) -> ProcessCount:
     if not text.startswith("# callgrind format"):
         raise CallgrindError(f"{Path(path).name}: not a callgrind file (empty or cut short)")
     names: dict[str, str] = {}
+    functions: dict[str, str] = {}  # fn= and cfn= share one table of compressed names
     by_object: dict[str, int] = {}
     pid, command, totals, summary = 0, "", None, None
-    current, skip_next = "???", False
+    current, callee, collector, skip_next = "???", "", 0, False
     for line in text.splitlines():
         if not line:
             continue
         if line.startswith(_COST_START):
             if skip_next:
                 skip_next = False
+                if callee in COLLECTORS:
+                    collector += int(line.split()[1])
                 continue
             parts = line.split()
             if len(parts) >= 2:
@@ -81,6 +102,10 @@ def read(path: str | Path) -> ProcessCount:
             current = _name(value, names)
         elif key == "cob":
             _name(value, names)  # defines a name a later ob= may refer to
+        elif key == "fn":
+            _name(value, functions)
+        elif key == "cfn":
+            callee = _name(value, functions)
         elif key == "calls":
             skip_next = True
         elif key == "pid":
@@ -95,4 +120,6 @@ def read(path: str | Path) -> ProcessCount:
     if totals is None or summary is None or counted != totals:
         raise CallgrindError(f"{Path(path).name}: cut short (self costs {counted}, totals {totals})")
     scale = summary / counted if counted else 0.0
-    return ProcessCount(pid, command, summary, {name: round(cost * scale) for name, cost in by_object.items()})
+    by_object = {name: round(cost * scale) for name, cost in by_object.items()}
+    named = not COLLECTOR_NAMED_BY.isdisjoint(functions.values())
+    return ProcessCount(pid, command, summary, by_object, round(collector * scale), named)

@@ -410,7 +410,8 @@ def _per_request(many: float, few: float, span: int) -> float:
 
 
 def instructions(config: dict, few: Life, many: Life) -> Instructions:
-    """The marginal instructions per request, by object, class and kind of process."""
+    """The marginal instructions per request outside the cyclic collector, the collector's
+    apart; by object, class and kind of process (these with the collector's: where it ran)."""
     span = many.requests - few.requests
     classes = config["work_lens"]["objects"]
 
@@ -441,13 +442,18 @@ def instructions(config: dict, few: Life, many: Life) -> Instructions:
         for command in sorted(set(commands[0]) | set(commands[1]))
     ]
     totals = [sum(p.instructions for p in life.processes) for life in (few, many)]
+    collector = [sum(p.collector for p in life.processes) for life in (few, many)]
+    outside = [total - spent for total, spent in zip(totals, collector, strict=True)]
     return Instructions(
-        per_request=round(_per_request(totals[1], totals[0], span), 2),
+        per_request=round(_per_request(outside[1], outside[0], span), 2),
         by_object=dict(sorted(by_object.items(), key=lambda item: -abs(item[1]))),
         by_class=dict(sorted(by_class.items(), key=lambda item: -item[1])),
         by_command=by_command,
         lives={str(life.requests): total for life, total in zip((few, many), totals, strict=True)},
         seconds={str(life.requests): life.seconds for life in (few, many)},
+        collector_per_request=round(_per_request(collector[1], collector[0], span), 2),
+        collector_lives={str(life.requests): spent for life, spent in zip((few, many), collector, strict=True)},
+        collector_named=any(p.collector_named for life in (few, many) for p in life.processes),
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # /2: each life's raw outputs named (``raw``); /3: the client that sent the requests (``client``)
-WORK_SCHEMA = "serverbench.work/3"
+WORK_SCHEMA = "serverbench.work/4"
 WORK_STATUSES = ("ok", "failed", "skipped")
 
 
@@ -31,6 +31,8 @@ class ProcessWork:
 class Instructions:
     """User-space instructions per request, counted by valgrind (callgrind)."""
 
+    # Outside the interpreter's cyclic collector: the figure judged and compared. A
+    # collection falls by the clock (docs/work.md), so the collector's is a figure apart.
     per_request: float
     # The objects they ran in (the interpreter, the server, libc, ...): each
     # object's path and its class from config's `work.objects`.
@@ -39,6 +41,13 @@ class Instructions:
     by_command: list[ProcessWork] = field(default_factory=list)
     lives: dict[str, int] = field(default_factory=dict)  # requests served -> total instructions of that life
     seconds: dict[str, float] = field(default_factory=dict)  # requests served -> seconds from ready to stop
+    # In the cyclic collector (callgrind.COLLECTORS) and what it called, per request (0 where
+    # the interpreter has none: Perl, nginx), and each life's total there.
+    collector_per_request: float = 0.0
+    collector_lives: dict[str, int] = field(default_factory=dict)
+    # Whether a process of the server ran CPython's collector under its own names (False:
+    # no CPython, or one stripped of them, such as Debian's libpython: counted with the rest).
+    collector_named: bool = False
 
 
 @dataclass

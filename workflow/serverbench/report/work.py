@@ -87,6 +87,12 @@ def _bar(classes: pd.Series) -> list[dict]:
     ]
 
 
+def _collector(value) -> str:
+    """The cyclic collector's instructions per request, apart ("" where it did none, or a run
+    before it was counted apart)."""
+    return f"{value:+,.0f}" if pd.notna(value) and round(value) != 0 else ""
+
+
 def work_rows(work: pd.DataFrame, detail: pd.DataFrame, pairs_first: list[str]) -> list[dict]:
     """A row per server: its figures, and its instructions stacked by class of object."""
     classes = detail[detail["kind"] == "class"]
@@ -104,6 +110,7 @@ def work_rows(work: pd.DataFrame, detail: pd.DataFrame, pairs_first: list[str]) 
         if row["status"] == "ok":
             figures.update(
                 instructions=f"{row['instructions_per_request']:,.0f}",
+                collector=_collector(row.get("collector_instructions_per_request")),
                 syscalls=f"{row['syscalls_per_request']:.2f}",
                 switches=f"{row['context_switches_per_request']:.2f}",
                 cpu=f"{row['cpu_us_per_request']:.0f}" if pd.notna(row.get("cpu_us_per_request")) else "",
