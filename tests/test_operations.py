@@ -16,6 +16,7 @@ import yaml
 from conftest import QUICK_PROFILE, REPO_ROOT, add_server, require, run_snakemake
 from serverbench.cell import reloads
 from serverbench.cell.operations import run_operations
+from serverbench.decide.operations import EQUIVALENT, MIN_FIGURES, UNDETERMINED, judge, operations_verdict_table
 from serverbench.report.index import write_index
 from serverbench.tables.operations import operations_table
 
@@ -40,7 +41,9 @@ def checks(tmp_path) -> pd.DataFrame:
 def test_a_server_that_drops_its_connections_on_reload_is_found(base_config, tmp_path, no_leftovers):
     add_server(base_config, "drops", [*RELOADING, "drop"], reload={"signal": "HUP"})
     add_server(base_config, "keeps", [*RELOADING, "graceful"], reload={"signal": "HUP"})
-    lives = {name: operate(base_config, tmp_path, name)["lives"][0] for name in ("drops", "keeps")}
+    # Five reloads a side: enough figures for the pair's comparison to decide (decide.operations).
+    results = {name: operate(base_config, tmp_path, name, reloads=5, reload_every=1.0) for name in ("drops", "keeps")}
+    lives = {name: result["lives"][0] for name, result in results.items()}
     dropped, kept = lives["drops"]["reload"], lives["keeps"]["reload"]
     for window in dropped["reloads"]:
         assert window["failed"] >= 1 and window["longest_gap_s"] >= 0.45, window
@@ -57,9 +60,20 @@ def test_a_server_that_drops_its_connections_on_reload_is_found(base_config, tmp
     assert table.loc[("keeps", "reload_failed"), "value"] == 0
     # No {workers} in its command: its cost per worker cannot be told, and the row says so.
     assert table.loc[("keeps", "uss_per_worker_mb"), "status"] == "not measured"
+    # Declared as a pair, the dropping one comes out higher on failures and on its wait.
+    base_config["comparisons"]["pairs"] = [["drops", "keeps"]]
+    verdicts = operations_verdict_table([results["drops"], results["keeps"]], base_config)
+    judged = verdicts.set_index("check")
+    assert judged.loc["reload_failed", "outcome"] == "higher" and judged.loc["reload_failed", "scale"] == "difference"
+    assert judged.loc["reload_failed", "ci_low"] >= 1 and judged.loc["reload_failed", "n_a"] == 5
+    assert judged.loc["reload_longest_gap_s", "outcome"] == "higher"
+    # One life a side: its cold start and memory are undetermined, and say why.
+    cold = judged.loc["cold_start_s"]
+    assert cold["outcome"] == "undetermined" and "undercovers" in cold["why"]
     # The page: a row per server, the dropping one's failures and wait shown, the reason given once.
-    operations_csv = tmp_path / "operations.csv"
+    operations_csv, verdicts_csv = tmp_path / "operations.csv", tmp_path / "operations_verdicts.csv"
     operations_table(tmp_path.glob("*.json")).to_csv(operations_csv, index=False)
+    verdicts.to_csv(verdicts_csv, index=False)
     write_index(
         STORED / "summary.csv",
         STORED / "verdicts.csv",
@@ -67,11 +81,12 @@ def test_a_server_that_drops_its_connections_on_reload_is_found(base_config, tmp
         {},
         tmp_path / "index.html",
         answers_path=tmp_path / "answers.md",
-        operations_csv=operations_csv,
+        operations_csvs=[operations_csv, verdicts_csv],
     )
     page = (tmp_path / "index.html").read_text()
     answers = (tmp_path / "answers.md").read_text()
     assert "## A server in operation" in answers and "| drops |" in answers
+    assert "drops (named of keeps): failed requests per reload higher" in answers
     section = page[page.index('<section id="operations">') :]
     rows = {server: section[section.index(f'<td data-label="server">{server}</td>') :] for server in ("drops", "keeps")}
     assert '<td data-label="failed per reload">0</td>' in rows["keeps"]
@@ -151,3 +166,16 @@ def test_the_workflow_runs_an_operations_job_per_server_and_merges_them(tmp_path
     table = pd.read_csv(results / "operations.csv").set_index("check")
     assert table.loc["reload_failed", "value"] >= 1 and table.loc["reload_longest_gap_s", "value"] >= 0.45
     assert (results / "operations" / "ops" / "drops.json").exists()
+
+
+def test_a_pair_is_judged_on_its_figures_and_decides_only_on_enough_of_them():
+    """The judgement alone, on figures given: a twin's equal memory is equivalent; a cold start
+    twice as long is higher; fewer figures than MIN_FIGURES decide nothing, and say so."""
+    twin = judge("A/A", "p", "idle_uss_mb", ("again", [10.0, 10.1, 9.9, 10.0, 10.05]), ("b", [10.0] * 5))
+    assert twin.outcome == EQUIVALENT and twin.low <= 1 <= twin.high
+    slow = judge("named", "p", "cold_start_s", ("a", [0.4, 0.42, 0.41, 0.39, 0.4]), ("b", [0.2, 0.21, 0.19, 0.2, 0.2]))
+    assert slow.outcome == "higher" and slow.estimate == pytest.approx(2.0)
+    few = judge("named", "p", "cold_start_s", ("a", [0.4] * (MIN_FIGURES - 1)), ("b", [0.2] * 9))
+    assert few.outcome == UNDETERMINED and few.reasons[0].code == "too_few"
+    none_failed = judge("A/A", "p", "reload_failed", ("a", [0] * 9), ("b", [0] * 9))
+    assert none_failed.outcome == EQUIVALENT and none_failed.estimate == 0

@@ -234,7 +234,9 @@ def operations_results(wildcards=None):
 
 
 # operations.csv, where a profile of the run asks how its servers run.
-OPERATIONS_TABLES = [f"{RESULTS}/operations.csv"] if operations_results() else []
+OPERATIONS_TABLES = (
+    [f"{RESULTS}/operations.csv", f"{RESULTS}/operations_verdicts.csv"] if operations_results() else []
+)
 
 
 # The work lens's tables, where a profile of the run counts work.

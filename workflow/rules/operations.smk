@@ -27,12 +27,14 @@ rule operations:
 
 
 # Every server in operation side by side: results/operations.csv, a row per
-# (profile, server, check) with its value, unit and interval.
+# (profile, server, check) with its value, unit and interval; and every declared
+# pair judged check by check, operations_verdicts.csv (serverbench.decide.operations).
 rule operations_table:
     input:
         operations_results,
     output:
-        report(f"{RESULTS}/operations.csv", category="Tables"),
+        table=report(f"{RESULTS}/operations.csv", category="Tables"),
+        verdicts=report(f"{RESULTS}/operations_verdicts.csv", category="Tables"),
     log:
         f"{RESULTS}/logs/operations_table.log",
     conda:

@@ -27,5 +27,5 @@ write_index(
     runs_csv=snakemake.input.runs,  # noqa: F821
     work_csvs=list(snakemake.input.work),  # noqa: F821
     work_margin=snakemake.config["work_lens"]["margin"],  # noqa: F821
-    operations_csv=next(iter(snakemake.input.operations), None),  # noqa: F821
+    operations_csvs=list(snakemake.input.operations),  # noqa: F821
 )

@@ -22,10 +22,12 @@ if TYPE_CHECKING:  # the shape loads no statistics: the Answers' readers import 
 
 # The metrics a comparison can be judged on (latency: p99 under load, a knee), and the outcomes
 # of its own: a timed comparison's faster and slower are inference's, as are equivalent and undetermined.
-SPEED, FAIRNESS, WORK, LATENCY = "speed", "fairness", "work", "latency"
+SPEED, FAIRNESS, WORK, LATENCY, OPERATIONS = "speed", "fairness", "work", "latency", "operations"
 FASTER, SLOWER, EQUIVALENT, UNDETERMINED = "faster", "slower", "equivalent", "undetermined"
 PENDING = ""  # not yet decided (Holm's procedure and the margin give a timed comparison its outcome)
 MORE_WORK, LESS_WORK, NOT_COMPARABLE = "more work", "less work", "not comparable"
+# An operations check's (decide.operations): a's figure against b's, lower better for every check.
+LOWER, HIGHER = "lower", "higher"
 
 
 @dataclass(frozen=True)

@@ -193,7 +193,7 @@ def write_index(
     runs_csv=None,
     work_csvs=None,
     work_margin: float = 0.005,
-    operations_csv=None,
+    operations_csvs=None,
 ) -> None:
     """One page: the answers, then charts, the sortable summary, failed and flagged cells, the
     environment. ``language_titles`` names each language in the headline."""
@@ -212,7 +212,8 @@ def write_index(
     # work_csvs: work.csv, work_detail.csv, work_verdicts.csv where the run counted work.
     context["work"] = work_context(*work_csvs, margin=work_margin) if work_csvs else None
     context["spread"] = spread_context(verdicts, summary, language_titles)
-    context["operations"] = operations_context(operations_csv, language_titles)
+    # operations_csvs: operations.csv and operations_verdicts.csv where a profile asks how its servers run.
+    context["operations"] = operations_context(*operations_csvs, titles=language_titles) if operations_csvs else None
     if answers_path:
         markdown = answers_markdown(verdicts, conformance, language_titles)
         if context["work"]:

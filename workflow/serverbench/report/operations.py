@@ -50,9 +50,9 @@ def operations_rows(table: pd.DataFrame, titles: dict | None = None) -> list[dic
     return rows
 
 
-def operations_context(operations_csv, titles: dict | None = None) -> dict | None:
+def operations_context(operations_csv, verdicts_csv=None, titles: dict | None = None) -> dict | None:
     """The section's rows and columns (a profile named only where the run has several; notes
-    only where a check could not be made)."""
+    only where a check could not be made), and the declared pairs' outcomes in words."""
     if not operations_csv:
         return None
     table = pd.read_csv(operations_csv)
@@ -61,7 +61,51 @@ def operations_context(operations_csv, titles: dict | None = None) -> dict | Non
     rows = operations_rows(table, titles)
     hidden = {"profile"} if table["profile"].nunique() == 1 else set()
     hidden |= {"notes"} if not any(row["notes"] for row in rows) else set()
-    return {"columns": [column for column in rows[0] if column not in hidden], "rows": rows}
+    judged = pd.read_csv(verdicts_csv) if verdicts_csv else None
+    return {
+        "columns": [column for column in rows[0] if column not in hidden],
+        "rows": rows,
+        "sentences": judged_sentences(judged) if judged is not None else [],
+    }
+
+
+# How each judged check is named in a sentence (decide.operations.CHECKS).
+CHECK_WORDS = {
+    "cold_start_s": "cold start",
+    "idle_uss_mb": "private memory (USS) idle",
+    "loaded_uss_mb": "private memory (USS) under load",
+    "reload_longest_gap_s": "longest wait in a reload",
+    "reload_failed": "failed requests per reload",
+}
+# Same-server pairs and the controls first: the questions the section answers.
+KIND_ORDER = {"same server": 0, "A/A": 1, "variant": 2, "family": 3, "named": 4, "ceiling": 5}
+
+
+def _sentence(row: pd.Series) -> str:
+    words, a, b = CHECK_WORDS.get(row["check"], row["check"]), row["a"], row["b"]
+    if row["scale"] == "difference":
+        figure = f"{row['estimate']:+.1f} [{row['ci_low']:+.1f}, {row['ci_high']:+.1f}] a reload"
+    else:
+        figure = f"{row['estimate']:.2f}× [{row['ci_low']:.2f}–{row['ci_high']:.2f}]"
+    if row["outcome"] == "equivalent":
+        return f"{a} and {b} ({row['kind']}): {words} equivalent, {figure}."
+    if row["outcome"] in ("lower", "higher"):
+        return f"{a} ({row['kind']} of {b}): {words} {row['outcome']}, {figure}."
+    return f"{a} against {b} ({row['kind']}): {words} undetermined ({row['why'] or figure})."
+
+
+def judged_sentences(judged: pd.DataFrame) -> list[str]:
+    """Every decided comparison, and every control's whatever its outcome; how many were not."""
+    if judged.empty:
+        return []
+    judged = judged.assign(order=judged["kind"].map(KIND_ORDER).fillna(len(KIND_ORDER)))
+    judged = judged.sort_values(["order", "a", "b", "check"], kind="stable")
+    shown = judged[(judged["outcome"] != "undetermined") | (judged["kind"] == "A/A")]
+    sentences = [_sentence(row) for _, row in shown.iterrows()]
+    left = len(judged) - len(shown)
+    if left:
+        sentences.append(f"{left} other comparisons undetermined (operations_verdicts.csv).")
+    return sentences
 
 
 def operations_markdown(context: dict) -> str:
@@ -72,6 +116,8 @@ def operations_markdown(context: dict) -> str:
         "",
         "Medians over the rounds, intervals where the rounds give one (operations.csv; docs/operations.md).",
         "",
+        *(f"- {sentence}" for sentence in context.get("sentences", [])),
+        *([""] if context.get("sentences") else []),
         "| " + " | ".join(columns) + " |",
         "| " + " | ".join("---" for _ in columns) + " |",
         *("| " + " | ".join(str(row[column]) for column in columns) + " |" for row in context["rows"]),

@@ -67,14 +67,38 @@ def _slope(lives: list[dict], key: str) -> dict | None:
     return {"value": fit.slope, "ci_low": fit.slope - half, "ci_high": fit.slope + half, "n": len(points)}
 
 
+def _lives(result: dict) -> tuple[list[dict], list[dict], list[dict]]:
+    """(every life that ran, those at the profile's worker count, those with the reload check)."""
+    lives = [life for life in result["lives"] if life["status"] == "ok"]
+    reloading = [life for life in lives if life.get("reload") is not None]
+    at_profile = [life for life in lives if life["workers"] == (reloading[0]["workers"] if reloading else None)]
+    return lives, at_profile or lives, reloading
+
+
+def samples(result: dict) -> dict[str, list[float]]:
+    """The figures behind the checks that compare between servers (decide.operations): one
+    per life (cold start, memory) or per reload, as the table's medians are taken over."""
+    if result["status"] in ("skipped", "failed"):
+        return {}
+    _, at_profile, reloading = _lives(result)
+    loaded = [life["reload"].get("loaded_memory") or {} for life in reloading]
+    found = {
+        "cold_start_s": [life["cold_start_s"] for life in at_profile],
+        "idle_uss_mb": [_mb(life["uss_bytes"]) for life in at_profile],
+        "loaded_uss_mb": [_mb(memory.get("uss_bytes")) for memory in loaded],
+    }
+    if result["reload_trigger"] is not None:
+        windows = [window for life in reloading for window in life["reload"].get("reloads", [])]
+        found["reload_failed"] = [window["failed"] for window in windows]
+        found["reload_longest_gap_s"] = [window["longest_gap_s"] for window in windows]
+    return {check: [v for v in values if v is not None] for check, values in found.items()}
+
+
 def server_rows(result: dict) -> list[dict]:
     """The checks of one server's operations result."""
     if result["status"] in ("skipped", "failed"):
         return [_row(result, "cold_start_s", "s", status=result["status"], reason=result["reason"])]
-    lives = [life for life in result["lives"] if life["status"] == "ok"]
-    reloading = [life for life in lives if life.get("reload") is not None]
-    at_profile = [life for life in lives if life["workers"] == (reloading[0]["workers"] if reloading else None)]
-    at_profile = at_profile or lives
+    lives, at_profile, reloading = _lives(result)
     rows = [
         _row(result, "cold_start_s", "s", [life["cold_start_s"] for life in at_profile]),
         _row(result, "listening_s", "s", [life["listening_s"] for life in at_profile]),
