@@ -131,6 +131,8 @@ def test_gunicorn_reloads_under_load_and_each_worker_costs_memory(base_config, t
     assert table.loc["uss_per_worker_mb", "value"] > 1
     assert table.loc["idle_pss_mb", "value"] > table.loc["uss_per_worker_mb", "value"]
     assert table.loc["reload_alive", "value"] == 1
+    # Its workers are fixed ({workers}, no {workers_min}): no step of load asked of it.
+    assert not result["scales"] and "step_processes_peak" not in table.index
     balance = [life["balance"] for life in result["lives"] if life["balance"]]
     assert balance and all(
         1 / b["workers"] - 1e-4 <= b["jain"] <= 1 and len(b["answers_by_pid"]) <= b["workers"] for b in balance
@@ -179,3 +181,35 @@ def test_a_pair_is_judged_on_its_figures_and_decides_only_on_enough_of_them():
     assert few.outcome == UNDETERMINED and few.reasons[0].code == "too_few"
     none_failed = judge("A/A", "p", "reload_failed", ("a", [0] * 9), ("b", [0] * 9))
     assert none_failed.outcome == EQUIVALENT and none_failed.estimate == 0
+
+
+def test_a_scaling_server_is_followed_over_a_step_of_load(base_config, tmp_path, no_leftovers):
+    """uWSGI's cheaper mode (backlog) at 1 worker of 4: four kept-alive connections, one held
+    by its one worker and three waiting in the listen queue, past --cheaper-overload 1, so it
+    forks more within the load's 4 s; its processes and PSS are sampled idle, under the load
+    and after it."""
+    require("uwsgi")
+    base_config["profiles"]["default"].update(workers=4, workers_min=1)
+    step = {"idle_s": 1, "load_s": 4, "after_s": 2, "every_s": 0.25}
+    result = operate(base_config, tmp_path, "uwsgi-cheaper-backlog", workers=[4], concurrency=4, reloads=1, step=step)
+    assert result["status"] == "ok" and result["scales"]
+    found = result["lives"][0]["step"]
+    assert found["processes_idle"] == 2  # the master and its one worker
+    assert found["processes_peak"] > found["processes_idle"] and 0 <= found["rise_s"] <= 4
+    assert len(found["samples"]) >= 20 and all(pss for _, _, pss in found["samples"])
+    table = checks(tmp_path).loc["uwsgi-cheaper-backlog"]
+    assert table.loc["step_processes_peak", "value"] == found["processes_peak"]
+    assert table.loc["step_pss_peak_mb", "value"] > 0
+
+
+def test_uwsgis_chain_reload_is_set_off_by_touching_its_file(base_config, tmp_path, no_leftovers):
+    """uwsgi-debian-chain declares its reload as a file to touch (--touch-chain-reload): each
+    reload replaces its workers one at a time, which its master says in the log, and it still
+    answers after."""
+    require("uwsgi-core")
+    result = operate(base_config, tmp_path, "uwsgi-debian-chain", workers=[2], reloads=2, reload_every=2.0)
+    assert result["reload_trigger"] == {"touch": "{rundir}/chain-reload"}
+    reload = result["lives"][0]["reload"]
+    assert reload["status"] == "ok" and reload["alive_after"], reload
+    log = (tmp_path / "uwsgi-debian-chain.log").read_text()
+    assert log.count("chain reload") >= 2, log[-2000:]

@@ -235,7 +235,9 @@ def operations_results(wildcards=None):
 
 # operations.csv, where a profile of the run asks how its servers run.
 OPERATIONS_TABLES = (
-    [f"{RESULTS}/operations.csv", f"{RESULTS}/operations_verdicts.csv"] if operations_results() else []
+    [f"{RESULTS}/operations.csv", f"{RESULTS}/operations_verdicts.csv"]
+    if operations_results()
+    else []
 )
 
 

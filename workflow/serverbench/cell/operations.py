@@ -26,6 +26,7 @@ recorded failure. No process outlives the job.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import signal
 import socket
@@ -72,6 +73,7 @@ class Life:
     reason: str | None = None
     balance: dict | None = None
     reload: dict | None = None
+    step: dict | None = None  # a scaling server's processes and PSS over an idle-load-idle step
 
 
 @dataclass
@@ -85,6 +87,7 @@ class OperationsResult:
     reason: str | None = None
     reload_trigger: dict | None = None  # the catalogue's `reload`, None: the server has none
     workers_vary: bool = False  # the command takes {workers}: a worker's memory can be told
+    scales: bool = False  # the command or templates take {workers_min}: it scales its workers
     lives: list[dict] = field(default_factory=list)
     seconds: float | None = None
     started_at: float | None = None
@@ -100,6 +103,7 @@ def run_operations(config: dict, profile_name: str, server: str, json_path, log_
     result = OperationsResult(OPERATIONS_SCHEMA, profile_name, server, spec["language"], workload)
     result.reload_trigger = spec.get("reload")
     result.workers_vary = "workers" in placeholders_used(spec)
+    result.scales = "workers_min" in placeholders_used(spec)
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_bytes(b"")
@@ -110,8 +114,9 @@ def run_operations(config: dict, profile_name: str, server: str, json_path, log_
     loaded_at = profile.workers if profile.workers in counts else counts[-1]
     for round_number in range(1, plan["rounds"] + 1):
         for workers in counts:
-            reload_here = workers == loaded_at
-            life = one_life(config, profile, server, workload, workers, round_number, reload_here, log_path)
+            loaded = workers == loaded_at
+            asked = {"reload": loaded, "step": loaded and result.scales and bool(plan.get("step"))}
+            life = one_life(config, profile, server, workload, workers, round_number, asked, log_path)
             result.lives.append(asdict(life))
             if life.status == "skipped":
                 result.status, result.reason = "skipped", life.reason
@@ -126,9 +131,10 @@ def run_operations(config: dict, profile_name: str, server: str, json_path, log_
     return asdict(result)
 
 
-def one_life(config, profile, server, workload, workers, round_number, reload_here, log_path) -> Life:
-    """Start the server at ``workers``, time its first answer, read its memory idle, and
-    where ``reload_here`` reload it under load; always stop it."""
+def one_life(config, profile, server, workload, workers, round_number, asked: dict, log_path) -> Life:
+    """Start the server at ``workers``, time its first answer, read its memory idle, where
+    ``asked['step']`` follow its workers over a step of load, where ``asked['reload']`` reload
+    it under load; always stop it."""
     life = Life(round_number, workers)
     lived = dataclasses.replace(profile, workers=workers)
     cell = Cell(profile.name, profile.tools[0], server, 1, round_number, workload)
@@ -143,7 +149,9 @@ def one_life(config, profile, server, workload, workers, round_number, reload_he
         life.cold_start_s, life.listening_s = first_answer(launch)
         time.sleep(profile.operations["idle_s"])
         life.processes, life.pss_bytes, life.uss_bytes = memory(launch)
-        if reload_here:
+        if asked["step"]:
+            life.step = step_load(launch, profile.operations)
+        if asked["reload"]:
             life.balance = balance(launch, profile.operations)
             life.reload = reload_under_load(launch, profile.operations)
     except CellSkipped as exc:
@@ -213,10 +221,16 @@ def memory(launch: Launch) -> tuple[list[dict], int | None, int | None]:
 
 
 def trigger(launch: Launch, spec: dict) -> None:
-    """One reload, as the catalogue declares it: a signal to the server's main process, or a
-    request to its control API (NGINX Unit's restart of its application processes)."""
+    """One reload, as the catalogue declares it: a signal to the server's main process, a file
+    it watches touched (uWSGI's chain reload), or a request to its control API (NGINX Unit's
+    restart of its application processes)."""
     if "signal" in spec:
         launch.server.front.proc.send_signal(getattr(signal, f"SIG{spec['signal']}"))
+        return
+    if "touch" in spec:
+        watched = Path(servers.render_argv([spec["touch"]], launch.values)[0])
+        watched.touch()
+        os.utime(watched)  # an existing file: its time set to now, which the server compares
         return
     control = launch.spec["control"]
     socket_path = servers.render_argv([control["socket"]], launch.values)[0]
@@ -249,6 +263,62 @@ def balance(launch: Launch, plan: dict) -> dict:
         "answers_by_pid": dict(by_pid),
         "busiest_share": round(counts[0] / total, 4),
         "jain": round(total**2 / (len(counts) * sum(c * c for c in counts)), 4),
+    }
+
+
+def _sample(launch: Launch, origin: float) -> list:
+    """[seconds since ``origin``, the server's processes, their PSS summed (None: unread)]."""
+    _, pss, _ = memory(launch)
+    return [round(time.monotonic() - origin, 3), len(launch.server.tree()), pss]
+
+
+def step_load(launch: Launch, plan: dict) -> dict:
+    """A scaling server's processes and PSS over a step of load: idle ``idle_s``, the closed
+    loop (``plan['concurrency']`` kept-alive connections) for ``load_s``, idle ``after_s``,
+    sampled every ``every_s``; the idle count, the peak, how long the rise to it and the fall
+    back took (None: it did not fall back within ``after_s``)."""
+    step = plan["step"]
+    sent, status = _request(launch)
+    origin = time.monotonic()
+    load_at, idle_at = step["idle_s"], step["idle_s"] + step["load_s"]
+    samples, client, loading = [], None, False
+    try:
+        while (now := time.monotonic() - origin) < idle_at + step["after_s"]:
+            if client is None and now >= load_at:
+                client = reloads.ClosedLoop(launch.host, launch.port, sent, status, plan["concurrency"]).start()
+                loading = True
+            if loading and now >= idle_at:
+                client.stop()
+                loading = False
+            samples.append(_sample(launch, origin))
+            time.sleep(step["every_s"])
+    finally:
+        if loading:
+            client.stop()
+    return step_figures(samples, load_at, idle_at)
+
+
+def step_figures(samples: list, load_at: float, idle_at: float) -> dict:
+    """The step's figures from its samples ([t, processes, pss])."""
+    before = [n for t, n, _ in samples if t < load_at] or [samples[0][1]]
+    during = [(t, n) for t, n, _ in samples if load_at <= t < idle_at]
+    after = [(t, n) for t, n, _ in samples if t >= idle_at]
+    idle = sorted(before)[len(before) // 2]
+    peak = max((n for _, n in during), default=idle)
+    rise = next((t - load_at for t, n in during if n == peak), None)
+    fall = next((t - idle_at for t, n in after if n <= idle), None)
+    pss = [p for _, _, p in samples if p is not None]
+    return {
+        "status": "ok",
+        "load_at_s": load_at,
+        "idle_at_s": idle_at,
+        "processes_idle": idle,
+        "processes_peak": peak,
+        "processes_after": after[-1][1] if after else None,
+        "rise_s": round(rise, 3) if rise is not None else None,
+        "fall_s": round(fall, 3) if fall is not None else None,
+        "pss_peak_bytes": max(pss) if pss else None,
+        "samples": samples,
     }
 
 

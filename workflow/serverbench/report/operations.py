@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import pandas as pd
 
-# The page's columns: the checks shown, in order, and how each figure is written.
+# A scaling server's processes idle and at the peak of a step of load, written "2 → 6".
+STEP_COLUMN = "processes idle → at a step's peak"
+# The page's columns: the checks shown, in order, and how each figure is written (a column
+# no server has a figure for is left out: the step's, where no server scales).
 COLUMNS = {
     "cold start (s)": ("cold_start_s", "{:.3f}"),
     "idle PSS (MB)": ("idle_pss_mb", "{:.1f}"),
     "PSS under load (MB)": ("loaded_pss_mb", "{:.1f}"),
     "USS per worker (MB)": ("uss_per_worker_mb", "{:.2f}"),
     "balance over workers (Jain)": ("balance_jain", "{:.2f}"),
+    STEP_COLUMN: ("step_processes_peak", "{:.0f}"),
+    "back to idle after a step (s)": ("step_fall_s", "{:.1f}"),
     "failed per reload": ("reload_failed", "{:.0f}"),
     "dropped idle per reload": ("reload_dropped_reused", "{:.0f}"),
     "longest wait in a reload (s)": ("reload_longest_gap_s", "{:.3f}"),
@@ -42,6 +47,9 @@ def operations_rows(table: pd.DataFrame, titles: dict | None = None) -> list[dic
         row = {"server": server, "language": (titles or {}).get(language, language), "profile": profile}
         for column, (check, form) in COLUMNS.items():
             row[column] = _figure(by_check.get(check), form)
+        idle = by_check.get("step_processes_idle")
+        if idle is not None and row[STEP_COLUMN] and idle["status"] == "ok":
+            row[STEP_COLUMN] = f"{idle['value']:.0f} → {row[STEP_COLUMN]}"
         reasons = dict.fromkeys(
             str(r["reason"]) for r in by_check.values() if isinstance(r["reason"], str) and r["status"] != "ok"
         )
@@ -60,7 +68,7 @@ def operations_context(operations_csv, verdicts_csv=None, titles: dict | None = 
         return None
     rows = operations_rows(table, titles)
     hidden = {"profile"} if table["profile"].nunique() == 1 else set()
-    hidden |= {"notes"} if not any(row["notes"] for row in rows) else set()
+    hidden |= {column for column in rows[0] if not any(row[column] for row in rows)}
     judged = pd.read_csv(verdicts_csv) if verdicts_csv else None
     return {
         "columns": [column for column in rows[0] if column not in hidden],

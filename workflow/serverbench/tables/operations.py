@@ -15,6 +15,9 @@ same way whatever it measures:
 - ``balance_jain``, ``balance_busiest_share``: how evenly the workers shared the
   answers (Jain's index over the profile's worker count, 1 = even, 1/n = one
   worker answered all) and the busiest one's share;
+- ``step_processes_idle``, ``step_processes_peak``, ``step_rise_s``, ``step_fall_s``,
+  ``step_pss_peak_mb``: a server that scales its workers, over an idle-load-idle step
+  (medians over the lives);
 - ``reload_failed``, ``reload_dropped_reused``, ``reload_longest_gap_s``: per
   reload (median over every reload of every round), and ``control_longest_gap_s``
   the same client without a reload; ``reload_alive`` the share of lives still
@@ -113,7 +116,30 @@ def server_rows(result: dict) -> list[dict]:
             if slope
             else _row(result, check, "MB", status="not measured", reason=why)
         )
-    return rows + _balance_rows(result, reloading) + _reload_rows(result, reloading)
+    return rows + _balance_rows(result, reloading) + _step_rows(result, reloading) + _reload_rows(result, reloading)
+
+
+STEP_CHECKS = [
+    ("step_processes_idle", "processes", "processes_idle"),
+    ("step_processes_peak", "processes", "processes_peak"),
+    ("step_rise_s", "s", "rise_s"),
+    ("step_fall_s", "s", "fall_s"),
+]
+
+
+def _step_rows(result: dict, loaded: list[dict]) -> list[dict]:
+    """A scaling server over a step of load (cell.operations.step_load): its processes idle and
+    at the peak, the seconds to rise to the peak and to fall back, the PSS at its most."""
+    steps = [life["step"] for life in loaded if life.get("step")]
+    if not result.get("scales") or not steps:
+        return []
+    never = "it did not fall back to its idle processes within the step's after_s in any life"
+    rows = []
+    for check, unit, key in STEP_CHECKS:
+        values = [step[key] for step in steps]
+        unmeasured = all(value is None for value in values)
+        rows.append(_row(result, check, unit, values, reason=never if unmeasured and key == "fall_s" else None))
+    return rows + [_row(result, "step_pss_peak_mb", "MB", [_mb(step["pss_peak_bytes"]) for step in steps])]
 
 
 def _balance_rows(result: dict, loaded: list[dict]) -> list[dict]:
