@@ -49,7 +49,7 @@ from serverbench.plan import apps
 from serverbench.plan.config import effective_profile
 from serverbench.plan.shapes import Cell
 
-OPERATIONS_SCHEMA = "serverbench.operations/1"
+OPERATIONS_SCHEMA = "serverbench.operations/2"  # /2: scales, and a scaling server's step of load
 FIRST_ANSWER_POLL_S = 0.01
 NOT_DECLARED = "the catalogue declares no graceful reload for this server"
 LOADED_AT = 0.75  # of the control window: when memory under load is read
