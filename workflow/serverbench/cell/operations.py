@@ -267,9 +267,12 @@ def balance(launch: Launch, plan: dict) -> dict:
 
 
 def _sample(launch: Launch, origin: float) -> list:
-    """[seconds since ``origin``, the server's processes, their PSS summed (None: unread)]."""
-    _, pss, _ = memory(launch)
-    return [round(time.monotonic() - origin, 3), len(launch.server.tree()), pss]
+    """[seconds since ``origin``, the server's processes, their PSS summed (None: unread, as
+    when a worker forked or exited between the listing and the read, twice running)]."""
+    found, pss, _ = memory(launch)
+    if pss is None:
+        found, pss, _ = memory(launch)
+    return [round(time.monotonic() - origin, 3), len(found), pss]
 
 
 def step_load(launch: Launch, plan: dict) -> dict:
