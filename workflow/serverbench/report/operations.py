@@ -89,17 +89,26 @@ CHECK_WORDS = {
 KIND_ORDER = {"same server": 0, "A/A": 1, "variant": 2, "family": 3, "named": 4, "ceiling": 5}
 
 
+def _ratio(value: float) -> str:
+    """Two decimals, or two significant figures below 0.1 (a chain reload's wait is 0.0051×
+    HUP's, not 0.00×)."""
+    return f"{value:.2f}" if value >= 0.1 else f"{value:.2g}"
+
+
 def _sentence(row: pd.Series) -> str:
     words, a, b = CHECK_WORDS.get(row["check"], row["check"]), row["a"], row["b"]
-    if row["scale"] == "difference":
+    if pd.isna(row["estimate"]):
+        figure = "no estimate"
+    elif row["scale"] == "difference":
         figure = f"{row['estimate']:+.1f} [{row['ci_low']:+.1f}, {row['ci_high']:+.1f}] a reload"
     else:
-        figure = f"{row['estimate']:.2f}× [{row['ci_low']:.2f}–{row['ci_high']:.2f}]"
+        figure = f"{_ratio(row['estimate'])}× [{_ratio(row['ci_low'])}–{_ratio(row['ci_high'])}]"
     if row["outcome"] == "equivalent":
         return f"{a} and {b} ({row['kind']}): {words} equivalent, {figure}."
     if row["outcome"] in ("lower", "higher"):
         return f"{a} ({row['kind']} of {b}): {words} {row['outcome']}, {figure}."
-    return f"{a} against {b} ({row['kind']}): {words} undetermined ({row['why'] or figure})."
+    why = row["why"] if isinstance(row["why"], str) and row["why"] else figure  # a CSV's empty cell reads as NaN
+    return f"{a} against {b} ({row['kind']}): {words} undetermined ({why})."
 
 
 def judged_sentences(judged: pd.DataFrame) -> list[str]:
