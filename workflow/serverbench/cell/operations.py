@@ -17,7 +17,8 @@ network), several times, and asked what running it costs:
   failed requests by kind, connections dropped while idle, and the longest time
   without a correct answer, beside the same figures before the first reload.
 
-Rounds repeat the lives (``rounds``), so each figure has a spread. A server
+Rounds repeat the lives (``rounds``; those at the other worker counts only in the first
+``slope_rounds``), so each figure has a spread. A server
 without a declared reload says so; one that dies or stops answering on reload is
 a finding of the reload check, not a failed job; a server that cannot start is a
 recorded failure. No process outlives the job.
@@ -53,9 +54,9 @@ OPERATIONS_SCHEMA = "serverbench.operations/2"  # /2: scales, and a scaling serv
 FIRST_ANSWER_POLL_S = 0.01
 NOT_DECLARED = "the catalogue declares no graceful reload for this server"
 LOADED_AT = 0.75  # of the control window: when memory under load is read
-ALIVE_WITHIN_S = 1.0
+ALIVE_WITHIN_S = 1.0  # after the last reload: a correct answer this late says the server came back
 PID_PATH = "/pid"  # the apps answer the id of the process that answered
-BALANCE_S = 1.0  # after the last reload: a correct answer this late says the server came back
+BALANCE_S = 0.5  # of the closed loop asking /pid: thousands of answers to share out, even from Starman
 
 
 @dataclass
@@ -112,8 +113,11 @@ def run_operations(config: dict, profile_name: str, server: str, json_path, log_
     counts = sorted(set(plan["workers"])) if result.workers_vary else [profile.workers]
     # The life that is loaded and reloaded: the profile's own worker count, else the most.
     loaded_at = profile.workers if profile.workers in counts else counts[-1]
+    # The other worker counts only give a worker's cost, a slope over every life: a few rounds
+    # of them suffice, where the checks compared between servers need five lives or more.
+    slope_rounds = plan.get("slope_rounds") or plan["rounds"]
     for round_number in range(1, plan["rounds"] + 1):
-        for workers in counts:
+        for workers in counts if round_number <= slope_rounds else [loaded_at]:
             loaded = workers == loaded_at
             asked = {"reload": loaded, "step": loaded and result.scales and bool(plan.get("step"))}
             life = one_life(config, profile, server, workload, workers, round_number, asked, log_path)
