@@ -51,6 +51,11 @@ BAD = {
         "more than workers",
     ),
     "unknown workload": (lambda c: c.update(workloads=["graphql"]), "workloads[0]", "graphql"),
+    "work counted for an unknown workload": (
+        lambda c: c.update(profile="apps", work=["fortunes", "graphql"]),
+        "work[1]",
+        "unknown workload 'graphql'",
+    ),
     "constant-rate tool without a rate": (
         lambda c: c.update(profile="open-loop") or c["profiles"]["open-loop"].pop("rate"),
         "profiles.open-loop.rate",
@@ -367,3 +372,14 @@ def test_a_runs_seed_is_drawn_once_and_kept_in_its_results(tmp_path):
     others = {matrix.kept_seed({"results": str(tmp_path / f"b{n}"), "seed": None}) for n in range(5)}
     assert len(others | {first}) > 1
     assert matrix.kept_seed({"results": str(tmp_path / "c"), "seed": 7}) == 7 and not (tmp_path / "c").exists()
+
+
+def test_work_counted_for_the_workloads_named():
+    """`work` as a list: the work lens counts those workloads only (a job per server each)."""
+    grid = matrix.Matrix(cfg.validate(broken(lambda c: c.update(profile="apps", work=["fortunes"]))))
+    counted = {(c.profile, c.workload) for c in grid.cells if grid.profiles[c.profile].counts_work(c.workload)}
+    assert {workload for _, workload in counted} == {"fortunes"}
+    assert {profile for profile, _ in counted} == {"apps-flask", "apps-django", "apps-dancer2", "apps-mojolicious"}
+    shipped = matrix.Matrix(cfg.validate(broken(lambda c: c.update(profile=["default", "apps"]))))
+    assert shipped.profiles["default"].counts_work("hello")
+    assert not shipped.profiles["apps-flask"].counts_work("fortunes")

@@ -205,12 +205,12 @@ def cell_conditions(wildcards):
 
 
 def work_results(wildcards=None):
-    """Every (profile, workload, server) work record of the profiles with `work: true`."""
+    """Every (profile, workload, server) work record the profiles' `work` asks for."""
     triples = sorted(
         {
             (cell.profile, cell.workload, cell.server)
             for cell in MATRIX.cells
-            if MATRIX.profiles[cell.profile].work
+            if MATRIX.profiles[cell.profile].counts_work(cell.workload)
         }
     )
     return [

@@ -189,7 +189,7 @@ def normalise_overrides(config: dict) -> dict:
         elif value is not None:
             config[key] = _number(value)
     for key in ("scale_down", "work"):
-        if config.get(key) is not None:
+        if config.get(key) is not None and not isinstance(config[key], list):
             config[key] = _number(config[key])
     return config
 
@@ -314,6 +314,13 @@ def _check_profile(config: dict, name: str) -> None:
             if item not in known:
                 raise ConfigError(
                     f"{origin(key)}[{index}]", f"unknown {kind} {item!r}; known: {', '.join(sorted(known))}"
+                )
+    if isinstance(requested.get("work"), list):
+        known = {workload for workloads in _workload_sets(config).values() for workload in workloads}
+        for index, item in enumerate(requested["work"]):
+            if item not in known:
+                raise ConfigError(
+                    f"{origin('work')}[{index}]", f"unknown workload {item!r}; known: {', '.join(sorted(known))}"
                 )
     try:
         profile = effective_profile(config, name)

@@ -76,7 +76,7 @@ class Profile:
     min_repeats: int | None
     max_repeats: int | None
     rounds_at_once: int
-    work: bool
+    work: bool | list[str]  # every workload's work counted, or only these workloads'
     operations: dict | None  # a server in operation (cell.operations): its lives and reloads; None: not asked
     duration: float
     requests: int
@@ -149,6 +149,10 @@ class Profile:
     def memory_mb(self) -> int:
         """The server's memory limit plus room for the load tool and the harness."""
         return (self.memory_limit or 2 * 1024**3) // 2**20 + 1024
+
+    def counts_work(self, workload: str) -> bool:
+        """Whether the work lens counts this workload (``work``: true, or a list naming it)."""
+        return self.work is True or (isinstance(self.work, list) and workload in self.work)
 
     def measuring_conditions(self) -> dict:
         """What shapes a cell's measurement (the matrix's own lists left out)."""
