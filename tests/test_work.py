@@ -65,6 +65,37 @@ def test_callgrind_counts_add_up_and_a_killed_process_is_refused(tmp_path):
         callgrind.read(tmp_path / f"callgrind.{sleeper.pid}")
 
 
+FORKING = """
+import os, sys
+sum(i * i for i in range(300_000))  # the parent's work before it forks
+child = os.fork()
+if child == 0:
+    sys.exit(0)  # the child does nothing of its own but exit
+os.waitpid(child, 0)
+"""
+
+
+def test_a_forked_process_counts_its_own_work_not_its_parents(tmp_path):
+    """callgrind copies a parent's counts into a child it forks; the lens dumps them before
+    every fork, so a worker forked while the counted requests run (Starlet's respawn)
+    carries none of its parent's history, and the parent's parts add up to its whole."""
+    require("valgrind")
+    out = tmp_path / "callgrind.%p"
+    argv = ["valgrind", "-q", "--tool=callgrind", f"--callgrind-out-file={out}", "/usr/bin/python3", "-c", FORKING]
+    subprocess.run(argv, check=True)
+    # The child's pid is the later one.
+    _, inherited = sorted(map(callgrind.read, tmp_path.glob("callgrind.*")), key=lambda c: c.pid)
+    for path in tmp_path.glob("callgrind.*"):
+        path.unlink()
+    subprocess.run([*argv[:3], *callgrind.DUMP_BEFORE_FORK, *argv[3:]], check=True)
+    parent, child = sorted(callgrind.read_processes(tmp_path.glob("callgrind.*")), key=lambda c: -c.instructions)
+    assert len(list(tmp_path.glob(f"callgrind.{parent.pid}.*"))) == 1  # its part dumped at the fork
+    assert child.instructions < parent.instructions / 10
+    # Without the dump the child wrote about its parent's whole count up to the fork.
+    assert inherited.instructions > parent.instructions / 2
+    assert abs(parent.instructions - sum(parent.by_object.values())) <= 2 * len(parent.by_object)
+
+
 def test_perf_counts_syscalls_and_names_them(tmp_path):
     """perf stat's exact total counts each of 2,000 extra syscalls; perf trace names them
     (it may miss some in thousands, 11 of 2,000 once: see serverbench.cell.perfcount)."""
@@ -332,3 +363,31 @@ def test_a_twins_collection_does_not_blind_the_other_servers(base_config, tmp_pa
     assert "not the twin's spread" in [reason.code for reason in uwsgi.reasons]
     planted = found[("variant", "gunicorn-gthread-plus5", "gunicorn-gthread")]
     assert planted.outcome == "undetermined" and planted.high / planted.low > 1.5
+
+
+def test_the_page_keeps_each_apps_work_apart():
+    """One server counted under two apps (the apps profile with `work`): a row each, saying
+    which, each with its own bar; one condition alone needs no such word."""
+    from serverbench.report.work import work_rows
+
+    work = pd.DataFrame(
+        [
+            {"profile": p, "workload": "fortunes", "server": "gunicorn-gthread", "status": "ok", "reason": None,
+             "instructions_per_request": n, "collector_instructions_per_request": 0.0, "syscalls_per_request": 23.0,
+             "context_switches_per_request": 4.0, "cpu_us_per_request": 500.0}
+            for p, n in (("apps-flask", 1_068_000.0), ("apps-django", 3_093_000.0))
+        ]
+    )  # fmt: skip
+    detail = pd.DataFrame(
+        [
+            {"profile": p, "workload": "fortunes", "server": "gunicorn-gthread", "kind": "class", "name": name,
+             "per_request": value}
+            for p, interpreter in (("apps-flask", 1_000_000.0), ("apps-django", 3_000_000.0))
+            for name, value in (("interpreter", interpreter), ("libc", 68_000.0))
+        ]
+    )  # fmt: skip
+    rows = work_rows(work, detail, [])
+    assert [row["where"] for row in rows] == ["apps-django, fortunes", "apps-flask, fortunes"]
+    assert [row["bar"][0]["value"] for row in rows] == ["3,000,000", "1,000,000"]
+    (alone,) = work_rows(work.iloc[:1], detail, [])
+    assert alone["where"] == "" and alone["bar"][0]["value"] == "1,000,000"

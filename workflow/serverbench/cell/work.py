@@ -76,7 +76,7 @@ from serverbench.record.work import (
 
 # Hash seeds fixed, address randomisation off (setarch -R): the same work every life.
 FIXED_SEEDS = {"PYTHONHASHSEED": "0", "PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}
-VALGRIND = ["valgrind", "-q", "--tool=callgrind", "--trace-children=yes", "--vgdb=no"]
+VALGRIND = ["valgrind", "-q", "--tool=callgrind", "--trace-children=yes", "--vgdb=no", *callgrind.DUMP_BEFORE_FORK]
 # The lenses, each a pair of lives: instructions (valgrind), counters (perf stat), syscall names (perf trace).
 INSTRUCTIONS, COUNTERS, NAMES = "instructions", "counters", "names"
 OTHER_LIFE_FAILED = "the other life of the pair failed"
@@ -353,7 +353,7 @@ class Lives:
             if not outputs:
                 raise CellFailed("valgrind wrote no counts (did the server start under it?)")
             try:
-                life.processes = [callgrind.read(path) for path in outputs]
+                life.processes = callgrind.read_processes(outputs)
             except callgrind.CallgrindError as exc:
                 raise CellFailed(f"a process left no complete count (killed before it wrote it?): {exc}") from None
             lost = sorted(life.seen - {process.pid for process in life.processes})

@@ -93,16 +93,25 @@ def _collector(value) -> str:
     return f"{value:+,.0f}" if pd.notna(value) and round(value) != 0 else ""
 
 
+CONDITION = ["profile", "workload"]
+
+
 def work_rows(work: pd.DataFrame, detail: pd.DataFrame, pairs_first: list[str]) -> list[dict]:
-    """A row per server: its figures, and its instructions stacked by class of object."""
+    """A row per server and condition (profile, workload): its figures, and its instructions
+    stacked by class of object. Where the run counted several conditions (the apps profile's
+    apps, several workloads), each row says which (``where``) and they come condition by
+    condition."""
     classes = detail[detail["kind"] == "class"]
     order = {server: n for n, server in enumerate(pairs_first)}
+    several = len(work[CONDITION].drop_duplicates()) > 1
     rows = []
     for _, row in work.sort_values("server").iterrows():
-        mine = classes[(classes["server"] == row["server"]) & (classes["profile"] == row["profile"])]
+        mine = classes[(classes[CONDITION + ["server"]] == row[CONDITION + ["server"]]).all(axis=1)]
         figures = {
             "server": row["server"],
+            "profile": row["profile"],
             "workload": row["workload"],
+            "where": f"{row['profile']}, {row['workload']}" if several else "",
             "status": row["status"],
             "reason": row["reason"] if isinstance(row["reason"], str) else "",
             "order": order.get(row["server"], len(order)),
@@ -117,7 +126,7 @@ def work_rows(work: pd.DataFrame, detail: pd.DataFrame, pairs_first: list[str]) 
                 bar=_bar(mine.set_index("name")["per_request"]),
             )
         rows.append(figures)
-    return sorted(rows, key=lambda figures: (figures["order"], figures["server"]))
+    return sorted(rows, key=lambda f: (f["profile"], f["workload"], f["order"], f["server"]))
 
 
 def work_context(work_csv, detail_csv, work_verdicts_csv, margin: float = 0.005) -> dict | None:
