@@ -298,6 +298,16 @@ def validate(config: dict) -> dict:
     return config
 
 
+def _check_work(config: dict, requested: dict, where: str) -> None:
+    """`work` as a list names workloads some app has (an app's profile counts those it has)."""
+    if not isinstance(requested.get("work"), list):
+        return
+    known = {workload for workloads in _workload_sets(config).values() for workload in workloads}
+    for index, item in enumerate(requested["work"]):
+        if item not in known:
+            raise ConfigError(f"{where}[{index}]", f"unknown workload {item!r}; known: {', '.join(sorted(known))}")
+
+
 def _check_profile(config: dict, name: str) -> None:
     where = f"profiles.{name}"
 
@@ -315,13 +325,7 @@ def _check_profile(config: dict, name: str) -> None:
                 raise ConfigError(
                     f"{origin(key)}[{index}]", f"unknown {kind} {item!r}; known: {', '.join(sorted(known))}"
                 )
-    if isinstance(requested.get("work"), list):
-        known = {workload for workloads in _workload_sets(config).values() for workload in workloads}
-        for index, item in enumerate(requested["work"]):
-            if item not in known:
-                raise ConfigError(
-                    f"{origin('work')}[{index}]", f"unknown workload {item!r}; known: {', '.join(sorted(known))}"
-                )
+    _check_work(config, requested, origin("work"))
     try:
         profile = effective_profile(config, name)
     except scaling.ScaleError as exc:
