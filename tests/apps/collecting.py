@@ -18,6 +18,9 @@ _HEAP = [[index] for index in range(200_000)]
 for _first, _second in zip(_HEAP, _HEAP[1:], strict=False):
     _first.append(_second)
     _second.append(_first)
+# Frozen: the worker's own collections, which come by the clock, never walk it (a twin that
+# never collects once had one walk it in its longer life); only the planted one does.
+gc.freeze()
 _served = 0
 
 
@@ -25,5 +28,6 @@ def application(environ, start_response):
     global _served
     _served += 1
     if _served == COLLECT_AT:
+        gc.unfreeze()
         gc.collect()
     return hello(environ, start_response)
