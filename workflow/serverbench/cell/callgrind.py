@@ -26,8 +26,8 @@ once at start that cancels in the marginal, but a worker forked while the
 counted requests run (Starlet's respawn every 100 requests, its default
 max-reqs-per-child; an autoscaler's new worker) would carry its parent's whole
 history into the figure: 2.6 million instructions per hello request for
-Starlet against Starman's 243 thousand. So every process dumps its counts just before it forks
-(``DUMP_BEFORE_FORK``: callgrind writes a part, ``callgrind.PID.N``, and zeroes
+Starlet against Starman's 243 thousand. So every process dumps its counts just
+before it forks (``DUMP_BEFORE_FORK``: callgrind writes a part, ``callgrind.PID.N``, and zeroes
 its counters), the child starts from zero, and a process's count is the sum of
 its parts (``read_processes``).
 
@@ -145,7 +145,7 @@ def read_processes(paths) -> list[ProcessCount]:
     """Every process's count from its files (its parts, ``callgrind.PID`` and ``callgrind.PID.N``
     dumped at each fork, summed): one ``ProcessCount`` per process."""
     merged: dict[int, ProcessCount] = {}
-    for path in sorted(paths, key=lambda p: str(p)):
+    for path in sorted(paths, key=str):
         part = read(path)
         whole = merged.get(part.pid)
         if whole is None:
