@@ -182,6 +182,33 @@ def test_a_server_that_closes_after_every_answer_is_counted_a_connection_per_req
     _raw_outputs_trace_the_figures(path)
 
 
+def test_each_server_is_counted_with_one_worker_and_gunicorns_twin_agrees(work_config, tmp_path):
+    """With two workers, which of them the warm-up reached was a race each life, and
+    gunicorn's figure moved 1.6% between lives; counted with one (``work_lens.workers``: the
+    arbiter and one worker), its A/A twin, from another directory and environment, agrees."""
+    require(*LENS, "gunicorn")
+    paths = _measure(work_config, tmp_path, "gunicorn-gthread", "gunicorn-gthread-again")
+    work, detail = work_tables(paths)
+    assert set(work["status"]) == {"ok"}, list(work["reason"])
+    assert set(work["workers"]) == {1}
+    processes = detail[detail["kind"] == "process"]
+    assert set(processes["processes"]) == {2}, processes  # the arbiter and its one worker
+    figures = work.set_index("server")["instructions_per_request"]
+    assert abs(figures["gunicorn-gthread-again"] / figures["gunicorn-gthread"] - 1) < 0.003, dict(figures)
+
+
+def test_a_server_that_scales_its_workers_keeps_room_to_scale(base_config):
+    """uWSGI's cheaper mode refuses a minimum as high as its maximum: a scaling server is
+    counted with one worker more than its profile's minimum, every other with one."""
+    from serverbench.cell.work import lens_workers
+    from serverbench.plan.config import effective_profile
+
+    profile = effective_profile(base_config, "default")
+    settings, catalogue = base_config["work_lens"], base_config["catalogue"]
+    assert lens_workers(settings, catalogue["gunicorn-gthread"], profile) == 1
+    assert lens_workers(settings, catalogue["uwsgi-cheaper-spare"], profile) == profile.workers_min + 1
+
+
 def test_a_planted_one_percent_is_more_work(work_config, tmp_path):
     """Two planted variants of uWSGI's python3 plugin 5 loop iterations apart per answer (15
     against 10, about 117 instructions each: 1.1% of about 52,000) are told apart as more

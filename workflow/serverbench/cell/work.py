@@ -58,7 +58,7 @@ import psutil
 from serverbench import files
 from serverbench.cell import callgrind, fixedcount, perfcount, verify
 from serverbench.cell.errors import CellFailed, CellSkipped
-from serverbench.cell.launch import Launch
+from serverbench.cell.launch import Launch, placeholders_used
 from serverbench.host.environment import cpu_model
 from serverbench.host.runenv import make_rundir, resolve_program, run_env, version_of
 from serverbench.plan import apps
@@ -125,6 +125,15 @@ def object_class(path: str, classes: list[dict]) -> str:
         if any(re.search(pattern, path) for pattern in entry["patterns"]):
             return entry["class"]
     return "other"
+
+
+def lens_workers(settings: dict, spec: dict, profile) -> int:
+    """The worker processes a server is counted with: ``work_lens.workers``, or, for a server
+    that scales its workers (its command or templates name ``{workers_min}``), one more than
+    the profile's minimum: uWSGI's cheaper mode refuses a minimum as high as its maximum."""
+    if "workers_min" in placeholders_used(spec):
+        return max(settings["workers"], profile.workers_min + 1)
+    return settings["workers"]
 
 
 def _load(launch: Launch, client: fixedcount.Client, url_path: str, requests: int, cpus, raw: Path, connections=1):
@@ -253,7 +262,10 @@ class Lives:
         self.settings = config["work_lens"]
         profile = effective_profile(config, cell.profile)
         self.profile = dataclasses.replace(
-            profile, ready_timeout=self.settings["ready_timeout"], stop_grace=self.settings["stop_grace"]
+            profile,
+            workers=lens_workers(self.settings, config["catalogue"][cell.server], profile),
+            ready_timeout=self.settings["ready_timeout"],
+            stop_grace=self.settings["stop_grace"],
         )
         self.log_path, self.raw_dir = log_path, raw_dir
         self.url_path = apps.workloads(config, cell.profile)[cell.workload]["path"]
@@ -571,6 +583,7 @@ def run_work(config: dict, profile_name: str, server: str, workload: str, json_p
         tools=tools(config, server, env),
     )
     record.planted_iterations = int(planted["SERVERBENCH_EXTRA_ITERATIONS"]) if planted else None
+    record.workers = lens_workers(config["work_lens"], spec, effective_profile(config, profile_name))
     started = time.monotonic()
     record.started_at = round(time.time(), 4)
     raw_dir = Path(tempfile.mkdtemp(prefix="serverbench-work-"))

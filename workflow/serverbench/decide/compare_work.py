@@ -9,7 +9,7 @@ the two runs' A/A spreads (``decide.work.half_width``; at least
 ``decide.work.SPREAD_FLOOR``), against the threshold (``--fail-above``) or the
 work margin. What counts must be the same in both runs: a server whose
 version, interpreter, valgrind, CPU model (glibc picks its string functions
-by CPU) or client (a kept-alive connection, or one per request) differs is
+by CPU), worker count or client (a kept-alive connection, or one per request) differs is
 *not comparable*, with the difference as its reason, never silently compared.
 """
 
@@ -26,7 +26,7 @@ from serverbench.decide.judgement import NOT_COMPARABLE
 KEY = ["profile", "workload", "server"]
 # A run before work.csv had a column (schema, client: serverbench.work/3) is compared without it;
 # records of another schema were counted another way (the lens's procedure changed with it).
-MUST_MATCH = ["schema", "server_version", "interpreter", "valgrind", "cpu_model", "client"]
+MUST_MATCH = ["schema", "workers", "server_version", "interpreter", "valgrind", "cpu_model", "client"]
 FIGURE = work_lens.FIGURE
 COLUMNS = [*KEY, "a_instructions", "b_instructions", "ratio", "ci_low", "ci_high", "verdict", "why"]
 

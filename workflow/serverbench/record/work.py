@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# /2: each life's raw outputs named (``raw``); /3: the client that sent the requests (``client``)
-WORK_SCHEMA = "serverbench.work/4"
+# /2: each life's raw outputs named (``raw``); /3: the client that sent the requests (``client``);
+# /5: every server counted with one worker (``workers``; /4 had the profile's)
+WORK_SCHEMA = "serverbench.work/5"
 WORK_STATUSES = ("ok", "failed", "skipped")
 
 
@@ -106,6 +107,8 @@ class WorkRecord:
     client: WorkClient | None = None
     # The planted extra work of a variant (spin-loop iterations per answer), fixed, never calibrated.
     planted_iterations: int | None = None
+    # The worker processes the server was started with in the lens (work_lens.workers).
+    workers: int | None = None
     # Each life's raw outputs ("instructions-1200": files), relative to the record's directory.
     raw: dict[str, list[str]] = field(default_factory=dict)
     seconds: float | None = None

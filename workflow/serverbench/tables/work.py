@@ -32,6 +32,7 @@ WORK_COLUMNS = [
     "cpu_user_us_per_request",
     "cpu_system_us_per_request",
     "planted_iterations",
+    "workers",
     "requests_few",
     "requests_many",
     "client",
@@ -55,6 +56,7 @@ def _row(record: dict) -> dict:
     client = record.get("client") or {}
     return {
         **{key: record[key] for key in (*KEYS, "language", "schema", "status", "reason", "planted_iterations")},
+        "workers": record.get("workers"),
         "seconds": record["seconds"],
         "instructions_per_request": instructions.get("per_request"),
         "collector_instructions_per_request": instructions.get("collector_per_request"),
