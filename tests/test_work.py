@@ -135,23 +135,27 @@ def _raw_outputs_trace_the_figures(path):
     """Every life's raw outputs are kept beside the record and named in it; the callgrind
     files, unpacked, give the life's total again, and h2load got every answer it counted."""
     record = json.loads(path.read_text())
+    pairs = record["instructions"]["pairs"]
     assert set(record["raw"]) == {
-        f"{lens}-{n}"
+        f"{lens}-{n}{suffix}"
         for lens, ns in (("instructions", (50, 350)), ("counters", (200, 1200)), ("names", (50, 350)))
         for n in ns
+        for suffix in ([""] + [f"-pair{k}" for k in range(2, pairs + 1)] if lens == "instructions" else [""])
     }
     for life, names in record["raw"].items():
         kept = {Path(name).name for name in names}
         assert {"warmup.txt", "client.txt"} <= kept, (life, kept)
         assert all((path.parent / name).is_file() for name in names)
-        requests = int(life.rsplit("-", 1)[1])
+        requests = int(re.fullmatch(r"\w+-(\d+)(-pair\d+)?", life).group(1))
         client = (path.parent / next(n for n in names if n.endswith("client.txt"))).read_text()
         if record["client"]["program"] == "h2load":
             assert f"{requests} succeeded" in client
         else:
             assert re.search(rf"^Complete requests:\s+{requests}$", client, re.M)
             assert re.search(r"^Failed requests:\s+0$", client, re.M)
-    packed = [path.parent / name for name in record["raw"]["instructions-350"] if name.endswith(".gz")]
+    kept_pair = record["instructions"]["pair"]
+    figure_lives = "instructions-350" + (f"-pair{kept_pair}" if kept_pair > 1 else "")
+    packed = [path.parent / name for name in record["raw"][figure_lives] if name.endswith(".gz")]
     assert packed
     total = collector = 0
     for gz in packed:
@@ -238,26 +242,34 @@ def test_a_planted_one_percent_is_more_work(work_config, tmp_path):
     assert 1.005 < planted.estimate < 1.02
 
 
-def test_a_collection_in_one_life_is_counted_apart(work_config, tmp_path):
-    """A whole-heap collection that falls in the longer life and not in the shorter (the
-    app collects on a worker's 200th request) moves the collector's figure, not the
-    instructions per request: those stay with the same app's twin that never collects.
-    gunicorn runs on the project's CPython, which names its collector (Debian's does not)."""
-    require(*LENS, "gunicorn")
+def _collecting(work_config, **variants):
+    """gunicorn variants serving tests/apps/collecting.py, each with its own environment."""
     catalogue = work_config["catalogue"]
     apps_dir = str(REPO_ROOT / "tests/apps")
     command = [
         part.replace("{app_dir}", apps_dir).replace("{app_module}", "collecting")
         for part in catalogue["gunicorn-gthread"]["command"]
     ]
-    for name, collect_at in (("gunicorn-collecting", "200"), ("gunicorn-never-collecting", "1000000")):
-        catalogue[name] = {
-            "variant_of": "gunicorn-gthread",
-            "description": "collects",
-            "command": command,
-            "env": {"SERVERBENCH_COLLECT_AT": collect_at},
-        }
+    for name, env in variants.items():
+        catalogue[name] = {"variant_of": "gunicorn-gthread", "description": "collects", "command": command, "env": env}
     cfg.expand_aliases(work_config)
+
+
+def test_a_collection_in_one_life_is_counted_apart(work_config, tmp_path):
+    """A whole-heap collection that falls in the longer life and not in the shorter (the
+    app collects on a worker's 200th request) moves the collector's figure, not the
+    instructions per request: those stay with the same app's twin that never collects.
+    gunicorn runs on the project's CPython, which names its collector (Debian's does not).
+    One pair each: every pair would collect alike (see the next test)."""
+    require(*LENS, "gunicorn")
+    work_config["work_lens"]["pair_attempts"] = 1
+    _collecting(
+        work_config,
+        **{
+            "gunicorn-collecting": {"SERVERBENCH_COLLECT_AT": "200"},
+            "gunicorn-never-collecting": {"SERVERBENCH_COLLECT_AT": "1000000"},
+        },
+    )
     work, _ = work_tables(_measure(work_config, tmp_path, "gunicorn-collecting", "gunicorn-never-collecting"))
     assert set(work["status"]) == {"ok"}, list(work["reason"])
     figures = work.set_index("server")
@@ -269,6 +281,26 @@ def test_a_collection_in_one_life_is_counted_apart(work_config, tmp_path):
     # Outside the collector the two lives of each are alike, within gunicorn's own noise.
     outside = collecting["instructions_per_request"] / never["instructions_per_request"]
     assert abs(outside - 1) < 0.02, (collecting["instructions_per_request"], never["instructions_per_request"])
+
+
+def test_a_pair_unbalanced_by_a_collection_is_counted_again(work_config, tmp_path):
+    """The first pair's longer life collects (once ever: the app leaves a file behind), so
+    its lives' collectors differ by far more than the tolerance: the lens counts a second
+    pair, balanced, and keeps it; both pairs' raw outputs stay."""
+    require(*LENS, "gunicorn")
+    _collecting(
+        work_config,
+        **{"gunicorn-collecting-once": {"SERVERBENCH_COLLECT_ONCE": str(tmp_path / "collected")}},
+    )
+    (path,) = _measure(work_config, tmp_path, "gunicorn-collecting-once")
+    record = json.loads(path.read_text())
+    assert record["status"] == "ok", record["reason"]
+    assert (tmp_path / "collected").exists()  # the first pair did collect
+    counted = record["instructions"]
+    assert counted["pairs"] == 2
+    # The kept pair's collectors are balanced: within the tolerance of the figure.
+    assert abs(counted["collector_per_request"]) <= 0.01 * counted["per_request"]
+    assert counted["pair"] == 2 and {"instructions-350", "instructions-350-pair2"} <= set(record["raw"])
 
 
 def test_a_worker_killed_mid_life_gives_a_reason(work_config, tmp_path):

@@ -49,6 +49,10 @@ class Instructions:
     # Whether a process of the server ran CPython's collector under its own names (False:
     # no CPython, or one stripped of them, such as Debian's libpython: counted with the rest).
     collector_named: bool = False
+    # Valgrind pairs counted: more than 1 where a pair's lives' collectors differed by more than
+    # work_lens.collector_tolerance of the figure (the figure is the most balanced pair's).
+    pairs: int = 1
+    pair: int = 1  # which of them is the figure (its lives' raw outputs: "instructions-N" or "instructions-N-pairK")
 
 
 @dataclass

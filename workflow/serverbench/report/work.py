@@ -12,6 +12,8 @@ import math
 
 import pandas as pd
 
+from serverbench.tables.columns import WORK_CONDITION as CONDITION
+
 WHY_NOT_SPEED = (
     "Work is what a server does per request, counted rather than timed: user-space instructions under "
     "valgrind and syscalls under perf, the same on a quiet machine or a noisy one. It is not speed: time "
@@ -91,9 +93,6 @@ def _collector(value) -> str:
     """The cyclic collector's instructions per request, apart ("" where it did none, or a run
     before it was counted apart)."""
     return f"{value:+,.0f}" if pd.notna(value) and round(value) != 0 else ""
-
-
-CONDITION = ["profile", "workload"]
 
 
 def work_rows(work: pd.DataFrame, detail: pd.DataFrame, pairs_first: list[str]) -> list[dict]:
