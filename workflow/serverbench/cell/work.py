@@ -1,7 +1,9 @@
 """One server's work per request: the lens the host's speed cannot move.
 
 A server is started as its cells would start it (same argv, cgroup, CPUs,
-network), but under a counter, and serves a fixed number of requests one at a
+network), but with one worker (``work_lens.workers``: with two, which of them
+the warm-up reached was a race, and the figure moved with it; ``lens_workers``)
+and under a counter, and serves a fixed number of requests one at a
 time, so nothing depends on who wins a race (``h2load --h1 -c1`` over one kept-alive
 connection, or ``ab -c1`` for a server that closes after every answer:
 ``serverbench.cell.fixedcount``):
@@ -13,6 +15,11 @@ connection, or ``ab -c1`` for a server that closes after every answer:
    (exact tracepoint and software-event totals, no valgrind: it adds syscalls
    of its own), the tree's CPU times read just before the stop; and two under
    ``perf trace -s``, which names the syscalls.
+
+A valgrind pair whose lives' cyclic collectors differ by more than
+``work_lens.collector_tolerance`` of the figure is counted again
+(``counted_instructions``): a whole-heap collection in one life moves the work
+after it too.
 
 Each pair of lives serves ``requests`` (``counter_requests`` without valgrind,
 more: CPU times come in clock ticks) ``[0]`` and ``[1]`` requests; the
