@@ -477,23 +477,21 @@ def instructions(config: dict, few: Life, many: Life) -> Instructions:
     )
 
 
-def collector_imbalance(counted: Instructions, span: int) -> float:
-    """How much more one life's cyclic collector did than the other's, per request, as a share
-    of the figure: a whole-heap collection falls in one life by the clock, and what it freed
-    moves the work after it too (gunicorn: a collection of 31 thousand instructions per request
-    in the longer life, and 5 thousand more outside the collector, 0.85% of the figure)."""
-    spent = list(counted.collector_lives.values())
-    if counted.per_request <= 0 or len(spent) != 2:
-        return 0.0
-    return abs(spent[1] - spent[0]) / span / counted.per_request
+def collector_imbalance(counted: Instructions) -> float:
+    """How much more one life's cyclic collector did than the other's, per request (the
+    collector's marginal), as a share of the figure: a whole-heap collection falls in one life
+    by the clock, and what it freed moves the work after it too (gunicorn: a collection of 31
+    thousand instructions per request in the longer life, and 5 thousand more outside the
+    collector, 0.85% of the figure)."""
+    return abs(counted.collector_per_request) / counted.per_request if counted.per_request > 0 else 0.0
 
 
-def _settled(counted: list[Instructions], span: int, tolerance: float) -> bool:
+def _settled(counted: list[Instructions], tolerance: float) -> bool:
     """The last pair's collectors are balanced, or match an earlier pair's: a server whose
     collector runs on every few requests (uWSGI on the project's CPython, a connection per
     request: 11% of its figure, the same in every pair) does that work per request."""
-    last = collector_imbalance(counted[-1], span)
-    return last <= tolerance or any(abs(collector_imbalance(c, span) - last) <= tolerance for c in counted[:-1])
+    last = collector_imbalance(counted[-1])
+    return last <= tolerance or any(abs(collector_imbalance(c) - last) <= tolerance for c in counted[:-1])
 
 
 def counted_instructions(config: dict, lives: Lives) -> Instructions:
@@ -502,15 +500,14 @@ def counted_instructions(config: dict, lives: Lives) -> Instructions:
     again (``pair_attempts`` pairs at most; the most balanced one is the figure, and
     ``pairs`` says how many were counted)."""
     settings = config["work_lens"]
-    span = settings["requests"][1] - settings["requests"][0]
     counted = []
     for attempt in range(1, settings["pair_attempts"] + 1):
         lives.pair_suffix = "" if attempt == 1 else f"-pair{attempt}"
         counted.append(instructions(config, *lives.pair(INSTRUCTIONS)))
-        if _settled(counted, span, settings["collector_tolerance"]):
+        if _settled(counted, settings["collector_tolerance"]):
             break
     lives.pair_suffix = ""
-    best = min(counted, key=lambda figure: collector_imbalance(figure, span))
+    best = min(counted, key=collector_imbalance)
     best.pairs, best.pair = len(counted), counted.index(best) + 1
     return best
 
@@ -589,6 +586,7 @@ def measure(record: WorkRecord, config: dict, env: dict, log_path: Path, raw_dir
         raise CellSkipped(f"the work lens's clients send a GET of one path; {record.workload} needs more")
     cell = Cell(record.profile, "work", record.server, 1, 0, record.workload)
     lives = Lives(config, cell, env, log_path, raw_dir, kept)
+    record.workers = lives.profile.workers
     try:
         # perf's lives first: the first of them verifies the server and picks the client.
         counted, named = lives.pair(COUNTERS), lives.pair(NAMES)
@@ -629,7 +627,6 @@ def run_work(config: dict, profile_name: str, server: str, workload: str, json_p
         tools=tools(config, server, env),
     )
     record.planted_iterations = int(planted["SERVERBENCH_EXTRA_ITERATIONS"]) if planted else None
-    record.workers = lens_workers(config["work_lens"], spec, effective_profile(config, profile_name))
     started = time.monotonic()
     record.started_at = round(time.time(), 4)
     raw_dir = Path(tempfile.mkdtemp(prefix="serverbench-work-"))
