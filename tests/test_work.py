@@ -7,14 +7,16 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import require
+from conftest import require, require_unitd
 from serverbench import REPO_ROOT
 from serverbench.cell import callgrind, perfcount
 from serverbench.cell.work import run_work
@@ -301,6 +303,52 @@ def test_a_pair_unbalanced_by_a_collection_is_counted_again(work_config, tmp_pat
     # The kept pair's collectors are balanced: within the tolerance of the figure.
     assert abs(counted["collector_per_request"]) <= 0.01 * counted["per_request"]
     assert counted["pair"] == 2 and {"instructions-350", "instructions-350-pair2"} <= set(record["raw"])
+
+
+# Answers as the hello app does, and writes down the hash its interpreter gives one string:
+# the seed that life hashed with.
+HASHING_APP = """
+def application(environ, start_response):
+    with open({log!r}, "a") as log:
+        log.write(str(hash("serverbench")) + "\\n")
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "12")])
+    return [b"Hello World!"]
+"""
+
+
+@pytest.mark.parametrize("preloaded", [True, False])
+def test_every_life_of_units_python_hashes_alike(work_config, tmp_path, preloaded):
+    """NGINX Unit's Python starts isolated and ignores PYTHONHASHSEED: each life seeded its
+    hashes at random, and its application's instructions per request moved 3.7% between
+    lives. With work_lens.fixed_random preloaded (catalogue: ignores_hash_seed_env), every
+    life of the lens, perf's and valgrind's, hashes a string alike, and the record names the
+    library; without it (the control) the lives hash differently."""
+    require(*LENS)
+    require_unitd()
+    library = Path(work_config["work_lens"]["fixed_random"])
+    if not library.is_file():
+        pytest.skip(f"needs {library} (scripts/install builds it)")
+    logs = Path(tempfile.mkdtemp(prefix="serverbench-test-hash-"))
+    logs.chmod(0o1777)  # Unit's application runs as another user
+    (tmp_path / "hashing.py").write_text(HASHING_APP.format(log=str(logs / "hashes.log")))
+    work_config["apps"]["hashing"] = {"python": {"dir": str(tmp_path), "module": "hashing", "callable": "application"}}
+    work_config["app"] = "hashing"
+    work_config["catalogue"]["unit-python"]["ignores_hash_seed_env"] = preloaded
+    try:
+        (path,) = _measure(work_config, tmp_path, "unit-python")
+        hashes = (logs / "hashes.log").read_text().split()
+    finally:
+        shutil.rmtree(logs, ignore_errors=True)
+    record = json.loads(path.read_text())
+    assert record["status"] == "ok", record["reason"]
+    # Six lives at least (perf's two pairs, valgrind's pair), each with its warm-up.
+    assert len(hashes) > 2 * (200 + 1200 + 50 + 350 + 50 + 350) // 2
+    if preloaded:
+        assert record["tools"]["preload"] == str(library)
+        assert len(set(hashes)) == 1
+    else:
+        assert record["tools"]["preload"] is None
+        assert len(set(hashes)) >= 6
 
 
 def test_a_worker_killed_mid_life_gives_a_reason(work_config, tmp_path):

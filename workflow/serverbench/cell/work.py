@@ -556,6 +556,7 @@ def tools(config: dict, server: str, env: dict) -> Tools:
         interpreter_with_valgrind=_valgrind_build(config, spec, env),
         cpu_model=cpu_model() or platform.processor() or None,
         glibc_tunables=env.get("GLIBC_TUNABLES"),
+        preload=env.get("LD_PRELOAD"),
     )
 
 
@@ -571,6 +572,15 @@ def _planted(config: dict, spec: dict) -> dict[str, str]:
     return {"SERVERBENCH_EXTRA_ITERATIONS": str(round(float(share) * config["work_lens"]["hello_iterations"]))}
 
 
+def _preloaded(config: dict, spec: dict) -> dict[str, str]:
+    """A server whose interpreter ignores the environment's hash seed (``ignores_hash_seed_env``)
+    gets ``work_lens.fixed_random`` preloaded: its getrandom() returns the same bytes in every
+    life, so every life hashes alike (fixed_random.c says why)."""
+    if not spec.get("ignores_hash_seed_env"):
+        return {}
+    return {"LD_PRELOAD": config["work_lens"]["fixed_random"]}
+
+
 def _missing_programs(env: dict) -> list[str]:
     needed = ("valgrind", "perf", "setarch", "h2load", "ab", "taskset")
     return [name for name in needed if not shutil.which(name, path=env["PATH"])]
@@ -582,6 +592,10 @@ def measure(record: WorkRecord, config: dict, env: dict, log_path: Path, raw_dir
     missing = _missing_programs(env)
     if missing:
         raise CellSkipped(f"the work lens needs {', '.join(missing)}, not installed")
+    preload = env.get("LD_PRELOAD")
+    if preload and not Path(preload).is_file():
+        # Without it the figure would move with each life's random hash seed.
+        raise CellSkipped(f"the work lens needs {preload} for this server, not built (scripts/install builds it)")
     if apps.needs_script(apps.workloads(config, record.profile)[record.workload]):
         raise CellSkipped(f"the work lens's clients send a GET of one path; {record.workload} needs more")
     cell = Cell(record.profile, "work", record.server, 1, 0, record.workload)
@@ -616,7 +630,7 @@ def run_work(config: dict, profile_name: str, server: str, workload: str, json_p
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_bytes(b"")
     planted = _planted(config, spec)
-    env = fixed_env(server, planted)
+    env = fixed_env(server, {**planted, **_preloaded(config, spec)})
     record = WorkRecord(
         WORK_SCHEMA,
         profile_name,

@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 # /2: each life's raw outputs named (``raw``); /3: the client that sent the requests (``client``);
-# /5: every server counted with one worker (``workers``; /4 had the profile's)
-WORK_SCHEMA = "serverbench.work/5"
+# /5: every server counted with one worker (``workers``; /4 had the profile's);
+# /6: a server that ignores the environment's hash seed counted with a fixed one (``tools.preload``)
+WORK_SCHEMA = "serverbench.work/6"
 WORK_STATUSES = ("ok", "failed", "skipped")
 
 
@@ -83,6 +84,9 @@ class Tools:
     interpreter_with_valgrind: bool | None = None
     cpu_model: str | None = None
     glibc_tunables: str | None = None
+    # A library preloaded into the server (work_lens.fixed_random, for a server that ignores
+    # the environment's hash seed); None: nothing preloaded.
+    preload: str | None = None
 
 
 @dataclass

@@ -45,6 +45,7 @@ WORK_COLUMNS = [
     "interpreter_with_valgrind",
     "cpu_model",
     "glibc_tunables",
+    "preload",
     "seconds",
 ]
 DETAIL_COLUMNS = ["profile", "workload", "server", "kind", "name", "per_request", "processes"]
@@ -75,7 +76,15 @@ def _row(record: dict) -> dict:
         "server_version": tools.get("server"),
         **{
             key: tools.get(key)
-            for key in ("valgrind", "perf", "interpreter", "interpreter_with_valgrind", "cpu_model", "glibc_tunables")
+            for key in (
+                "valgrind",
+                "perf",
+                "interpreter",
+                "interpreter_with_valgrind",
+                "cpu_model",
+                "glibc_tunables",
+                "preload",
+            )
         },
     }
 
