@@ -253,7 +253,8 @@ def test_each_languages_best_deployment_is_compared_across_the_apps():
     """The stored quick matrix as two app profiles of one `apps` profile: the hello app's
     cells, and a copy of its Python cells at twice the req/s as another app's. Per condition,
     Python's best deployment is the copy's fastest server, Perl's the hello app's, the faster
-    named first, decided as any pair, and the page lists it with each language's title."""
+    named first, decided as any pair, and the page lists it with each language's title. Every
+    sentence names its app or workload (answers.md lists them one after another)."""
     config = cfg.load(REPO_ROOT / "config.yaml")
     config["comparisons"]["not_comparable_flags"] = []
     spec = {**config["profiles"]["default"], "server_spread": True, "expanded_from": "apps"}
@@ -275,8 +276,13 @@ def test_each_languages_best_deployment_is_compared_across_the_apps():
         assert python_best.startswith("double on ") and perl_best.startswith("hello on ")
         assert {row["a"], row["b"]} == {python_best, perl_best} and row["profile"] == "apps"
         assert row["ratio"] >= 1 and "best Python deployment" in row["sentence"]
+        assert f"connections on the {row['workload']} workload, the best " in row["sentence"], row["sentence"]
     rows = across_rows(table, {"python": "Python", "perl": "Perl"})
     assert len(rows) == len(across) and all(row["faster"].startswith(("Python: ", "Perl: ")) for row in rows)
+    # Each app's own comparisons say which app they are of: the sentences alone tell them apart.
+    spread = table[table["kind"] == "server spread"]
+    named = spread["sentence"].str.extract(r"^Under \S+ at \d+ connections on the (\w+) app, ")[0]
+    assert set(named) == {"hello", "double"}, spread["sentence"].tolist()
 
 
 @pytest.mark.parametrize(("app", "server"), [("flask", "gunicorn-gthread"), ("dancer2", "starman")])

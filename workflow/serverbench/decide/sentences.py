@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from serverbench.decide.judgement import NOT_COMPARABLE, TimedComparison
+from serverbench.plan.config import requested_profile
 from serverbench.plan.languages import title
 
 
@@ -78,10 +79,25 @@ def _where(found: TimedComparison) -> dict:
     return dict(found.condition)
 
 
+def _subject(condition: dict, config: dict) -> str:
+    """Which app and workload a comparison is of, where the run has more than one to tell
+    apart (a profile of several ``apps``, or of several workloads); empty otherwise."""
+    name, workload = condition["profile"], condition.get("workload")
+    if name not in config["profiles"]:  # a profile of several apps, compared across them (best deployment)
+        return f" on the {workload} workload"
+    profile = requested_profile(config, name)
+    several = len(profile.get("workloads") or []) > 1
+    if profile.get("expanded_from"):
+        return f" on {profile['app']}'s {workload} workload" if several else f" on the {profile['app']} app"
+    if several:
+        return f" on the {workload} workload"
+    return ""
+
+
 def sentence(found: TimedComparison, config: dict) -> str:
     """A throughput verdict in plain words."""
     condition = _where(found)
-    where = f"Under {condition['tool']} at {condition['concurrency']} connections"
+    where = f"Under {condition['tool']} at {condition['concurrency']} connections{_subject(condition, config)}"
     why = f" ({found.why})" if found.why else ""
     if found.outcome == NOT_COMPARABLE:
         if not found.a:
