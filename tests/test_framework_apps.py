@@ -25,6 +25,8 @@ from serverbench.plan import apps
 from serverbench.plan import config as cfg
 from serverbench.plan.matrix import Matrix
 from serverbench.plan.shapes import Cell
+from serverbench.report.answers import comparison_table
+from serverbench.report.forest import forest_rows
 from serverbench.report.spread import across_rows, spread_rows
 
 APP_SITE = "/opt/serverbench/app-site"
@@ -254,7 +256,8 @@ def test_each_languages_best_deployment_is_compared_across_the_apps():
     cells, and a copy of its Python cells at twice the req/s as another app's. Per condition,
     Python's best deployment is the copy's fastest server, Perl's the hello app's, the faster
     named first, decided as any pair, and the page lists it with each language's title. Every
-    sentence names its app or workload (answers.md lists them one after another)."""
+    sentence names its app or workload (answers.md lists them one after another), and the
+    forest plot and the table of every comparison name its profile."""
     config = cfg.load(REPO_ROOT / "config.yaml")
     config["comparisons"]["not_comparable_flags"] = []
     spec = {**config["profiles"]["default"], "server_spread": True, "expanded_from": "apps"}
@@ -283,6 +286,12 @@ def test_each_languages_best_deployment_is_compared_across_the_apps():
     spread = table[table["kind"] == "server spread"]
     named = spread["sentence"].str.extract(r"^Under \S+ at \d+ connections on the (\w+) app, ")[0]
     assert set(named) == {"hello", "double"}, spread["sentence"].tolist()
+    # ... and so do the forest plot's rows (one row each, not two apps' intervals on one) and
+    # the table of every comparison.
+    plotted = forest_rows(table)
+    assert plotted["comparison"].is_unique and len(plotted) > len(across)
+    assert set(plotted["comparison"].str.split(",").str[0]) == {"apps-hello", "apps-double", "apps"}
+    assert set(comparison_table(table)["condition"].str.split(",").str[0]) == {"apps-hello", "apps-double", "apps"}
 
 
 @pytest.mark.parametrize(("app", "server"), [("flask", "gunicorn-gthread"), ("dancer2", "starman")])

@@ -11,6 +11,7 @@ from serverbench.decide.conformance import framing_sentences, protocol_differenc
 from serverbench.decide.margins import in_words, run_margins
 from serverbench.decide.pairs import FAIRNESS, LATENCY_KINDS
 from serverbench.decide.sentences import confidence_label
+from serverbench.report.panels import where_of
 
 FACT_COLUMNS = ("not_measured", "only_not_measured", "left_out")
 
@@ -231,9 +232,10 @@ def comparison_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     """Every comparison in one row each: pair, languages, condition, ratio with its interval,
     outcome, the smallest ratio the run could have told, and the reason where there is one."""
     kinds = list(dict.fromkeys(verdicts["kind"]))
-    several = verdicts["workload"].nunique() > 1  # then each condition names its workload
+    where = where_of(verdicts)  # profile and workload, where the run has several
     rank = {outcome: i for i, outcome in enumerate(OUTCOME_ORDER)}
     ordered = verdicts.assign(
+        scope=where,
         _kind=verdicts["kind"].map(kinds.index), _outcome=verdicts["verdict"].map(rank).fillna(len(rank))
     ).sort_values(["_kind", "_outcome"], kind="stable")
     rows = [
@@ -241,7 +243,7 @@ def comparison_table(verdicts: pd.DataFrame) -> pd.DataFrame:
             row.kind,
             _pair(row),
             _languages(row),
-            _condition(row, several),
+            _condition(row),
             _ratio(row),
             row.verdict,
             f"{row.detectable_ratio:.3g}×" if pd.notna(row.detectable_ratio) else "",
@@ -262,9 +264,9 @@ def _languages(row) -> str:
     return " / ".join(language for language in named if language != "none")
 
 
-def _condition(row, workload: bool = False) -> str:
+def _condition(row) -> str:
     at = "" if pd.isna(row.fraction) else f" at {row.fraction:g} of capacity"
-    return f"{f'{row.workload}, ' if workload else ''}{row.tool} c={row.concurrency}{at}"
+    return f"{row.scope}{row.tool} c={row.concurrency}{at}"
 
 
 def _ratio(row) -> str:

@@ -9,6 +9,7 @@ import altair as alt
 import pandas as pd
 
 from serverbench.decide.pairs import FAIRNESS, LATENCY_KINDS
+from serverbench.report.panels import where_of
 
 OUTCOMES = ["faster", "slower", "equivalent", "undetermined", "not tested"]
 COLOURS = ["#1b7837", "#b2182b", "#2166ac", "#888888", "#c7a04a"]
@@ -23,7 +24,8 @@ def forest_rows(verdicts: pd.DataFrame) -> pd.DataFrame:
     # a mixed column reached the page's Vega-Lite spec as a bare NaN, which is no JSON.
     rows = rows.drop(columns=["not_measured", "only_not_measured", "left_out"], errors="ignore")
     rows = rows.assign(
-        comparison=rows["a"]
+        comparison=where_of(rows)
+        + rows["a"]
         + " / "
         + rows["b"]
         + " · "
