@@ -235,8 +235,7 @@ def comparison_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     where = where_of(verdicts)  # profile and workload, where the run has several
     rank = {outcome: i for i, outcome in enumerate(OUTCOME_ORDER)}
     ordered = verdicts.assign(
-        scope=where,
-        _kind=verdicts["kind"].map(kinds.index), _outcome=verdicts["verdict"].map(rank).fillna(len(rank))
+        scope=where, _kind=verdicts["kind"].map(kinds.index), _outcome=verdicts["verdict"].map(rank).fillna(len(rank))
     ).sort_values(["_kind", "_outcome"], kind="stable")
     rows = [
         [
