@@ -332,6 +332,13 @@ def test_the_headline_is_one_paragraph_answering_which_language_and_which_server
         "2 connections, on the same server Python and Perl are equivalent within ±5% on unit-python/unit-perl; "
         "this run cannot tell Python from Perl on uwsgi/uwsgi-psgi (it could have told a ratio beyond 1.55×): "
     )
+    # Two workloads: each answers on its own, named (the best of each is not one workload's alone).
+    rows = rows.assign(workload="hello")
+    json_rows = rows.iloc[:3].assign(workload="json", a=["unit-python", "uwsgi", "unit-python"])
+    two = headline(pd.concat([rows, json_rows], ignore_index=True), {"python": "Python", "perl": "Perl"})
+    assert two.count("With wrk at 2 connections (") == 2 and "With wrk at 20 connections (hello), " in two
+    at_json = two.split("With wrk at 2 connections (json), ")[1]
+    assert "the fastest Python server was unit-python" in at_json.split("With wrk at")[0]
 
 
 def test_a_round_whose_cells_ran_on_different_hosts_is_refused():

@@ -66,16 +66,19 @@ def _fairness_order(verdicts: pd.Series) -> pd.Series:
 
 
 def headline(verdicts: pd.DataFrame, titles: dict[str, str] | None = None) -> str:
-    """One paragraph for "which language, and with which server?", per condition: what
+    """One paragraph for "which language, and with which server?", per condition (and per
+    profile and workload, where a run has several): what
     the same program serving both languages shows (tested), then which server led in
     each language (described: chosen after seeing the data). ``titles`` names languages."""
     rows = verdicts[verdicts["kind"].isin(["best of language", "same server"])]
+    # A run of several profiles or workloads answers for each: "(json)", "(apps-flask · db)".
+    rows = rows.assign(scope=where_of(rows).str.removesuffix(", "))
     parts = []
-    for (tool, concurrency), condition in rows.groupby(["tool", "concurrency"], sort=True):
+    for (scope, tool, concurrency), condition in rows.groupby(["scope", "tool", "concurrency"], sort=True):
         clauses = [_same_server_clause(condition, titles or {}), _best_clause(condition, titles or {})]
         text = "; ".join(clause for clause in clauses if clause)
         if text:
-            parts.append(f"With {tool} at {concurrency} connections, {text}.")
+            parts.append(f"With {tool} at {concurrency} connections{f' ({scope})' if scope else ''}, {text}.")
     return " ".join(parts)
 
 

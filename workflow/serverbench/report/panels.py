@@ -17,7 +17,7 @@ def where_of(verdicts: pd.DataFrame) -> pd.Series:
     """Each comparison's profile and workload, as far as the run has more than one of either
     ("apps-flask · db, "; empty for a run of one profile and one workload): the apps profile's
     comparisons of Flask's db and Django's db otherwise read (and plotted) as one."""
-    parts = [column for column in ("profile", "workload") if verdicts[column].nunique() > 1]
+    parts = [column for column in ("profile", "workload") if column in verdicts and verdicts[column].nunique() > 1]
     if not parts:
         return pd.Series("", index=verdicts.index)
     return verdicts[parts].astype(str).agg(" · ".join, axis=1) + ", "
