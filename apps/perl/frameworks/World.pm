@@ -79,12 +79,15 @@ sub row {
     return {id => $found + 0, randomNumber => $number + 0};
 }
 
+# Written back in id order: two requests' transactions that took their rows in opposite
+# orders deadlocked (PostgreSQL aborts one after its deadlock_timeout, a second: a 500 and
+# a stalled connection).
 sub update_rows {
     my ($rows) = @_;
     my $dbh = db();
     $dbh->begin_work;
     my $sth = $dbh->prepare_cached('UPDATE "World" SET "randomNumber" = ? WHERE id = ?');
-    $sth->execute($_->{randomNumber}, $_->{id}) for @$rows;
+    $sth->execute($_->{randomNumber}, $_->{id}) for sort { $a->{id} <=> $b->{id} } @$rows;
     $dbh->commit;
 }
 

@@ -64,7 +64,8 @@ def updates():
     for row in rows:
         row["randomNumber"] = world.random_id()
     with world.transaction(connection):
-        changes = [(row["randomNumber"], row["id"]) for row in rows]
+        # In id order: two transactions taking their rows in opposite orders deadlock.
+        changes = sorted(((row["randomNumber"], row["id"]) for row in rows), key=lambda change: change[1])
         connection.cursor().executemany(_UPDATE_ROW, changes)
     return jsonify(rows)
 
