@@ -86,9 +86,19 @@ sub update_rows {
     my ($rows) = @_;
     my $dbh = db();
     $dbh->begin_work;
-    my $sth = $dbh->prepare_cached('UPDATE "World" SET "randomNumber" = ? WHERE id = ?');
-    $sth->execute($_->{randomNumber}, $_->{id}) for sort { $a->{id} <=> $b->{id} } @$rows;
-    $dbh->commit;
+    # A failed statement (RaiseError) must not leave the worker's one connection inside the
+    # aborted transaction: every later request on it would fail too ("Already in a transaction").
+    my $done = eval {
+        my $sth = $dbh->prepare_cached('UPDATE "World" SET "randomNumber" = ? WHERE id = ?');
+        $sth->execute($_->{randomNumber}, $_->{id}) for sort { $a->{id} <=> $b->{id} } @$rows;
+        $dbh->commit;
+        1;
+    };
+    if (!$done) {
+        my $error = $@;
+        $dbh->rollback;
+        die $error;
+    }
 }
 
 # Every fortune and the one added at request time, sorted by message.
