@@ -235,10 +235,11 @@ def comparison_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     """Every comparison in one row each: pair, languages, condition, ratio with its interval,
     outcome, the smallest ratio the run could have told, and the reason where there is one."""
     kinds = list(dict.fromkeys(verdicts["kind"]))
-    where = where_of(verdicts)  # profile and workload, where the run has several
     rank = {outcome: i for i, outcome in enumerate(OUTCOME_ORDER)}
     ordered = verdicts.assign(
-        scope=where, _kind=verdicts["kind"].map(kinds.index), _outcome=verdicts["verdict"].map(rank).fillna(len(rank))
+        scope=where_of(verdicts),  # profile and workload, where the run has several
+        _kind=verdicts["kind"].map(kinds.index),
+        _outcome=verdicts["verdict"].map(rank).fillna(len(rank)),
     ).sort_values(["_kind", "_outcome"], kind="stable")
     rows = [
         [
@@ -267,6 +268,7 @@ def _languages(row) -> str:
 
 
 def _condition(row) -> str:
+    """Under what load; ``row.scope`` names the profile and workload where the run has several."""
     at = "" if pd.isna(row.fraction) else f" at {row.fraction:g} of capacity"
     return f"{row.scope}{row.tool} c={row.concurrency}{at}"
 
