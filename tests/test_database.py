@@ -104,6 +104,7 @@ def test_a_framework_app_queries_postgresql(pg_config, tmp_path, no_leftovers, a
     if app in ("dancer2", "mojolicious") and subprocess.run(["perl", "-MDBD::Pg", "-e1"]).returncode:
         pytest.skip("Perl lacks DBD::Pg (envs/apt.txt: libdbd-pg-perl)")
     pg_config["app"] = app
+    clusters_before = set(Path(database.MEMORY_FS).glob("serverbench-pg-*"))
     for workload, needed in (("fortunes", 1), ("updates", 21)):
         record = cell(pg_config, tmp_path, server, workload)
         assert record["status"] == "ok", (workload, record["reason"])
@@ -112,7 +113,9 @@ def test_a_framework_app_queries_postgresql(pg_config, tmp_path, no_leftovers, a
         assert used["needed_per_request"] == needed and used["answers"] == record["load"]["requests"] > 0
         assert used["statements"] >= needed * used["answers"], used
         assert used["version"].startswith("postgres (PostgreSQL)")
+        assert used["storage"] == ("memory" if database.memory_fs() else "disk")
     assert not postgres_processes()
+    assert set(Path(database.MEMORY_FS).glob("serverbench-pg-*")) <= clusters_before, "a cell's cluster left behind"
 
 
 def test_an_app_that_answers_from_a_cache_is_failed(pg_config, tmp_path, no_leftovers):

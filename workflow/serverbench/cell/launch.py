@@ -200,6 +200,7 @@ class Launch:
         except DatabaseError as exc:
             raise CellFailed(f"the app's database did not start: {exc}") from None
         self.found.database.ready_s = round(self.database.started_s, 4) if self.database.started_s else None
+        self.found.database.storage = self.database.storage
         self.values["database"] = str(self.database.descriptor_path)
 
     def _set_up_app(self, app_name: str, app: dict) -> None:

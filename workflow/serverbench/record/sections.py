@@ -140,8 +140,9 @@ ClientSection = optional_section(
 DatabaseSection = optional_section(
     "DatabaseSection",
     "The database the app used (serverbench.cell.database): where it ran and, where it counts"
-    " them, the statements the app's role ran during the load against what its answers need.",
-    strings="engine version placement stop shortfall",
+    " them, the statements the app's role ran during the load against what its answers need"
+    " (storage: where the cluster's data lived, memory or disk).",
+    strings="engine version placement storage stop shortfall",
     lists="cpus",
     floats="ready_s needed_per_request statements_per_request",
     ints="statements rows answers",
