@@ -31,6 +31,18 @@ def test_gunicorn_cell_is_measured(base_config, tmp_path, no_leftovers, tool):
     assert (tmp_path / "gunicorn.load.txt").read_text().strip()
 
 
+def test_a_fractional_warm_up_of_wrk_is_interrupted_at_its_time(base_config, tmp_path, no_leftovers):
+    """wrk's -d reads whole seconds: a quarter-second warm-up runs wrk -d1s and
+    interrupts it (SIGINT: wrk stops, reports, exits 0) after 0.25 s, not after 1."""
+    require("gunicorn", "wrk")
+    base_config["profiles"]["default"]["warmup"] = 0.25
+    record = measure_cell(base_config, tmp_path)
+    assert record["status"] == "ok", record["reason"]
+    warmup = record["warmup"]
+    assert warmup["exit_code"] == 0 and warmup["timed_out"] is False
+    assert 0.25 <= warmup["wall_s"] < 1.0, warmup
+
+
 def test_server_pinned_to_its_cpus(base_config, tmp_path, no_leftovers):
     require("gunicorn", "wrk")
     record = measure_cell(base_config, tmp_path)

@@ -116,9 +116,9 @@ BAD = {
         "minimum",
     ),
     "wrk given a fraction of a second": (
-        lambda c: c["profiles"]["default"].update(warmup=0.5),
-        "profiles.default.warmup",
-        "wrk takes whole seconds: 0.5 cannot be its -d",
+        lambda c: c["profiles"]["default"].update(duration=1.5),
+        "profiles.default.duration",
+        "wrk takes whole seconds: 1.5 cannot be its -d",
     ),
     "repeats 0": (lambda c: c["profiles"]["default"].update(repeats=0), "profiles.default.repeats", "minimum"),
     "unparsable memory limit": (

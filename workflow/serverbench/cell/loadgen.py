@@ -86,6 +86,14 @@ def request_script(directory: Path, requests: list[dict]) -> Path:
     return script
 
 
+def _interrupt(pid: int) -> None:
+    """SIGINT to the tool's process group (it may just have exited: nothing to do then)."""
+    try:
+        os.killpg(pid, signal.SIGINT)
+    except ProcessLookupError:
+        pass
+
+
 def build_argv(tool: dict, values: dict, path: str | None = None) -> list[str]:
     """The tool's argv; ``path`` is the PATH it will run with (default this process's)."""
     argv = render_argv(tool["command"], values)
@@ -95,10 +103,16 @@ def build_argv(tool: dict, values: dict, path: str | None = None) -> list[str]:
 
 
 def run(
-    argv: list[str], cpus: list[int], deadline_s: float, env: dict | None = None, cpu_quota: float | None = None
+    argv: list[str],
+    cpus: list[int],
+    deadline_s: float,
+    env: dict | None = None,
+    cpu_quota: float | None = None,
+    interrupt_at_s: float | None = None,
 ) -> ToolRun:
     """Run a tool to completion (or kill it at the deadline), with its own CPU time;
-    ``cpu_quota`` (CPUs' worth of time) caps it further with a cgroup."""
+    ``cpu_quota`` (CPUs' worth of time) caps it further with a cgroup; ``interrupt_at_s``
+    sends it SIGINT then (wrk stops, reports and exits 0): a run shorter than its argv's."""
     with CpuQuota(cpu_quota) if cpu_quota else contextlib.nullcontext() as quota:
 
         def pin():
@@ -107,10 +121,12 @@ def run(
             os.sched_setaffinity(0, cpus)
             raise_nofile()
 
-        return _run_pinned(argv, pin, deadline_s, env)
+        return _run_pinned(argv, pin, deadline_s, env, interrupt_at_s)
 
 
-def _run_pinned(argv: list[str], pin, deadline_s: float, env: dict | None) -> ToolRun:
+def _run_pinned(
+    argv: list[str], pin, deadline_s: float, env: dict | None, interrupt_at_s: float | None = None
+) -> ToolRun:
     started = time.monotonic()
     with tempfile.TemporaryFile() as sink:
         proc = subprocess.Popen(
@@ -130,8 +146,11 @@ def _run_pinned(argv: list[str], pin, deadline_s: float, env: dict | None) -> To
 
         # The deadline is a timer, so the harness blocks in wait4 instead of polling (no CPU
         # taken from the client's CPUs); wait4 gives this child's own rusage.
-        timer = threading.Timer(deadline_s, expire)
-        timer.start()
+        timers = [threading.Timer(deadline_s, expire)]
+        if interrupt_at_s is not None:
+            timers.append(threading.Timer(interrupt_at_s, _interrupt, (proc.pid,)))
+        for timer in timers:
+            timer.start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
         except BaseException:
@@ -140,7 +159,8 @@ def _run_pinned(argv: list[str], pin, deadline_s: float, env: dict | None) -> To
             os.waitpid(proc.pid, 0)
             raise
         finally:
-            timer.cancel()
+            for timer in timers:
+                timer.cancel()
         timed_out = expired.is_set()
         proc.returncode = os.waitstatus_to_exitcode(status)
         sink.seek(0)

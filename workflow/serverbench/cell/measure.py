@@ -9,6 +9,7 @@ beside the result.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -21,7 +22,7 @@ from serverbench.cell.windows import windows
 from serverbench.host.runenv import version_of
 from serverbench.plan import apps
 from serverbench.plan.shapes import Cell, Profile
-from serverbench.plan.tools import is_open_loop, is_timed
+from serverbench.plan.tools import is_open_loop, is_timed, takes_whole_seconds
 from serverbench.record.sections import (
     Autoscale,
     Checks,
@@ -93,14 +94,22 @@ class Measure:
         self.values["wrk_report"] = str(loadgen.request_script(self.launch.rundir, requests))
 
     def warm_up(self) -> None:
-        """Unmeasured load at the same concurrency; recorded when the tool had to be killed."""
+        """Unmeasured load at the same concurrency; recorded when the tool had to be killed.
+        A tool of whole seconds given a fraction runs for the next whole second and is
+        interrupted at the warm-up's time."""
         profile = self.profile
-        values = dict(self.values, duration=f"{profile.warmup:g}")
+        interrupt_at = None
+        duration = profile.warmup
+        if takes_whole_seconds(self.tool_spec) and not float(duration).is_integer():
+            interrupt_at, duration = duration, math.ceil(duration)
+        values = dict(self.values, duration=f"{duration:g}")
         values["requests"] = max(
             self.cell.concurrency, round(self.values["requests"] * profile.warmup / profile.duration)
         )
         argv = loadgen.build_argv(self.tool_spec, values, self.env["PATH"])
-        run = loadgen.run(argv, profile.client_cpus, self.deadline, self.env, profile.client_cpu_quota)
+        run = loadgen.run(
+            argv, profile.client_cpus, self.deadline, self.env, profile.client_cpu_quota, interrupt_at_s=interrupt_at
+        )
         self.found.warmup = Warmup(wall_s=round(run.wall_s, 4), exit_code=run.exit_code, timed_out=run.timed_out)
         self.launch.check_alive("warm-up")
         if run.timed_out:

@@ -8,6 +8,7 @@ without reading a traceback.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import os
@@ -16,13 +17,12 @@ import resource
 import string
 from pathlib import Path
 
-import jsonschema
 import yaml
 
 from serverbench import REPO_ROOT
 from serverbench.plan import apps, scaling
 from serverbench.plan.shapes import DEFAULT_WORKLOAD, Profile
-from serverbench.plan.tools import is_open_loop, is_timed
+from serverbench.plan.tools import is_open_loop, takes_whole_seconds
 
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -95,10 +95,15 @@ def available_cpus() -> set[int]:
     return set(os.sched_getaffinity(0))
 
 
-def _filling_defaults(validator_class):
-    """A validator that also writes each property's schema ``default`` where the
-    config leaves it out, so defaults live in the schema alone."""
-    check_properties = validator_class.VALIDATORS["properties"]
+@functools.cache
+def _defaulting_validator():
+    """A Draft 2020-12 validator that also writes each property's schema ``default``
+    where the config leaves it out, so defaults live in the schema alone. Made on first
+    use: a cell's job reads a config already checked, and importing jsonschema took
+    60-80 ms of every job's start."""
+    import jsonschema
+
+    check_properties = jsonschema.Draft202012Validator.VALIDATORS["properties"]
 
     def properties(validator, declared, instance, schema):
         if isinstance(instance, dict):
@@ -107,14 +112,13 @@ def _filling_defaults(validator_class):
                     instance.setdefault(name, copy.deepcopy(subschema["default"]))
         yield from check_properties(validator, declared, instance, schema)
 
-    return jsonschema.validators.extend(validator_class, {"properties": properties})
-
-
-DefaultingValidator = _filling_defaults(jsonschema.Draft202012Validator)
+    return jsonschema.validators.extend(jsonschema.Draft202012Validator, {"properties": properties})
 
 
 def _check_schema(config: dict) -> None:
-    validator = DefaultingValidator(load_schema())
+    import jsonschema
+
+    validator = _defaulting_validator()(load_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))
     if not errors:
         return
@@ -346,12 +350,11 @@ def _check_profile(config: dict, name: str) -> None:
             raise ConfigError(f"{where}.max_repeats", f"{high} is fewer than min_repeats ({low})")
     for tool in profile.tools:
         spec = config["load_tools"][tool]
-        if spec["parser"] == "wrk" and is_timed(spec):
-            for key in ("duration", "warmup"):
-                if not float(getattr(profile, key)).is_integer():
-                    raise ConfigError(
-                        f"{origin(key)}", f"{tool} takes whole seconds: {getattr(profile, key)} cannot be its -d"
-                    )
+        # A fractional warm-up is interrupted at its time (measure.Measure.warm_up).
+        if takes_whole_seconds(spec) and not float(profile.duration).is_integer():
+            raise ConfigError(
+                f"{origin('duration')}", f"{tool} takes whole seconds: {profile.duration} cannot be its -d"
+            )
         if is_open_loop(spec) and not profile.rate:
             raise ConfigError(f"{where}.rate", f"tool {tool!r} offers a constant rate: the profile needs `rate`")
     if profile.open_loop:

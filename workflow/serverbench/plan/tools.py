@@ -23,6 +23,13 @@ def is_timed(spec: dict) -> bool:
     return _takes(spec, "duration")
 
 
+def takes_whole_seconds(spec: dict) -> bool:
+    """A timed tool whose ``{duration}`` is whole seconds (wrk's -d reads no fraction); a
+    fractional warm-up of it runs for the next whole second and is interrupted (SIGINT:
+    wrk stops and reports) at its time."""
+    return spec["parser"] == "wrk" and is_timed(spec)
+
+
 def closed_loop_tools(config: dict) -> set[str]:
     """The names of the config's closed-loop tools."""
     return {name for name, spec in config["load_tools"].items() if not is_open_loop(spec)}
