@@ -15,7 +15,7 @@ import psutil
 import pytest
 from conftest import require
 from serverbench import REPO_ROOT
-from serverbench.cell import database
+from serverbench.cell import database, servers
 from serverbench.cell.phases import run_cell
 from serverbench.host.runenv import make_rundir
 from serverbench.plan import apps
@@ -136,6 +136,26 @@ def test_an_app_that_answers_from_a_cache_is_failed(pg_config, tmp_path, no_left
     assert f"for {answers} answers that need 1 each" in record["reason"]
     assert "answers not from the database" in record["reason"]
     assert not postgres_processes()
+
+
+def test_a_harness_error_in_the_servers_stop_leaves_no_server_and_no_database(
+    pg_config, tmp_path, no_leftovers, monkeypatch
+):
+    """A stop that raises (a harness bug, planted here) still ends the server (SIGKILL),
+    its database and the database's copy in memory: the error goes on, nothing stays."""
+    require("gunicorn")
+    require_framework("flask")
+    pg_config["app"] = "flask"
+
+    def broken_stop(self, grace):
+        raise RuntimeError("planted: the stop went wrong")
+
+    monkeypatch.setattr(servers.ServerGroup, "stop", broken_stop)
+    clusters_before = set(Path(database.MEMORY_FS).glob("serverbench-pg-*"))
+    with pytest.raises(RuntimeError, match="planted"):
+        cell(pg_config, tmp_path, "gunicorn", "db")
+    assert not postgres_processes()
+    assert set(Path(database.MEMORY_FS).glob("serverbench-pg-*")) <= clusters_before
 
 
 def test_a_database_that_cannot_start_fails_the_cell_with_the_reason(pg_config, tmp_path, no_leftovers):

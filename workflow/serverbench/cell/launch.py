@@ -394,26 +394,45 @@ class Launch:
             )
 
     def stop(self) -> bool:
-        """Stop the server tree, release its isolation and network; True if a server was running."""
+        """Stop the server tree, release its isolation, database and network; True if a
+        server was running. Each is released even where an earlier one raised (a harness
+        bug): no database or namespace outlives the job."""
         stopped = self.server is not None
-        if stopped:
-            # Read before the stop too: a container's cgroup goes with the container
-            # (the isolation keeps the most it read, the monitor's samples included).
-            if self.isolation is not None:
-                self.isolation.oom_kills()
-            self.found.server.stop = self.server.stop(self.profile.stop_grace)
-            if self.isolation is not None:
-                self.found.server.oom_kills = self.isolation.oom_kills()
-            self.server = None
+        try:
+            if stopped:
+                self._stop_server()
+        finally:
+            try:
+                if self.isolation is not None:
+                    self.isolation.cleanup()
+                    self.isolation = None
+            finally:
+                try:
+                    self._stop_database()
+                finally:
+                    if self.network is not None:
+                        self.network.cleanup()
+                        self.network = None
+        return stopped
+
+    def _stop_server(self) -> None:
+        # Read before the stop too: a container's cgroup goes with the container
+        # (the isolation keeps the most it read, the monitor's samples included).
         if self.isolation is not None:
-            self.isolation.cleanup()
-            self.isolation = None
+            self.isolation.oom_kills()
+        try:
+            self.found.server.stop = self.server.stop(self.profile.stop_grace)
+        except BaseException:
+            self.server.kill()
+            self.server = None
+            raise
+        if self.isolation is not None:
+            self.found.server.oom_kills = self.isolation.oom_kills()
+        self.server = None
+
+    def _stop_database(self) -> None:
         if self.database is not None:
-            stopped_as = self.database.stop()
+            database, self.database = self.database, None
+            stopped_as = database.stop()
             if self.found.database is not None:
                 self.found.database.stop = stopped_as
-            self.database = None
-        if self.network is not None:
-            self.network.cleanup()
-            self.network = None
-        return stopped
