@@ -8,6 +8,7 @@ started until ``stop``: whatever fails, the cell calls ``stop`` once.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import re
@@ -398,21 +399,12 @@ class Launch:
         server was running. Each is released even where an earlier one raised (a harness
         bug): no database or namespace outlives the job."""
         stopped = self.server is not None
-        try:
+        with contextlib.ExitStack() as release:  # run last to first, each whatever the others raised
+            release.callback(self._release_network)
+            release.callback(self._stop_database)
+            release.callback(self._release_isolation)
             if stopped:
                 self._stop_server()
-        finally:
-            try:
-                if self.isolation is not None:
-                    self.isolation.cleanup()
-                    self.isolation = None
-            finally:
-                try:
-                    self._stop_database()
-                finally:
-                    if self.network is not None:
-                        self.network.cleanup()
-                        self.network = None
         return stopped
 
     def _stop_server(self) -> None:
@@ -429,6 +421,16 @@ class Launch:
         if self.isolation is not None:
             self.found.server.oom_kills = self.isolation.oom_kills()
         self.server = None
+
+    def _release_isolation(self) -> None:
+        if self.isolation is not None:
+            self.isolation.cleanup()
+            self.isolation = None
+
+    def _release_network(self) -> None:
+        if self.network is not None:
+            self.network.cleanup()
+            self.network = None
 
     def _stop_database(self) -> None:
         if self.database is not None:

@@ -174,13 +174,7 @@ class ServerProcess:
         while time.monotonic() < deadline and (self.proc.poll() is None or self.tree()):
             time.sleep(0.05)
         leftover = self.tree()
-        if leftover:
-            self._signal_all(signal.SIGKILL)
-            psutil.wait_procs(leftover, timeout=5)
-        try:
-            code = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            code = None
+        code = self.kill(leftover)
         still = self.tree()
         return {
             "signal": "SIGKILL" if leftover else "SIGTERM",
@@ -189,6 +183,16 @@ class ServerProcess:
             "killed": len(leftover),
             "survivors": [p.pid for p in still],
         }
+
+    def kill(self, leftover: list[psutil.Process]) -> int | None:
+        """SIGKILL what is ``leftover`` of the tree (if anything), wait for it; the exit code."""
+        if leftover:
+            self._signal_all(signal.SIGKILL)
+            psutil.wait_procs(leftover, timeout=5)
+        try:
+            return self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return None
 
     def _signal_all(self, sig: int) -> None:
         try:
@@ -263,15 +267,8 @@ class ServerGroup:
         """SIGKILL to every process of every member, waited for: the last resort where a
         stop went wrong (a harness bug), so no server outlives its job."""
         for member in self.members:
-            if member.proc is None:
-                continue
-            left = member.tree()
-            member._signal_all(signal.SIGKILL)
-            psutil.wait_procs(left, timeout=5)
-            try:
-                member.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
+            if member.proc is not None:
+                member.kill(member.tree())
 
     def stop(self, grace: float) -> dict:
         reports = [m.stop(grace) for m in reversed(self.members) if m.proc is not None]
