@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import shutil
 import signal
@@ -353,6 +354,23 @@ def test_every_life_of_units_python_hashes_alike(work_config, tmp_path, preloade
         assert len(set(hashes)) >= 6
 
 
+def _uwsgi_serving(config: dict, name: str, app: str, description: str, **settings) -> None:
+    """A variant of uWSGI's python3 plugin (``name``) serving a test app (``app``, from the
+    repository's root), with catalogue ``settings`` of its own."""
+    catalogue = config["catalogue"]
+    path = str(REPO_ROOT / app)
+    catalogue[name] = {
+        "variant_of": "uwsgi-debian",
+        "description": description,
+        "command": [
+            path if part == "{app_file}" else "application" if part == "{app_callable}" else part
+            for part in catalogue["uwsgi-debian"]["command"]
+        ],
+        **settings,
+    }
+    cfg.expand_aliases(config)
+
+
 def test_a_worker_killed_mid_life_gives_a_reason(work_config, tmp_path):
     """A worker killed with SIGKILL mid-life writes no counts and drops the counted
     connection: the record says why and has no figure. The app kills its own worker on its
@@ -360,17 +378,7 @@ def test_a_worker_killed_mid_life_gives_a_reason(work_config, tmp_path):
     a known request, whatever the machine's speed (a killer polling for the counted load
     missed it on a fast host)."""
     require(*LENS, "uwsgi-core")
-    catalogue = work_config["catalogue"]
-    dying = str(REPO_ROOT / "tests/apps/dying.py")
-    catalogue["uwsgi-dying"] = {
-        "variant_of": "uwsgi-debian",
-        "description": "a worker killed mid-life",
-        "command": [
-            dying if part == "{app_file}" else "application" if part == "{app_callable}" else part
-            for part in catalogue["uwsgi-debian"]["command"]
-        ],
-    }
-    cfg.expand_aliases(work_config)
+    _uwsgi_serving(work_config, "uwsgi-dying", "tests/apps/dying.py", "a worker killed mid-life")
     (path,) = _measure(work_config, tmp_path, "uwsgi-dying")
     work, _ = work_tables([path])
     row = work.iloc[0]
@@ -470,3 +478,58 @@ def test_the_page_keeps_each_apps_work_apart():
     assert [row["bar"][0]["value"] for row in rows] == ["3,000,000", "1,000,000"]
     (alone,) = work_rows(work.iloc[:1], detail, [])
     assert alone["where"] == "" and alone["bar"][0]["value"] == "1,000,000"
+
+
+@pytest.mark.parametrize("realtime", [True, False])
+def test_a_realtime_server_runs_at_fifo_with_its_client_on_its_cpu(work_config, tmp_path, realtime):
+    """A server with work_realtime (NGINX Unit's entries) runs, every process of it, at
+    SCHED_FIFO (work_lens.realtime_priority) with its client on the server's CPU (in the
+    normal class: it runs only once the server has nothing left to run), in every life of
+    every lens; the record names the priority. Without it (the control) the server runs in
+    the normal class and its client on the profile's client CPU. The app
+    (tests/apps/scheduling.py) writes down both as it serves."""
+    require(*LENS, "chrt", "uwsgi-core")
+    log = tmp_path / "scheduling.log"
+    _uwsgi_serving(
+        work_config,
+        "uwsgi-scheduling",
+        "tests/apps/scheduling.py",
+        "writes down how it is scheduled",
+        env={"SERVERBENCH_SCHEDULING_LOG": str(log)},
+        work_realtime=realtime,
+    )
+    (path,) = _measure(work_config, tmp_path, "uwsgi-scheduling")
+    record = json.loads(path.read_text())
+    assert record["status"] == "ok", record["reason"]
+    priority = work_config["work_lens"]["realtime_priority"]
+    assert record["tools"]["realtime_priority"] == (priority if realtime else None)
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    # Every life: perf stat's two (1,200 and 200 requests), perf trace's and valgrind's (350, 50).
+    assert len(seen) >= (200 + 1200 + 2 * (50 + 350)) // 50
+    profile = cfg.effective_profile(work_config, "default")
+    if realtime:
+        assert all(policy == os.SCHED_FIFO for policy, _, _ in seen)
+        assert all(client == server for _, server, client in seen)
+    else:
+        assert all(policy == os.SCHED_OTHER for policy, _, _ in seen)
+        assert all(client == list(profile.client_cpus) for _, _, client in seen)
+        assert any(server != client for _, server, client in seen)
+
+
+def test_units_figure_is_the_median_of_its_pairs_counted_at_fifo(work_config, tmp_path):
+    """NGINX Unit's entries ask for work_realtime and work_pairs (3): every pair is counted
+    with the server at SCHED_FIFO, and the figure is the median pair's, every pair's figure
+    and raw outputs kept."""
+    require(*LENS, "chrt")
+    require_unitd()
+    spec = work_config["catalogue"]["unit-perl"]
+    assert spec["work_realtime"] and spec["work_pairs"] == 3
+    (path,) = _measure(work_config, tmp_path, "unit-perl")
+    record = json.loads(path.read_text())
+    assert record["status"] == "ok", record["reason"]
+    assert record["tools"]["realtime_priority"] == work_config["work_lens"]["realtime_priority"]
+    counted = record["instructions"]
+    assert counted["pairs"] == 3 and len(counted["pair_figures"]) == 3
+    assert counted["per_request"] == sorted(counted["pair_figures"])[1]
+    assert counted["per_request"] == counted["pair_figures"][counted["pair"] - 1]
+    assert {"instructions-350", "instructions-350-pair2", "instructions-350-pair3"} <= set(record["raw"])

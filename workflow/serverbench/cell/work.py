@@ -16,6 +16,15 @@ connection, or ``ab -c1`` for a server that closes after every answer:
    of its own), the tree's CPU times read just before the stop; and two under
    ``perf trace -s``, which names the syscalls.
 
+Every life's server runs at SCHED_FIFO (``work_lens.realtime_priority``) with its
+client on the server's CPU, in the normal class: the client sends the next
+request only once every process of the server has nothing left to run, so each
+request finds the server as quiet as the last. With the client on a CPU of its
+own, whether NGINX Unit's router had finished one request before the next
+arrived was a race (an event-loop turn more or less, the allocator left in
+another state), and each life fell into one way or the other: its lives were
+1.9-2.2% apart.
+
 A valgrind pair whose lives' cyclic collectors differ by more than
 ``work_lens.collector_tolerance`` of the figure is counted again
 (``counted_instructions``): a whole-heap collection in one life moves the work
@@ -27,7 +36,7 @@ marginal between them is the figure, so start-up and shutdown cancel. Before
 either, every worker answers a few requests (a worker's first answer costs
 far more than the next, and which worker answers first is a race). The
 two lives of a pair live as long, so that what the server does by the clock
-cancels too: valgrind's two run side by side, each server on CPUs of its own,
+cancels too: valgrind's two run side by side, each server (and its client) on CPUs of its own,
 and are stopped together once both have served (an instruction count does not
 depend on the CPU's speed, and valgrind's lives are the lens's longest); perf's
 run one after the other, the longer first and the shorter then held up as
@@ -53,6 +62,7 @@ import pwd
 import re
 import shutil
 import signal
+import subprocess
 import tempfile
 import threading
 import time
@@ -89,13 +99,37 @@ INSTRUCTIONS, COUNTERS, NAMES = "instructions", "counters", "names"
 OTHER_LIFE_FAILED = "the other life of the pair failed"
 
 
-def wrapper(lens: str, out: Path) -> list[str]:
-    """The prefix a server starts under in a life of ``lens``, writing into ``out``."""
+def realtime(priority: int | None) -> list[str]:
+    """The prefix that runs a server, and every process it starts, at SCHED_FIFO ``priority``
+    (none: the host's normal scheduling)."""
+    return ["chrt", "--fifo", str(priority)] if priority else []
+
+
+def wrapper(lens: str, out: Path, priority: int | None = None) -> list[str]:
+    """The prefix a server starts under in a life of ``lens``, writing into ``out``, at
+    SCHED_FIFO ``priority`` (``work_lens.realtime_priority``). perf runs one above its
+    server: at the server's own it waited for the server to block before it read its
+    buffers, and perf trace lost events (1,105 of gunicorn's in a life)."""
     if lens == INSTRUCTIONS:
-        return ["setarch", "-R", *VALGRIND, f"--callgrind-out-file={out}/callgrind.%p"]
-    if lens == COUNTERS:
-        return perfcount.stat_argv(out / "stat.csv")
-    return perfcount.trace_argv(out / "trace.txt")
+        return [*realtime(priority), "setarch", "-R", *VALGRIND, f"--callgrind-out-file={out}/callgrind.%p"]
+    counter = perfcount.stat_argv(out / "stat.csv") if lens == COUNTERS else perfcount.trace_argv(out / "trace.txt")
+    server_at = counter.index("--") + 1
+    above = priority + 1 if priority else None
+    return [*realtime(above), *counter[:server_at], *realtime(priority), *counter[server_at:]]
+
+
+def realtime_refused(priority: int | None) -> str | None:
+    """Why a server may not run at SCHED_FIFO ``priority`` here (None: it may), asked of
+    chrt itself in a process of its own."""
+    if not priority:
+        return None
+    tried = subprocess.run([*realtime(priority), "true"], capture_output=True, text=True)
+    if tried.returncode == 0:
+        return None
+    return (
+        f"the work lens runs servers at SCHED_FIFO {priority} (work_lens.realtime_priority), which this "
+        f"user may not ({tried.stderr.strip()[-200:]}): run as root, or set realtime_priority: null"
+    )
 
 
 @dataclass
@@ -267,10 +301,13 @@ class Lives:
         self.kept = kept  # where each life's raw outputs stay (the record's ``raw``)
         self.kept_files: dict[str, list[str]] = {}
         self.settings = config["work_lens"]
+        spec = config["catalogue"][cell.server]
+        # The SCHED_FIFO priority its lives run at (``work_realtime``), None: the host's scheduling.
+        self.priority = self.settings["realtime_priority"] if spec.get("work_realtime") else None
         profile = effective_profile(config, cell.profile)
         self.profile = dataclasses.replace(
             profile,
-            workers=lens_workers(self.settings, config["catalogue"][cell.server], profile),
+            workers=lens_workers(self.settings, spec, profile),
             ready_timeout=self.settings["ready_timeout"],
             stop_grace=self.settings["stop_grace"],
         )
@@ -289,7 +326,7 @@ class Lives:
         rundir = make_rundir()
         profile = dataclasses.replace(self.profile, server_cpus=list(cpus)) if cpus else self.profile
         launch = Launch(self.config, self.cell, profile, rundir, self.log_path, self.env)
-        launch.wrapper = wrapper(lens, out)
+        launch.wrapper = wrapper(lens, out, self.priority)
         life = Life(requests, 0.0)
         try:
             launch.prepare()
@@ -325,7 +362,7 @@ class Lives:
         _settle(launch.port, self.settings["settle_timeout"])
         life.seen |= _pids(launch)
         ready = time.monotonic()
-        _load(launch, self.client, self.url_path, life.requests, self.profile.client_cpus, out / "client.txt")
+        _load(launch, self.client, self.url_path, life.requests, self._client_cpus(launch), out / "client.txt")
         if together is None:
             time.sleep(max(0.0, hold_s - (time.monotonic() - ready)))
         else:
@@ -349,7 +386,16 @@ class Lives:
         server that gives a connection to one worker at a time, and most others."""
         connections = 2 * self.profile.workers
         requests = connections * self.settings["warmup_requests"]
-        _load(launch, client, self.url_path, requests, self.profile.client_cpus, out / "warmup.txt", connections)
+        _load(launch, client, self.url_path, requests, self._client_cpus(launch), out / "warmup.txt", connections)
+
+    def _client_cpus(self, launch: Launch) -> list[int]:
+        """Where a life's client runs: on its server's CPUs where the server runs at SCHED_FIFO
+        (``work_realtime``), so that the client, in the normal class, runs only once every
+        process of the server has nothing left to run, and each request finds the server the
+        same, quiet; otherwise on the profile's client CPUs."""
+        if self.priority:
+            return list(launch.profile.server_cpus)
+        return list(self.profile.client_cpus)
 
     def _keep(self, name: str, out: Path) -> None:
         """A copy of the life's outputs beside the record (callgrind's gzipped: a megabyte a process)."""
@@ -494,21 +540,34 @@ def _settled(counted: list[Instructions], tolerance: float) -> bool:
     return last <= tolerance or any(abs(collector_imbalance(c) - last) <= tolerance for c in counted[:-1])
 
 
+def _figure_pair(counted: list[Instructions], tolerance: float, wanted: int) -> Instructions:
+    """The pair whose figure is kept: the most balanced one, or, where ``wanted`` pairs were
+    asked for (``work_pairs``), the median of the balanced ones (of all, if none is)."""
+    if wanted == 1:
+        return min(counted, key=collector_imbalance)
+    balanced = [c for c in counted if collector_imbalance(c) <= tolerance] or counted
+    ordered = sorted(balanced, key=lambda c: c.per_request)
+    return ordered[(len(ordered) - 1) // 2]
+
+
 def counted_instructions(config: dict, lives: Lives) -> Instructions:
     """The valgrind pair's figure; a pair whose lives' collectors differ by more than
     ``work_lens.collector_tolerance`` of the figure, unlike any earlier pair, is counted
     again (``pair_attempts`` pairs at most; the most balanced one is the figure, and
-    ``pairs`` says how many were counted)."""
+    ``pairs`` says how many were counted). A server with ``work_pairs`` gets that many
+    pairs at least, and the median one is its figure (``pair_figures``: every pair's)."""
     settings = config["work_lens"]
+    wanted = config["catalogue"][lives.cell.server].get("work_pairs", 1)
     counted = []
-    for attempt in range(1, settings["pair_attempts"] + 1):
+    for attempt in range(1, settings["pair_attempts"] + wanted):
         lives.pair_suffix = "" if attempt == 1 else f"-pair{attempt}"
         counted.append(instructions(config, *lives.pair(INSTRUCTIONS)))
-        if _settled(counted, settings["collector_tolerance"]):
+        if len(counted) >= wanted and _settled(counted, settings["collector_tolerance"]):
             break
     lives.pair_suffix = ""
-    best = min(counted, key=collector_imbalance)
+    best = _figure_pair(counted, settings["collector_tolerance"], wanted)
     best.pairs, best.pair = len(counted), counted.index(best) + 1
+    best.pair_figures = [c.per_request for c in counted]
     return best
 
 
@@ -582,7 +641,7 @@ def _preloaded(config: dict, spec: dict) -> dict[str, str]:
 
 
 def _missing_programs(env: dict) -> list[str]:
-    needed = ("valgrind", "perf", "setarch", "h2load", "ab", "taskset")
+    needed = ("valgrind", "perf", "setarch", "h2load", "ab", "taskset", "chrt")
     return [name for name in needed if not shutil.which(name, path=env["PATH"])]
 
 
@@ -600,7 +659,11 @@ def measure(record: WorkRecord, config: dict, env: dict, log_path: Path, raw_dir
         raise CellSkipped(f"the work lens's clients send a GET of one path; {record.workload} needs more")
     cell = Cell(record.profile, "work", record.server, 1, 0, record.workload)
     lives = Lives(config, cell, env, log_path, raw_dir, kept)
+    refused = realtime_refused(lives.priority)
+    if refused:
+        raise CellSkipped(refused)
     record.workers = lives.profile.workers
+    record.tools.realtime_priority = lives.priority
     try:
         # perf's lives first: the first of them verifies the server and picks the client.
         counted, named = lives.pair(COUNTERS), lives.pair(NAMES)

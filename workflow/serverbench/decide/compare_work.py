@@ -26,7 +26,17 @@ from serverbench.decide.judgement import NOT_COMPARABLE
 KEY = ["profile", "workload", "server"]
 # A run before work.csv had a column (schema, client: serverbench.work/3) is compared without it;
 # records of another schema were counted another way (the lens's procedure changed with it).
-MUST_MATCH = ["schema", "workers", "server_version", "interpreter", "valgrind", "cpu_model", "client", "preload"]
+MUST_MATCH = [
+    "schema",
+    "workers",
+    "server_version",
+    "interpreter",
+    "valgrind",
+    "cpu_model",
+    "client",
+    "preload",
+    "realtime_priority",
+]
 FIGURE = work_lens.FIGURE
 COLUMNS = [*KEY, "a_instructions", "b_instructions", "ratio", "ci_low", "ci_high", "verdict", "why"]
 

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 
 # /2: each life's raw outputs named (``raw``); /3: the client that sent the requests (``client``);
 # /5: every server counted with one worker (``workers``; /4 had the profile's);
-# /6: a server that ignores the environment's hash seed counted with a fixed one (``tools.preload``)
-WORK_SCHEMA = "serverbench.work/6"
+# /6: a server that ignores the environment's hash seed counted with a fixed one (``tools.preload``);
+# /7: a server with work_realtime at SCHED_FIFO, its client on its CPU (``tools.realtime_priority``);
+# a server with work_pairs counted over that many pairs (``instructions.pair_figures``)
+WORK_SCHEMA = "serverbench.work/7"
 WORK_STATUSES = ("ok", "failed", "skipped")
 
 
@@ -51,9 +53,12 @@ class Instructions:
     # no CPython, or one stripped of them, such as Debian's libpython: counted with the rest).
     collector_named: bool = False
     # Valgrind pairs counted: more than 1 where a pair's lives' collectors differed by more than
-    # work_lens.collector_tolerance of the figure (the figure is the most balanced pair's).
+    # work_lens.collector_tolerance of the figure (the figure is the most balanced pair's), or
+    # where the server asks for more (catalogue work_pairs: the figure is the median pair's).
     pairs: int = 1
     pair: int = 1  # which of them is the figure (its lives' raw outputs: "instructions-N" or "instructions-N-pairK")
+    # Every pair's figure, in the order counted; a server with ``work_pairs`` keeps the median one.
+    pair_figures: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -87,6 +92,9 @@ class Tools:
     # A library preloaded into the server (work_lens.fixed_random, for a server that ignores
     # the environment's hash seed); None: nothing preloaded.
     preload: str | None = None
+    # The SCHED_FIFO priority every life's server ran at, its client on the server's CPU in the
+    # normal class (work_lens.realtime_priority); None: the host's scheduling, the client apart.
+    realtime_priority: int | None = None
 
 
 @dataclass

@@ -46,6 +46,7 @@ WORK_COLUMNS = [
     "cpu_model",
     "glibc_tunables",
     "preload",
+    "realtime_priority",
     "seconds",
 ]
 DETAIL_COLUMNS = ["profile", "workload", "server", "kind", "name", "per_request", "processes"]
@@ -84,6 +85,7 @@ def _row(record: dict) -> dict:
                 "cpu_model",
                 "glibc_tunables",
                 "preload",
+                "realtime_priority",
             )
         },
     }
