@@ -16,14 +16,16 @@ connection, or ``ab -c1`` for a server that closes after every answer:
    of its own), the tree's CPU times read just before the stop; and two under
    ``perf trace -s``, which names the syscalls.
 
-Every life's server runs at SCHED_FIFO (``work_lens.realtime_priority``) with its
-client on the server's CPU, in the normal class: the client sends the next
-request only once every process of the server has nothing left to run, so each
-request finds the server as quiet as the last. With the client on a CPU of its
-own, whether NGINX Unit's router had finished one request before the next
-arrived was a race (an event-loop turn more or less, the allocator left in
-another state), and each life fell into one way or the other: its lives were
-1.9-2.2% apart.
+A server with ``work_realtime`` (NGINX Unit's entries) runs, in every life, at
+SCHED_FIFO (``work_lens.realtime_priority``) with its client on its CPU, in the
+normal class: the client sends the next request only once every process of the
+server has nothing left to run, so each request finds the server as quiet as the
+last. With the client on a CPU of its own, whether Unit's router had finished
+one request before the next arrived was a race (an event-loop turn more or less,
+the allocator left in another state), and each life fell into one way or the
+other: its lives were 1.9-2.2% apart. The other servers' counts did not move
+with it, and gunicorn's arbiter collected by the clock in some lives and not in
+others under it: they keep the host's scheduling.
 
 A valgrind pair whose lives' cyclic collectors differ by more than
 ``work_lens.collector_tolerance`` of the figure is counted again
