@@ -408,27 +408,29 @@ def _work_csv(path: Path, figures: dict, schema: str = "serverbench.work/3") -> 
 
 
 def test_a_declared_spread_keeps_a_noisy_servers_noise_from_reading_as_a_change(base_config, tmp_path):
-    """NGINX Unit's lives spread 2% (catalogue work_spread): its 2.4% between two runs of one
-    commit is no change, where uWSGI's 2.4% is; a run of another record schema is not
-    comparable at all."""
+    """NGINX Unit's dynamic processes spread 2% between lives (catalogue work_spread): its 2.4%
+    between two runs of one commit is no change, where uWSGI's 2.4% is; a run of another
+    record schema is not comparable at all."""
     from serverbench.decide.compare_work import compare_work, exit_status
     from serverbench.decide.judgement import NOT_COMPARABLE
 
-    assert base_config["catalogue"]["unit-perl"]["work_spread"] == 0.02
+    assert base_config["catalogue"]["unit-perl-dynamic"]["work_spread"] == 0.02
     assert not base_config["catalogue"]["uwsgi-psgi"].get("work_spread")
-    a = _work_csv(tmp_path / "a", {"unit-perl": 52_613.0, "uwsgi-psgi": 58_806.0})
-    b = _work_csv(tmp_path / "b", {"unit-perl": 53_914.0, "uwsgi-psgi": 60_217.0})
+    a = _work_csv(tmp_path / "a", {"unit-perl-dynamic": 52_613.0, "uwsgi-psgi": 58_806.0})
+    b = _work_csv(tmp_path / "b", {"unit-perl-dynamic": 53_914.0, "uwsgi-psgi": 60_217.0})
     table = compare_work(a, b, base_config).set_index("server")
-    assert table.loc["unit-perl", "ci_low"] < 1 < 1.024 < table.loc["unit-perl", "ci_high"]
+    assert table.loc["unit-perl-dynamic", "ci_low"] < 1 < 1.024 < table.loc["unit-perl-dynamic", "ci_high"]
     assert table.loc["uwsgi-psgi", "ci_low"] > 1.01
     status, why = exit_status(table.reset_index(), 0.01)
-    assert status == 1 and "uwsgi-psgi" in why and "unit-perl" not in why
-    older = _work_csv(tmp_path / "c", {"unit-perl": 52_613.0, "uwsgi-psgi": 58_806.0}, schema="serverbench.work/2")
+    assert status == 1 and "uwsgi-psgi" in why and "unit-perl-dynamic" not in why
+    older = _work_csv(
+        tmp_path / "c", {"unit-perl-dynamic": 52_613.0, "uwsgi-psgi": 58_806.0}, schema="serverbench.work/2"
+    )
     assert set(compare_work(older, b, base_config)["verdict"]) == {NOT_COMPARABLE}
     # Within a run, the pair's interval is as wide, and says why.
-    base_config["comparisons"]["pairs"] = [["unit-perl", "uwsgi-psgi"]]
+    base_config["comparisons"]["pairs"] = [["unit-perl-dynamic", "uwsgi-psgi"]]
     work = pd.read_csv(b / "work.csv")
-    (named,) = [c for c in work_comparisons(work, base_config) if (c.a, c.b) == ("unit-perl", "uwsgi-psgi")]
+    (named,) = [c for c in work_comparisons(work, base_config) if (c.a, c.b) == ("unit-perl-dynamic", "uwsgi-psgi")]
     assert named.high / named.low > 1.11 and "declared spread" in [reason.code for reason in named.reasons]
 
 

@@ -9,7 +9,7 @@ server's (gunicorn's lives sometimes hold a whole-heap collection by the clock;
 uWSGI's counts repeat to 0.005%), so it widens only the comparisons of the
 twin's family: its original, the twin and the original's variants. A server
 whose own lives spread more declares it in the catalogue (``work_spread``:
-NGINX Unit's 2%, Starman's 0.3%, measured). A comparison's interval is its
+Starman's 0.3%, NGINX Unit's 0.2% (its dynamic processes' 2%), measured). A comparison's interval is its
 ratio times or divided by ``exp(h)``, with h three times the largest spread
 that applies, and at least ``SPREAD_FLOOR`` (the lens's target spread);
 it is read against ``work.margin`` as the timed comparisons are read against
