@@ -1,8 +1,10 @@
 """The hello app that writes down, on every 50th request of a worker, how it is scheduled:
 its policy (0 SCHED_OTHER, 1 SCHED_FIFO), its CPUs, and the CPUs of the load client
-(h2load or ab) that sent the request, a JSON line each in the file SERVERBENCH_SCHEDULING_LOG names
-(tests/test_work.py: the work lens runs a server at SCHED_FIFO, its client on its CPU)."""
+(h2load or ab) that sent the request, a JSON line each in the file SERVERBENCH_SCHEDULING_LOG
+names; and, as the worker ends, ["exit", its policy] (tests/test_work.py: the work lens
+runs a server at SCHED_FIFO, its client on its CPU, and ends it in the normal class)."""
 
+import atexit
 import json
 import os
 import sys
@@ -56,11 +58,20 @@ def _client_cpus() -> list[int]:
     return sorted(cpus)
 
 
+def _write(line: list) -> None:
+    with open(LOG, "a") as log:
+        log.write(json.dumps(line) + "\n")
+
+
+@atexit.register
+def _at_exit() -> None:
+    """How the worker is scheduled as it ends (the lens puts it back in the normal class first)."""
+    _write(["exit", os.sched_getscheduler(0)])
+
+
 def application(environ, start_response):
     global _served
     _served += 1
     if _served % 50 == 0:
-        line = [os.sched_getscheduler(0), sorted(os.sched_getaffinity(0)), _client_cpus()]
-        with open(LOG, "a") as log:
-            log.write(json.dumps(line) + "\n")
+        _write([os.sched_getscheduler(0), sorted(os.sched_getaffinity(0)), _client_cpus()])
     return hello(environ, start_response)

@@ -281,10 +281,31 @@ def _children_first(processes: list[psutil.Process], grace: float) -> None:
         _signal(tops, signal.SIGCONT)
 
 
+def normal_class(launch: Launch) -> None:
+    """Every thread of the server's tree (a perf wrapper too) back in the normal class, before
+    any of them ends. A process at SCHED_FIFO that reaped its children spun in the kernel
+    (wait4, release_task, shrink_dcache_parent) for twelve minutes on its CPU, waiting for a
+    task of the normal class that it kept off that CPU: Unit's main process, after a life."""
+    if launch.server is None:
+        return
+    for process in launch.server.tree():
+        try:
+            threads = process.threads()
+        except psutil.Error:
+            continue
+        for thread in threads:
+            try:
+                os.sched_setscheduler(thread.id, os.SCHED_OTHER, os.sched_param(0))
+            except OSError:  # ended meanwhile
+                pass
+
+
 def _stop_server(launch: Launch, grace: float, children_first: bool = False) -> None:
     """TERM the server's processes but not a perf wrapper (which writes its summary once
     its child has gone) and wait for the tree to end; Launch.stop ends what is left.
-    ``children_first`` (the catalogue's ``work_stop``): the top process ends last."""
+    ``children_first`` (the catalogue's ``work_stop``): the top process ends last. Every
+    thread goes back to the normal class first (``normal_class``)."""
+    normal_class(launch)
     processes = _counted(launch)
     if children_first:
         _children_first(processes, grace)
@@ -340,6 +361,7 @@ class Lives:
             self.found_server = launch.found.server
             self._serve(launch, lens, hold_s, out, life, together)
         finally:
+            normal_class(launch)  # a life that failed midway too: nothing ends at SCHED_FIFO
             stop = launch.stop()
             shutil.rmtree(rundir, ignore_errors=True)
             self._keep(f"{lens}-{requests}{self.pair_suffix}", out)
