@@ -9,21 +9,18 @@ never a crash of the run; no check ever touches a req/s figure."""
 from __future__ import annotations
 
 import re
-import shutil
 import time
-import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from serverbench import files
 from serverbench.cell import framing, probes
-from serverbench.cell.errors import CellFailed, CellSkipped
 from serverbench.cell.launch import Launch
+from serverbench.cell.session import ServerSession
 from serverbench.cell.wire import Wire, WireError, request
-from serverbench.host.runenv import make_rundir, run_env
 from serverbench.plan import apps
 from serverbench.plan.config import effective_profile, serves
-from serverbench.plan.shapes import Cell
+from serverbench.plan.shapes import Target
 
 # /2: request framing checks, each with its group, class and the RFC requirement it rests on;
 # /3: each check's facts as fields (did, reading, words, desynchronised, met).
@@ -31,6 +28,10 @@ CONFORMANCE_SCHEMA = "conformance/3"
 # What the linters say in the server's log: wsgiref.validate's assertions and the
 # exceptions it raises on a missing key, Plack::Middleware::Lint's messages.
 LINT_PATTERN = re.compile(r"((?:\w+Error|WSGIWarning): .*|Missing mandatory .*|.*Plack/Middleware/Lint\.pm.*)$", re.M)
+
+
+# A probe job's failure says the server could not be probed (its checks are the job's findings).
+PROBE_FAILED = "could not be probed: "
 
 
 @dataclass
@@ -115,22 +116,24 @@ def run_conformance(config: dict, profile_name: str, server: str, json_path, log
     config = apps.with_probe_app(config)
     profile = effective_profile(config, profile_name)
     spec = config["catalogue"][server]
-    cell = Cell(profile_name, profile.tools[0], server, min(profile.concurrency), 0)
     result = ConformanceResult(CONFORMANCE_SCHEMA, profile_name, server, spec["language"])
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_bytes(b"")
     # Baselines answer only /: the checks that need the apps' paths say so.
     app = all(serves(spec, workload) for workload in apps.workloads(config))
-    rundir = make_rundir()
-    launch = Launch(config, cell, profile, rundir, log_path, run_env())
+    session = ServerSession(
+        config,
+        Target(profile_name, server),
+        profile,
+        log_path,
+        failures=(OSError, WireError),
+        failed_prefix=PROBE_FAILED,
+    )
     started = time.monotonic()
     result.started_at = round(time.time(), 4)
-    try:
-        launch.prepare()
-        launch.isolate()
-        launch.start()
-        launch.wait_ready()
+    with session:
+        launch = session.start()
         checks = [
             *probes.probe(launch.host, launch.port, app),
             *(framing.check_all(probes.Target(launch.host, launch.port, app)) if config["conformance_framing"] else []),
@@ -141,17 +144,8 @@ def run_conformance(config: dict, profile_name: str, server: str, json_path, log
             result.lint_findings = lint_answers(launch.host, launch.port, app)
         except (OSError, WireError) as exc:  # a server the probes took down has nothing left to lint
             result.lint_findings = [{"request": "-", "level": "error", "subject": "", "note": f"not linted: {exc}"}]
-    except CellSkipped as exc:
-        result.status, result.reason = "skipped", str(exc)
-    except (CellFailed, OSError, WireError) as exc:
-        result.status, result.reason = "failed", f"could not be probed: {exc}"
-    except Exception as exc:  # a harness bug: recorded, and the server's cells still run
-        result.status, result.reason = "failed", f"harness error: {exc.__class__.__name__}: {exc}"
-        with log_path.open("a") as log:
-            log.write(traceback.format_exc())
-    finally:
-        launch.stop()
-        shutil.rmtree(rundir, ignore_errors=True)
+    if not session.ending.ok:
+        result.status, result.reason = session.ending.status, session.ending.reason
     result.seconds = round(time.monotonic() - started, 2)
     result.ended_at = round(time.time(), 4)
     files.write_json(json_path, asdict(result))

@@ -1,4 +1,4 @@
-"""Launching a cell's server: placeholders and argv, network, versions,
+"""Launching a server (for a timed cell or any other job: a ``Target``): placeholders and argv, network, versions,
 isolation (cgroup or container), start, the control API, readiness.
 
 ``Launch`` fills its own sections (``Launched``: the cell's phases put them in the
@@ -32,7 +32,7 @@ from serverbench.host.netns import Network, NetworkError
 from serverbench.host.runenv import SetupFailed, readable_app, resolve_program, run_setup, version_of
 from serverbench.plan import apps
 from serverbench.plan.config import expected_answer, placeholders, serves
-from serverbench.plan.shapes import Cell, Profile
+from serverbench.plan.shapes import Profile, Target
 from serverbench.record.sections import (
     DatabaseSection,
     Image,
@@ -103,10 +103,10 @@ class Launched:
 
 
 class Launch:
-    def __init__(self, config: dict, cell: Cell, profile: Profile, rundir: Path, log_path, env):
-        self.config, self.cell, self.profile = config, cell, profile
+    def __init__(self, config: dict, target: Target, profile: Profile, rundir: Path, log_path, env):
+        self.config, self.target, self.profile = config, target, profile
         self.found = Launched()
-        self.spec = config["catalogue"][cell.server]
+        self.spec = config["catalogue"][target.server]
         self.rundir, self.log_path, self.env = rundir, Path(log_path), env
         self.network: Network | None = None
         self.isolation: Isolation | None = None
@@ -132,24 +132,24 @@ class Launch:
 
     @property
     def expected_answer(self) -> dict:
-        return self.expected_answer_of(self.cell.workload)
+        return self.expected_answer_of(self.target.workload)
 
     def expected_answer_of(self, workload_name: str) -> dict:
-        """A correct answer to a workload of the app this cell's server hosts."""
-        workload = apps.workloads(self.config, self.cell.profile)[workload_name]
+        """A correct answer to a workload of the app this server hosts."""
+        workload = apps.workloads(self.config, self.target.profile)[workload_name]
         return expected_answer(self.spec, workload, workload_name)
 
     def prepare(self) -> None:
         """Network, placeholders, argv, templates, limits; the image in docker mode."""
         found = self.found
-        app_name, app = apps.chosen(self.config, self.cell.profile)
+        app_name, app = apps.chosen(self.config, self.target.profile)
         language = self.spec["language"]
         if apps.hosts_apps(self.config, language) and language not in app:
-            raise CellSkipped(f"the app {app_name!r} has no {language} part for {self.cell.server} to host")
-        if not serves(self.spec, self.cell.workload):
+            raise CellSkipped(f"the app {app_name!r} has no {language} part for {self.target.server} to host")
+        if not serves(self.spec, self.target.workload):
             raise CellSkipped(
-                f"{self.cell.server} answers only {', '.join(self.spec['workloads'])}, "
-                f"not the {self.cell.workload} workload"
+                f"{self.target.server} answers only {', '.join(self.spec['workloads'])}, "
+                f"not the {self.target.workload} workload"
             )
         found.time_wait = TimeWait.from_dict(sysctls.drain_time_wait(self.profile.time_wait_max))
         try:
@@ -164,7 +164,7 @@ class Launch:
         hosted = apps.app_values(self.config, app, language, str(self.rundir / "apps"))
         lacking = apps.missing_values(hosted, self._placeholders_used())
         if lacking:
-            raise CellSkipped(f"the app {app_name!r} gives no {', '.join(lacking)} for {self.cell.server} to host it")
+            raise CellSkipped(f"the app {app_name!r} gives no {', '.join(lacking)} for {self.target.server} to host it")
         self.values = server_values(self.profile, host, port, self.rundir, hosted)
         self._start_database()
         self._set_up_app(app_name, app)
@@ -184,13 +184,13 @@ class Launch:
     def _start_database(self) -> None:
         """The app's database, where it uses one (``database: true``): the profile's engine,
         started on the CPUs the profile gives it (the server's or the client's)."""
-        engine = apps.database_engine(self.config, self.cell.profile)
+        engine = apps.database_engine(self.config, self.target.profile)
         if engine is None:
             return
         placement = self.profile.database.get("cpus", "server")
         cpus = list(self.profile.server_cpus if placement == "server" else self.profile.client_cpus)
         spec = (self.config.get("databases") or {}).get(engine, {})
-        app_name = apps.app_name(self.config, self.cell.profile)
+        app_name = apps.app_name(self.config, self.target.profile)
         template = Path(apps.database_template(self.config, engine, app_name)) if engine != "sqlite" else None
         self.database = Database(engine, spec, template, self.rundir, cpus)
         self.found.database = DatabaseSection(
@@ -259,7 +259,7 @@ class Launch:
             "cpus": list(self.profile.server_cpus),
             "memory_limit": self.profile.memory_limit,
             "cpu_quota": self.spec.get("cpu_quota"),
-            "label": f"serverbench-{self.cell.server}",
+            "label": f"serverbench-{self.target.server}",
         }
         if self.in_docker:
             if self.spec.get("backend"):

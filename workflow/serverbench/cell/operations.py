@@ -28,11 +28,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import signal
 import socket
 import time
-import traceback
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,14 +39,14 @@ import psutil
 
 from serverbench import files
 from serverbench.cell import reloads, servers
-from serverbench.cell.errors import CellFailed, CellSkipped
+from serverbench.cell.errors import CellFailed
 from serverbench.cell.launch import Launch, placeholders_used
+from serverbench.cell.session import ServerSession
 from serverbench.cell.wire import request
 from serverbench.host.procfs import pss_uss
-from serverbench.host.runenv import make_rundir, run_env
 from serverbench.plan import apps
 from serverbench.plan.config import effective_profile
-from serverbench.plan.shapes import Cell
+from serverbench.plan.shapes import Target
 
 OPERATIONS_SCHEMA = "serverbench.operations/2"  # /2: scales, and a scaling server's step of load
 FIRST_ANSWER_POLL_S = 0.01
@@ -141,15 +139,13 @@ def one_life(config, profile, server, workload, workers, round_number, asked: di
     it under load; always stop it."""
     life = Life(round_number, workers)
     lived = dataclasses.replace(profile, workers=workers)
-    cell = Cell(profile.name, profile.tools[0], server, 1, round_number, workload)
-    rundir = make_rundir()
     with log_path.open("a") as log:
         log.write(f"serverbench: life {round_number} at {workers} workers\n")
-    launch = Launch(config, cell, lived, rundir, log_path, run_env())
-    try:
-        launch.prepare()
-        launch.isolate()
-        launch.start()
+    session = ServerSession(
+        config, Target(profile.name, server, workload), lived, log_path, failures=(OSError, servers.ServerError)
+    )
+    with session:
+        launch = session.start(ready=False)  # first_answer times readiness itself
         life.cold_start_s, life.listening_s = first_answer(launch)
         time.sleep(profile.operations["idle_s"])
         life.processes, life.pss_bytes, life.uss_bytes = memory(launch)
@@ -158,23 +154,14 @@ def one_life(config, profile, server, workload, workers, round_number, asked: di
         if asked["reload"]:
             life.balance = balance(launch, profile.operations)
             life.reload = reload_under_load(launch, profile.operations)
-    except CellSkipped as exc:
-        life.status, life.reason = "skipped", str(exc)
-    except (CellFailed, OSError, servers.ServerError) as exc:
-        life.status, life.reason = "failed", str(exc)
-    except Exception as exc:  # a harness bug: recorded, the next life still runs
-        life.status, life.reason = "failed", f"harness error: {exc.__class__.__name__}: {exc}"
-        with log_path.open("a") as log:
-            log.write(traceback.format_exc())
-    finally:
-        launch.stop()
-        shutil.rmtree(rundir, ignore_errors=True)
+    if not session.ending.ok:
+        life.status, life.reason = session.ending.status, session.ending.reason
     return life
 
 
 def _request(launch: Launch) -> tuple[bytes, int]:
     """The workload's request (a GET of its path) and the status a correct answer has."""
-    workload = apps.workloads(launch.config, launch.cell.profile)[launch.cell.workload]
+    workload = apps.workloads(launch.config, launch.target.profile)[launch.target.workload]
     host = f"{launch.host}:{launch.port}"
     return request("GET", workload["path"], headers=[("Host", host)]), launch.expected_answer["status"]
 

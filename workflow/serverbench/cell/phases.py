@@ -10,22 +10,21 @@ each fills its own sections, and the record is assembled from them once, at the 
 
 from __future__ import annotations
 
-import shutil
 import signal
 import time
-import traceback
 from pathlib import Path
 
 from serverbench import files
 from serverbench.cell import rate, verify
 from serverbench.cell.assemble import Files, Outcome, assemble
 from serverbench.cell.database import QueryAudit
-from serverbench.cell.errors import CellFailed, CellSkipped, Interrupted, raise_interrupted
-from serverbench.cell.launch import Launch, Launched
+from serverbench.cell.errors import CellFailed, Interrupted, raise_interrupted
+from serverbench.cell.launch import Launched
 from serverbench.cell.measure import Measure, Measured
+from serverbench.cell.session import HarnessErrors, ServerSession
 from serverbench.host.cgroups import HarnessPlacement
 from serverbench.host.cpuidle import IdleLatencyHold
-from serverbench.host.runenv import make_rundir, run_env
+from serverbench.host.runenv import run_env
 from serverbench.plan import apps
 from serverbench.plan.config import effective_profile
 from serverbench.plan.shapes import Cell
@@ -39,7 +38,6 @@ class CellRun:
         self.files = Files(Path(json_path), Path(raw_path), Path(log_path))
         self.outcome = Outcome(position=position)
         self.env = run_env()
-        self.launch: Launch | None = None
         self.launched, self.measured = Launched(), Measured()
         self.raw_text, self.interrupted = "", False
 
@@ -60,42 +58,37 @@ class CellRun:
         outcome = self.outcome
         self.files.server_log.parent.mkdir(parents=True, exist_ok=True)
         self.files.server_log.write_bytes(b"")
-        rundir = make_rundir()
+        session = ServerSession(
+            self.config,
+            self.cell.target,
+            self.profile,
+            self.files.server_log,
+            self.env,
+            before_stop=lambda _: outcome.begin("stop"),
+            harness_errors=HarnessErrors.RAISE,
+        )
         try:
-            self._measure(rundir)
-            outcome.status, outcome.reason = "ok", None
-        except CellSkipped as exc:
-            outcome.status, outcome.reason = "skipped", str(exc)
-        except CellFailed as exc:
-            outcome.status, outcome.reason = "failed", str(exc)
-            self.raw_text = exc.raw_text or self.raw_text
+            with session:
+                self._measure(session)
         except Interrupted:
             # An interrupted cell was not measured: leave no result, so a rerun redoes it.
             self.interrupted = True
             raise
-        except BaseException as exc:
-            outcome.status, outcome.reason = "failed", f"harness error: {exc.__class__.__name__}: {exc}"
-            outcome.traceback = traceback.format_exc()
-            raise
         finally:
-            self._teardown()
-            shutil.rmtree(rundir, ignore_errors=True)
+            ending = session.ending
+            outcome.status, outcome.reason, outcome.traceback = ending.status, ending.reason, ending.traceback
+            self.raw_text = ending.raw_text or self.raw_text
 
-    def _measure(self, rundir: Path) -> None:
+    def _measure(self, session: ServerSession) -> None:
         profile, begin = self.profile, self.outcome.begin
         begin("prepare")
         if self.cell.is_rate:
             self.outcome.plan = rate.rate_plan(self.capacity_path, self.cell.fraction, profile.open_loop)
-        self.launch = launch = Launch(self.config, self.cell, profile, rundir, self.files.server_log, self.env)
-        self.launched = launch.found
-        launch.prepare()
+        self.launched = session.launch.found
+        launch = session.prepare()
         measure = Measure(self.config, self.cell, profile, launch, plan=self.outcome.plan)
         self.measured = measure.found
-        launch.isolate()
-        begin("start")
-        launch.start()
-        begin("ready")
-        launch.wait_ready()
+        session.start(begin)
         begin("verify")
         check = self._verify(launch, profile.timeout)
         if profile.warmup > 0:
@@ -131,13 +124,6 @@ class CellRun:
         files.write_atomic(self.files.raw, self.raw_text)
         files.write_json(self.files.record, record.to_dict())
         return record
-
-    def _teardown(self) -> None:
-        if self.launch is not None:
-            if self.launch.server is not None:
-                self.outcome.begin("stop")
-            self.launch.stop()
-            self.launch = None
 
 
 def run_cell(config: dict, cell: Cell, json_path, raw_path, log_path, position=None, capacity_path=None) -> dict:

@@ -68,7 +68,6 @@ import subprocess
 import tempfile
 import threading
 import time
-import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -78,11 +77,12 @@ from serverbench import files
 from serverbench.cell import callgrind, fixedcount, perfcount, verify
 from serverbench.cell.errors import CellFailed, CellSkipped
 from serverbench.cell.launch import Launch, placeholders_used
+from serverbench.cell.session import Ending, ServerSession, ladder
 from serverbench.host.environment import cpu_model
-from serverbench.host.runenv import make_rundir, resolve_program, run_env, version_of
+from serverbench.host.runenv import resolve_program, run_env, version_of
 from serverbench.plan import apps
 from serverbench.plan.config import effective_profile
-from serverbench.plan.shapes import Cell
+from serverbench.plan.shapes import Target
 from serverbench.record.work import (
     WORK_SCHEMA,
     Instructions,
@@ -319,15 +319,15 @@ def _stop_server(launch: Launch, grace: float, children_first: bool = False) -> 
 class Lives:
     """Runs the lives of one server for one (profile, workload)."""
 
-    def __init__(self, config: dict, cell: Cell, env: dict, log_path: Path, raw_dir: Path, kept: Path):
-        self.config, self.cell, self.env = config, cell, env
+    def __init__(self, config: dict, target: Target, env: dict, log_path: Path, raw_dir: Path, kept: Path):
+        self.config, self.target, self.env = config, target, env
         self.kept = kept  # where each life's raw outputs stay (the record's ``raw``)
         self.kept_files: dict[str, list[str]] = {}
         self.settings = config["work_lens"]
-        spec = config["catalogue"][cell.server]
+        spec = config["catalogue"][target.server]
         # The SCHED_FIFO priority its lives run at (``work_realtime``), None: the host's scheduling.
         self.priority = self.settings["realtime_priority"] if spec.get("work_realtime") else None
-        profile = effective_profile(config, cell.profile)
+        profile = effective_profile(config, target.profile)
         self.profile = dataclasses.replace(
             profile,
             workers=lens_workers(self.settings, spec, profile),
@@ -335,7 +335,7 @@ class Lives:
             stop_grace=self.settings["stop_grace"],
         )
         self.log_path, self.raw_dir = log_path, raw_dir
-        self.url_path = apps.workloads(config, cell.profile)[cell.workload]["path"]
+        self.url_path = apps.workloads(config, target.profile)[target.workload]["path"]
         self.found_server = None
         self.client: fixedcount.Client | None = None  # the lives' client, the same in each
         self.pair_suffix = ""  # a pair counted again keeps its raw outputs apart: "-pair2", ...
@@ -346,30 +346,35 @@ class Lives:
         has served too), stop, read its counts."""
         out = Path(tempfile.mkdtemp(prefix=f"serverbench-{lens}-", dir=self.raw_dir))
         out.chmod(0o1777)  # Unit's router and applications run as another user and write here too
-        rundir = make_rundir()
         profile = dataclasses.replace(self.profile, server_cpus=list(cpus)) if cpus else self.profile
-        launch = Launch(self.config, self.cell, profile, rundir, self.log_path, self.env)
-        launch.wrapper = wrapper(lens, out, self.priority)
+        # Every thread back in the normal class before the stop, a life that failed midway too.
+        session = ServerSession(
+            self.config,
+            self.target,
+            profile,
+            self.log_path,
+            self.env,
+            wrapper=wrapper(lens, out, self.priority),
+            before_stop=normal_class,
+            ladder=False,  # the record's ladder (run_work) says how the lens ended
+        )
         life = Life(requests, 0.0)
         try:
-            launch.prepare()
-            if launch.in_docker:
-                raise CellSkipped("the work lens runs servers on the host (isolation: cgroup), not in containers")
-            launch.isolate()
-            launch.start()
-            launch.wait_ready()
-            self.found_server = launch.found.server
-            self._serve(launch, lens, hold_s, out, life, together)
+            with session:
+                launch = session.prepare()
+                if launch.in_docker:
+                    raise CellSkipped("the work lens runs servers on the host (isolation: cgroup), not in containers")
+                session.start()
+                self.found_server = launch.found.server
+                self._serve(launch, lens, hold_s, out, life, together)
         finally:
-            normal_class(launch)  # a life that failed midway too: nothing ends at SCHED_FIFO
-            stop = launch.stop()
-            shutil.rmtree(rundir, ignore_errors=True)
             self._keep(f"{lens}-{requests}{self.pair_suffix}", out)
-        if stop and launch.found.server.stop and launch.found.server.stop.get("killed"):
-            raise CellFailed(f"{launch.found.server.stop['killed']} process(es) needed SIGKILL to stop")
+        stop = launch.found.server.stop
+        if session.stopped_server and stop and stop.get("killed"):
+            raise CellFailed(f"{stop['killed']} process(es) needed SIGKILL to stop")
         self._read(lens, out, life)
         shutil.rmtree(out, ignore_errors=True)
-        placeholders = {str(rundir): "{rundir}", str(launch.port): "{port}"}
+        placeholders = {str(session.rundir): "{rundir}", str(launch.port): "{port}"}
         for process in life.processes:  # one kind of process, whichever life: its command as a template
             for value, placeholder in placeholders.items():
                 process.command = process.command.replace(value, placeholder)
@@ -399,7 +404,7 @@ class Lives:
         if lens == COUNTERS:
             life.counters = _tree_usage(launch)
         life.seconds = round(time.monotonic() - ready, 3)
-        children_first = self.config["catalogue"][self.cell.server].get("work_stop") == "children first"
+        children_first = self.config["catalogue"][self.target.server].get("work_stop") == "children first"
         _stop_server(launch, self.profile.stop_grace, children_first)
 
     def _warm_up(self, launch: Launch, client: fixedcount.Client, out: Path) -> None:
@@ -581,7 +586,7 @@ def counted_instructions(config: dict, lives: Lives) -> Instructions:
     ``pairs`` says how many were counted). A server with ``work_pairs`` gets that many
     pairs at least, and the median one is its figure (``pair_figures``: every pair's)."""
     settings = config["work_lens"]
-    wanted = config["catalogue"][lives.cell.server].get("work_pairs", 1)
+    wanted = config["catalogue"][lives.target.server].get("work_pairs", 1)
     counted = []
     for attempt in range(1, settings["pair_attempts"] + wanted):
         lives.pair_suffix = "" if attempt == 1 else f"-pair{attempt}"
@@ -681,8 +686,7 @@ def measure(record: WorkRecord, config: dict, env: dict, log_path: Path, raw_dir
         raise CellSkipped(f"the work lens needs {preload} for this server, not built (scripts/install builds it)")
     if apps.needs_script(apps.workloads(config, record.profile)[record.workload]):
         raise CellSkipped(f"the work lens's clients send a GET of one path; {record.workload} needs more")
-    cell = Cell(record.profile, "work", record.server, 1, 0, record.workload)
-    lives = Lives(config, cell, env, log_path, raw_dir, kept)
+    lives = Lives(config, Target(record.profile, record.server, record.workload), env, log_path, raw_dir, kept)
     refused = realtime_refused(lives.priority)
     if refused:
         raise CellSkipped(refused)
@@ -732,19 +736,13 @@ def run_work(config: dict, profile_name: str, server: str, workload: str, json_p
     record.started_at = round(time.time(), 4)
     raw_dir = Path(tempfile.mkdtemp(prefix="serverbench-work-"))
     raw_dir.chmod(0o711)
+    ending = Ending()
     try:
-        measure(record, config, env, log_path, raw_dir, kept)
-        record.status, record.reason = "ok", None
-    except CellSkipped as exc:
-        record.status, record.reason = "skipped", str(exc)
-    except CellFailed as exc:
-        record.status, record.reason = "failed", str(exc)
-    except Exception as exc:  # a harness bug: recorded, the run goes on
-        record.status, record.reason = "failed", f"harness error: {exc.__class__.__name__}: {exc}"
-        with log_path.open("a") as log:
-            log.write(traceback.format_exc())
+        with ladder(ending, log_path=log_path):
+            measure(record, config, env, log_path, raw_dir, kept)
     finally:
         shutil.rmtree(raw_dir, ignore_errors=True)
+    record.status, record.reason = ending.status, ending.reason
     if record.status != "ok":
         # A reason, never a figure: a lens that finished before another failed is not the
         # server's figure either (its lives stay in ``raw`` for a reader).

@@ -40,9 +40,10 @@ import pandas as pd
 from scipy import stats
 from statsmodels.robust.scale import mad
 
-from serverbench.decide import fullspeed, inference
+from serverbench.decide import fullspeed, inference, margins
 from serverbench.decide.comparability import why_not_comparable
 from serverbench.decide.margins import margin_for
+from serverbench.record.vocabulary import Outcome
 
 MATCH = ["profile", "workload", "tool", "server", "concurrency"]
 COLUMNS = [
@@ -313,18 +314,11 @@ def _decided(rows: list[dict], errors: list[tuple | None], alpha: float, margin:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _outcome(low: float, high: float, share: float) -> str:
-    """A change B/A against ±share of the baseline: slower means below 1 - share. Not
-    ``inference.outcome``'s log-symmetric band: a change has a direction (after against
-    before, never swapped), and "5% slower" is what ``--fail-above 5%`` promises a CI
-    user, 0.95 of the baseline rather than 1/1.05."""
-    if high < 1 - share:
-        return inference.SLOWER
-    if low > 1 + share:
-        return inference.FASTER
-    if low >= 1 - share and high <= 1 + share:
-        return inference.EQUIVALENT
-    return inference.UNDETERMINED
+def _outcome(low: float, high: float, share: float) -> Outcome:
+    """A change B/A against ±share of the baseline (``margins.Question.BETWEEN_RUNS``):
+    slower means below 1 - share, as ``--fail-above`` promises."""
+    found = margins.side(low, high, share, margins.Question.BETWEEN_RUNS)
+    return margins.outcome(found, above=Outcome.FASTER, below=Outcome.SLOWER)
 
 
 def environment_differences(env_a: dict, env_b: dict) -> list[str]:

@@ -7,7 +7,8 @@ a server's user-space instructions per request is read with an interval of
 (``work_spread``) and, for the A/A twin's own server, its twin and variants,
 the two runs' A/A spreads (``decide.work.half_width``; at least
 ``decide.work.SPREAD_FLOOR``), against the threshold (``--fail-above``) or the
-work margin. What counts must be the same in both runs: a server whose
+work margin, as a share of the baseline: the rule ``compare`` reads speed by
+(``margins.Question.BETWEEN_RUNS``). What counts must be the same in both runs: a server whose
 version, interpreter, valgrind, CPU model (glibc picks its string functions
 by CPU), worker count or client (a kept-alive connection, or one per request) differs is
 *not comparable*, with the difference as its reason, never silently compared.
@@ -22,6 +23,9 @@ import pandas as pd
 
 from serverbench.decide import work as work_lens
 from serverbench.decide.judgement import NOT_COMPARABLE
+from serverbench.decide.margins import Question
+
+BETWEEN_RUNS = Question.BETWEEN_RUNS
 
 KEY = ["profile", "workload", "server"]
 # A run before work.csv had a column (schema, client: serverbench.work/3) is compared without it;
@@ -74,7 +78,13 @@ def _row(a: pd.Series, b: pd.Series, half_width: float, share: float) -> dict:
         return {**row, "verdict": NOT_COMPARABLE, "why": f"counted with different software or CPU ({differs})"}
     ratio = b[FIGURE] / a[FIGURE]
     low, high = ratio * math.exp(-half_width), ratio * math.exp(half_width)
-    return {**row, "ratio": ratio, "ci_low": low, "ci_high": high, "verdict": work_lens.outcome(low, high, share)}
+    return {
+        **row,
+        "ratio": ratio,
+        "ci_low": low,
+        "ci_high": high,
+        "verdict": work_lens.outcome(low, high, share, BETWEEN_RUNS),
+    }
 
 
 def _side(merged: pd.Series, columns, suffix: str) -> pd.Series:

@@ -16,8 +16,9 @@ import pandas as pd
 
 from serverbench.decide import inference
 from serverbench.decide.judgement import FAIRNESS as FAIRNESS_METRIC
-from serverbench.decide.judgement import Pending, Reason, TimedComparison, Users
+from serverbench.decide.judgement import Reason, TimedComparison, Users
 from serverbench.decide.pairs import FAIRNESS
+from serverbench.decide.pending import Pending
 
 KIND = FAIRNESS
 DEFAULT_MARGIN = 0.05

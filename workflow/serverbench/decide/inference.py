@@ -29,8 +29,11 @@ import statsmodels.api as sm
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-# The outcomes have one home, the shape of a judgement (re-exported: inference.FASTER, ...).
-from serverbench.decide.judgement import EQUIVALENT, FASTER, SLOWER, UNDETERMINED
+from serverbench.decide import margins
+from serverbench.record.vocabulary import Outcome
+
+# Re-exported for the callers that read them here (record.vocabulary defines them).
+FASTER, SLOWER, EQUIVALENT, UNDETERMINED = Outcome.FASTER, Outcome.SLOWER, Outcome.EQUIVALENT, Outcome.UNDETERMINED
 
 POWER = 0.8  # the detectable ratio is the one this comparison would decide this often
 
@@ -208,16 +211,8 @@ def rounds_to_decide(ratio: float, low: float, high: float, rounds: int, margin:
     return min(ROUNDS_CAP, max(rounds + 1, math.ceil(rounds * (half / distance) ** 2)))
 
 
-def outcome(low: float, high: float, margin: float) -> str:
-    """The interval of a ratio A/B against the band [1/(1+margin), 1+margin]: symmetric on the
-    log scale, so that A against B and B against A come out mirrored (faster one way is slower
-    the other, by the same margin). ``compare``'s band is a share of the baseline instead (see
-    ``serverbench.decide.compare._outcome``)."""
-    upper, lower = 1 + margin, 1 / (1 + margin)
-    if low > upper:
-        return FASTER
-    if high < lower:
-        return SLOWER
-    if lower <= low and high <= upper:
-        return EQUIVALENT
-    return UNDETERMINED
+def outcome(low: float, high: float, margin: float) -> Outcome:
+    """The interval of a ratio A/B of two servers of one run against the margin
+    (``margins.Question.IN_ONE_RUN``): faster, slower, equivalent or undetermined."""
+    found = margins.side(low, high, margin, margins.Question.IN_ONE_RUN)
+    return margins.outcome(found, above=FASTER, below=SLOWER)

@@ -12,22 +12,24 @@ every exporter reads the same struct.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
+from serverbench.record.vocabulary import Metric, Outcome
 from serverbench.tables.columns import CONDITION
 
-if TYPE_CHECKING:  # the shape loads no statistics: the Answers' readers import it at parse time
-    from serverbench.decide.inference import Estimate
-
-# The metrics a comparison can be judged on (latency: p99 under load, a knee), and the outcomes
-# of its own: a timed comparison's faster and slower are inference's, as are equivalent and undetermined.
-SPEED, FAIRNESS, WORK, LATENCY, OPERATIONS = "speed", "fairness", "work", "latency", "operations"
-FASTER, SLOWER, EQUIVALENT, UNDETERMINED = "faster", "slower", "equivalent", "undetermined"
-PENDING = ""  # not yet decided (Holm's procedure and the margin give a timed comparison its outcome)
-MORE_WORK, LESS_WORK, NOT_COMPARABLE = "more work", "less work", "not comparable"
+# Short names for the vocabulary's members (record.vocabulary defines them, once).
+SPEED, FAIRNESS, WORK, LATENCY, OPERATIONS = (
+    Metric.SPEED,
+    Metric.FAIRNESS,
+    Metric.WORK,
+    Metric.LATENCY,
+    Metric.OPERATIONS,
+)
+FASTER, SLOWER, EQUIVALENT, UNDETERMINED = Outcome.FASTER, Outcome.SLOWER, Outcome.EQUIVALENT, Outcome.UNDETERMINED
+PENDING, NOT_COMPARABLE = Outcome.PENDING, Outcome.NOT_COMPARABLE
+MORE_WORK, LESS_WORK = Outcome.MORE_WORK, Outcome.LESS_WORK
 # An operations check's (decide.operations): a's figure against b's, lower better for every check.
-LOWER, HIGHER = "lower", "higher"
+LOWER, HIGHER = Outcome.LOWER, Outcome.HIGHER
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,8 @@ class Comparison:
             "detectable_ratio": self.detectable_ratio,
             "reason_codes": ";".join(reason.code for reason in self.reasons),
             "why": self.why,
+            # The reasons' words one by one (JSON), so that no reader splits ``why``.
+            "reasons": json.dumps([reason.text for reason in self.reasons]) if self.reasons else None,
         }
 
 
@@ -165,17 +169,3 @@ class TimedComparison(Comparison):
             "only_not_measured": self.only_not_measured,
             "left_out": json.dumps([list(pair) for pair in self.left_out]) if self.left_out else None,
         }
-
-
-@dataclass
-class Pending:
-    """A timed comparison on its way: the frozen comparison as far as it is made (each stage
-    replaces it with the next: estimated, Holm's level set, decided), and the estimates that
-    will give its interval beside it: the one it is decided on and the delivered req/s one."""
-
-    comparison: TimedComparison
-    estimate: Estimate | None = None
-    delivered: Estimate | None = None
-
-    def update(self, **fields) -> None:
-        self.comparison = replace(self.comparison, **fields)

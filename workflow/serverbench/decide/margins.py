@@ -1,6 +1,8 @@
 """The margin a comparison is read against: the size of a difference a user calls
 negligible. *Equivalent* means the whole interval lies within ±margin of 1;
-*faster* and *slower* mean by more than it.
+*faster* and *slower* mean by more than it. The band depends on the question
+(``Question``): two things measured in one run, or a change between two runs;
+``side`` is the one rule that reads an interval against it, for every lens.
 
 ``comparisons.margin`` is a number (every kind) or a mapping of comparison
 kind to number with a ``default``; a profile's own ``margin`` (the same
@@ -10,6 +12,10 @@ on the same server" a 5% floor hid every difference the question is about.
 """
 
 from __future__ import annotations
+
+from enum import Enum
+
+from serverbench.record.vocabulary import Outcome
 
 DEFAULT = "default"
 
@@ -41,3 +47,61 @@ def run_margins(verdicts) -> list[float]:
     if "margin" not in verdicts or verdicts["margin"].dropna().empty:
         return []
     return [float(m) for m in verdicts["margin"].dropna().value_counts().index]
+
+
+class Question(Enum):
+    """The two questions an interval is read against a margin for; each has its band."""
+
+    # Two things measured in one run (A against B: servers, languages, a variant): the band
+    # [1/(1+margin), 1+margin] is symmetric on the log scale, so A against B and B against A
+    # come out mirrored (faster one way is slower the other, by the same margin).
+    IN_ONE_RUN = "two things measured in one run"
+    # A change between two runs (after against before, never swapped): the band is a share of
+    # the baseline, [1-margin, 1+margin], so "5% slower" is what ``--fail-above 5%`` promises a
+    # CI user: 0.95 of the baseline rather than 1/1.05.
+    BETWEEN_RUNS = "a change between two runs"
+
+
+class Scale(Enum):
+    RATIO = "ratio"  # a / b, read against a band around 1
+    DIFFERENCE = "difference"  # a - b, read against ±margin around 0 (either question)
+
+
+class Side(Enum):
+    """Where an interval lies against the band: each lens has its words for above and below."""
+
+    ABOVE = "above"
+    BELOW = "below"
+    WITHIN = "within"
+    ACROSS = "across"  # neither wholly outside nor wholly inside: undetermined
+
+
+def band(margin: float, question: Question, scale: Scale = Scale.RATIO) -> tuple[float, float]:
+    """The band an interval must lie wholly within to be equivalent, outside to be decided."""
+    if scale is Scale.DIFFERENCE:
+        return -margin, margin
+    if question is Question.IN_ONE_RUN:
+        return 1 / (1 + margin), 1 + margin
+    return 1 - margin, 1 + margin
+
+
+def side(low: float, high: float, margin: float, question: Question, scale: Scale = Scale.RATIO) -> Side:
+    """The one decision rule: an interval [low, high] against the ±margin band of ``question``."""
+    lower, upper = band(margin, question, scale)
+    if low > upper:
+        return Side.ABOVE
+    if high < lower:
+        return Side.BELOW
+    if lower <= low and high <= upper:
+        return Side.WITHIN
+    return Side.ACROSS
+
+
+def outcome(side_found: Side, above: Outcome, below: Outcome) -> Outcome:
+    """A side in a lens's words (``above``, ``below``: faster/slower, more/less work, ...)."""
+    return {
+        Side.ABOVE: above,
+        Side.BELOW: below,
+        Side.WITHIN: Outcome.EQUIVALENT,
+        Side.ACROSS: Outcome.UNDETERMINED,
+    }[side_found]

@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from serverbench.decide.judgement import EQUIVALENT, HIGHER, LOWER, OPERATIONS, UNDETERMINED, Comparison, Reason
+from serverbench.decide import margins
+from serverbench.decide.judgement import HIGHER, LOWER, OPERATIONS, UNDETERMINED, Comparison, Reason
 from serverbench.decide.pairs import declared_pairs
 from serverbench.tables.operations import samples
 
@@ -76,17 +77,10 @@ def _statistic(check: Check):
 
 
 def _outcome(check: Check, low: float, high: float) -> str:
-    if check.scale == DIFFERENCE:
-        bounds = (-check.margin, check.margin)
-    else:
-        bounds = (1 / (1 + check.margin), 1 + check.margin)
-    if low > bounds[1]:
-        return HIGHER
-    if high < bounds[0]:
-        return LOWER
-    if bounds[0] <= low and high <= bounds[1]:
-        return EQUIVALENT
-    return UNDETERMINED
+    """Two servers of one run on a check: its interval against the check's margin."""
+    scale = margins.Scale.DIFFERENCE if check.scale == DIFFERENCE else margins.Scale.RATIO
+    found = margins.side(low, high, check.margin, margins.Question.IN_ONE_RUN, scale)
+    return margins.outcome(found, above=HIGHER, below=LOWER)
 
 
 def judge(kind: str, profile: str, name: str, a: tuple[str, list], b: tuple[str, list]) -> OperationsComparison:

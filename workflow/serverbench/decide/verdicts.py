@@ -27,10 +27,11 @@ import pandas as pd
 from serverbench.decide import fairness, fullspeed, inference
 from serverbench.decide import seeds as seed_studies
 from serverbench.decide.comparability import reasons_not_comparable
-from serverbench.decide.judgement import NOT_COMPARABLE, PENDING, SPEED, Pending, Reason, TimedComparison
+from serverbench.decide.judgement import NOT_COMPARABLE, PENDING, SPEED, Reason, TimedComparison
 from serverbench.decide.latency import latency_verdict, latency_verdicts
 from serverbench.decide.margins import margin_for
 from serverbench.decide.pairs import LATENCY_KINDS, best_of_languages, declared_pairs
+from serverbench.decide.pending import Pending
 from serverbench.decide.sentences import latency_sentence, sentence
 from serverbench.decide.stats import smallest_p
 from serverbench.plan import seeds as seed_data
@@ -42,7 +43,7 @@ VERDICT_COLUMNS = [
     "median_a", "median_b", "full_a", "full_b", "method",
     "ratio", "ci_low", "ci_high", "delivered_ratio", "delivered_ci_low", "delivered_ci_high",
     "level", "p_value", "p_holm", "margin", "detectable_ratio", "rounds_needed", "verdict", "why",
-    "reason_codes", "sentence", "not_measured", "only_not_measured", "left_out",
+    "reason_codes", "sentence", "not_measured", "only_not_measured", "left_out", "reasons",
 ]  # fmt: skip
 # The last three are facts the Answers read, so that no reader parses ``why``: the pair's servers
 # not measured at all ([server, reason] pairs, JSON), whether that is the comparison's only reason

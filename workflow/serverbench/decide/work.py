@@ -25,11 +25,14 @@ import math
 
 import pandas as pd
 
-from serverbench.decide import inference
+from serverbench.decide import margins
 from serverbench.decide.judgement import (
+    EQUIVALENT,
+    FASTER,
     LESS_WORK,
     MORE_WORK,
     NOT_COMPARABLE,
+    SLOWER,
     WORK,
     Comparison,
     Reason,
@@ -69,14 +72,10 @@ WORK_VERDICT_COLUMNS = [
 ]
 
 
-# The timed lens's words for an interval above or below the band, in the work lens's words.
-IN_WORK_WORDS = {inference.FASTER: MORE_WORK, inference.SLOWER: LESS_WORK}
-
-
-def outcome(low: float, high: float, margin: float) -> str:
-    """The interval of a work ratio against the ±margin band around 1 (as a timed one)."""
-    word = inference.outcome(low, high, margin)
-    return IN_WORK_WORDS.get(word, word)
+def outcome(low: float, high: float, margin: float, question=margins.Question.IN_ONE_RUN) -> str:
+    """The interval of a work ratio against the ±margin band of ``question``: two servers of
+    one run (the default), or one server between two runs (``compare --metric work``)."""
+    return margins.outcome(margins.side(low, high, margin, question), above=MORE_WORK, below=LESS_WORK)
 
 
 def aa_spread(rows: pd.DataFrame, config: dict) -> float | None:
@@ -193,7 +192,7 @@ def work_comparisons(work: pd.DataFrame, config: dict) -> list[Comparison]:
 
 
 # Which way a timed outcome points, in the work lens's terms: more work goes with slower.
-TIMED_DIRECTION = {inference.FASTER: LESS_WORK, inference.SLOWER: MORE_WORK, inference.EQUIVALENT: inference.EQUIVALENT}
+TIMED_DIRECTION = {FASTER: LESS_WORK, SLOWER: MORE_WORK, EQUIVALENT: EQUIVALENT}
 
 
 def timed_beside(row: dict, verdicts: pd.DataFrame | None) -> dict:
@@ -211,7 +210,7 @@ def timed_beside(row: dict, verdicts: pd.DataFrame | None) -> dict:
         return {}
     timed = same.sort_values("concurrency").iloc[0]
     direction = TIMED_DIRECTION.get(timed["verdict"])
-    decided = row["outcome"] in (MORE_WORK, LESS_WORK, inference.EQUIVALENT)
+    decided = row["outcome"] in (MORE_WORK, LESS_WORK, EQUIVALENT)
     return {
         "timed_at": f"{timed['tool']} c={int(timed['concurrency'])}",
         "timed_ratio": timed["ratio"],

@@ -17,6 +17,17 @@ RATE_CELL_PATH = "{profile}/{workload}/{tool}/{server}/c{concurrency}/f{fraction
 
 
 @dataclass(frozen=True)
+class Target:
+    """What a server is started for, whichever job starts it (a timed cell, the work lens, an
+    operations life, the conformance probes): a profile's server hosting that profile's app,
+    answering one of its workloads."""
+
+    profile: str
+    server: str
+    workload: str = DEFAULT_WORKLOAD
+
+
+@dataclass(frozen=True)
 class Cell:
     """One measured job: a server under one load at one repeat. A rate cell
     (``fraction`` set) offers that fraction of the server's measured capacity
@@ -39,6 +50,11 @@ class Cell:
     @property
     def is_rate(self) -> bool:
         return self.fraction is not None
+
+    @property
+    def target(self) -> Target:
+        """What this cell's server is started for (every job kind starts one for a Target)."""
+        return Target(self.profile, self.server, self.workload)
 
     @classmethod
     def from_wildcards(cls, wildcards) -> Cell:

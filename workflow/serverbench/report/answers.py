@@ -11,6 +11,7 @@ from serverbench.decide.conformance import framing_sentences, protocol_differenc
 from serverbench.decide.margins import in_words, run_margins
 from serverbench.decide.pairs import FAIRNESS, LATENCY_KINDS
 from serverbench.decide.sentences import confidence_label
+from serverbench.record.vocabulary import Kind, Outcome
 from serverbench.report.panels import where_of
 
 FACT_COLUMNS = ("not_measured", "only_not_measured", "left_out")
@@ -39,18 +40,20 @@ def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> 
     waiting = verdicts[verdicts["kind"] == FAIRNESS]
     verdicts = verdicts[verdicts["kind"] != FAIRNESS]
     # p99 at each fraction is in verdicts.csv; the Answers keep those a test decided.
-    latency = latency[(latency["kind"] != "p99 at fraction") | latency["verdict"].isin(["lower p99", "higher p99"])]
-    decided = verdicts[verdicts["verdict"].isin(["faster", "slower"])]
-    excluded = verdicts[verdicts["verdict"] == "not comparable"]
+    latency = latency[
+        (latency["kind"] != Kind.P99_AT_FRACTION) | latency["verdict"].isin([Outcome.LOWER_P99, Outcome.HIGHER_P99])
+    ]
+    decided = verdicts[verdicts["verdict"].isin([Outcome.FASTER, Outcome.SLOWER])]
+    excluded = verdicts[verdicts["verdict"] == Outcome.NOT_COMPARABLE]
     only_skipped = excluded["only_not_measured"].map(_true).astype(bool)  # an empty run leaves it untyped
     not_measured = sorted(
         {f"{server} ({reason})" for pairs in excluded["not_measured"] for server, reason in _pairs(pairs)}
     )
     return {
         "decided": decided["sentence"].tolist(),
-        "equivalent": of(verdicts, "equivalent"),
-        "undetermined": of(verdicts, "undetermined"),
-        "described, not tested": of(verdicts, "not tested"),
+        "equivalent": of(verdicts, Outcome.EQUIVALENT),
+        "undetermined": of(verdicts, Outcome.UNDETERMINED),
+        "described, not tested": of(verdicts, Outcome.NOT_TESTED),
         "not comparable": grouped_reasons(excluded[~only_skipped]),
         "not measured": not_measured,
         "connections kept waiting": waiting.sort_values("verdict", key=_fairness_order)["sentence"].tolist(),
@@ -62,7 +65,7 @@ def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> 
 
 def _fairness_order(verdicts: pd.Series) -> pd.Series:
     """Decided fairness first (fairer, less fair), then equivalent, then undetermined."""
-    return verdicts.map({"fairer": 0, "less fair": 0, "equivalent": 1}).fillna(2)
+    return verdicts.map({Outcome.FAIRER: 0, Outcome.LESS_FAIR: 0, Outcome.EQUIVALENT: 1}).fillna(2)
 
 
 def headline(verdicts: pd.DataFrame, titles: dict[str, str] | None = None) -> str:
@@ -70,7 +73,7 @@ def headline(verdicts: pd.DataFrame, titles: dict[str, str] | None = None) -> st
     profile and workload, where a run has several): what
     the same program serving both languages shows (tested), then which server led in
     each language (described: chosen after seeing the data). ``titles`` names languages."""
-    rows = verdicts[verdicts["kind"].isin(["best of language", "same server"])]
+    rows = verdicts[verdicts["kind"].isin([Kind.BEST_OF_LANGUAGE, Kind.SAME_SERVER])]
     # A run of several profiles or workloads answers for each: "(json)", "(apps-flask · db)".
     rows = rows.assign(scope=where_of(rows).str.removesuffix(", "))
     parts = []
@@ -89,7 +92,7 @@ def _title(titles: dict[str, str], language) -> str:
 def _same_server_clause(condition: pd.DataFrame, titles: dict[str, str]) -> str:
     """What the servers that serve both languages say about the language alone: each
     outcome once, naming the servers that gave it, then every pair's ratio and interval."""
-    same = condition[(condition["kind"] == "same server") & condition["ratio"].notna()]
+    same = condition[(condition["kind"] == Kind.SAME_SERVER) & condition["ratio"].notna()]
     if same.empty:
         return ""
     first, second = _title(titles, same["language_a"].iloc[0]), _title(titles, same["language_b"].iloc[0])
@@ -100,21 +103,21 @@ def _same_server_clause(condition: pd.DataFrame, titles: dict[str, str]) -> str:
     findings = []
     for verdict, rows in same.groupby("verdict", sort=False):
         where = "" if len(rows) == len(same) else " on " + " and ".join(f"{row.a}/{row.b}" for row in rows.itertuples())
-        if verdict == "undetermined":
+        if verdict == Outcome.UNDETERMINED:
             finest = rows["detectable_ratio"].min()
             findings.append(
                 f"this run cannot tell {first} from {second}{where} (it could have told a ratio beyond {finest:.2f}×)"
             )
-        elif verdict == "equivalent":
+        elif verdict == Outcome.EQUIVALENT:
             findings.append(f"{first} and {second} are equivalent within ±{rows['margin'].iloc[0]:.0%}{where}")
-        elif verdict in ("faster", "slower"):
+        elif verdict in (Outcome.FASTER, Outcome.SLOWER):
             findings.extend(f"{row.a} serves {first} {verdict} than {second}" for row in rows.itertuples())
     return f"on the same server {'; '.join(findings)}: {pairs}"
 
 
 def _best_clause(condition: pd.DataFrame, titles: dict[str, str]) -> str:
     """Which server led each language (a description, not a test), and who was left out."""
-    best = condition[(condition["kind"] == "best of language") & condition["ratio"].notna()]
+    best = condition[(condition["kind"] == Kind.BEST_OF_LANGUAGE) & condition["ratio"].notna()]
     if best.empty:
         return ""
     row = best.iloc[0]
@@ -135,9 +138,16 @@ def grouped_reasons(excluded: pd.DataFrame) -> list[str]:
     for row in excluded.itertuples():
         who = f"{row.a} against {row.b}" if isinstance(row.b, str) else "best of each language"
         where = f"{who} ({row.tool}, c={row.concurrency})"
-        for reason in str(row.why or "not comparable").split("; "):
+        for reason in _reason_texts(row):
             by_reason.setdefault(reason, []).append(where)
     return [f"{reason}: {', '.join(dict.fromkeys(cells))}" for reason, cells in by_reason.items()]
+
+
+def _reason_texts(row) -> list[str]:
+    """A comparison's reasons one by one (its ``reasons`` column); a table written before that
+    column holds its joined words only, taken whole."""
+    texts = _pairs(getattr(row, "reasons", None))
+    return texts or [str(row.why) if isinstance(row.why, str) and row.why else Outcome.NOT_COMPARABLE.value]
 
 
 def of(verdicts: pd.DataFrame, outcome: str) -> list[str]:
@@ -159,7 +169,14 @@ SENTENCE_SECTIONS = (
     "speaks HTTP differently",
     "request framing",
 )
-CONSOLE_ORDER = {"faster": 0, "slower": 0, "fairer": 1, "less fair": 1, "equivalent": 2, "undetermined": 3}
+CONSOLE_ORDER = {
+    Outcome.FASTER: 0,
+    Outcome.SLOWER: 0,
+    Outcome.FAIRER: 1,
+    Outcome.LESS_FAIR: 1,
+    Outcome.EQUIVALENT: 2,
+    Outcome.UNDETERMINED: 3,
+}
 
 
 def console_line(row: pd.Series) -> str:
@@ -168,7 +185,7 @@ def console_line(row: pd.Series) -> str:
     what = "as evenly as" if row["kind"] == FAIRNESS else "against"
     figure = f"{row['ratio']:.2f}× [{row['ci_low']:.2f}–{row['ci_high']:.2f}]"
     line = f"{row['a']}: {figure} {what} {row['b']} ({row['kind']}) — {row['verdict']}"
-    if row["verdict"] == "undetermined" and pd.notna(row.get("detectable_ratio")):
+    if row["verdict"] == Outcome.UNDETERMINED and pd.notna(row.get("detectable_ratio")):
         needed = row.get("rounds_needed")
         rounds = f"; about {needed:.0f} rounds would decide it" if pd.notna(needed) else ""
         line += f" (could tell {row['detectable_ratio']:.2f}×{rounds})"
@@ -225,8 +242,9 @@ def margin_sentence(verdicts: pd.DataFrame) -> str:
 
 
 # The page's table of every comparison: grouped by kind, decided ones first in each.
-OUTCOME_ORDER = ["faster", "slower", "fairer", "less fair", "lower p99", "higher p99", "equivalent", "undetermined",
-                 "not tested", "not comparable"]  # fmt: skip
+OUTCOME_ORDER = [Outcome.FASTER, Outcome.SLOWER, Outcome.FAIRER, Outcome.LESS_FAIR, Outcome.LOWER_P99,
+                 Outcome.HIGHER_P99, Outcome.EQUIVALENT, Outcome.UNDETERMINED, Outcome.NOT_TESTED,
+                 Outcome.NOT_COMPARABLE]  # fmt: skip
 COMPARISON_COLUMNS = ["kind", "pair", "languages", "condition", "ratio (interval, level)", "outcome", "detectable",
                       "reason"]  # fmt: skip
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from serverbench.record.vocabulary import KIND_ORDER
+
 # A scaling server's processes idle and at the peak of a step of load, written "2 → 6".
 STEP_COLUMN = "processes idle → at a step's peak"
 # The page's columns: the checks shown, in order, and how each figure is written (a column
@@ -85,8 +87,6 @@ CHECK_WORDS = {
     "reload_longest_gap_s": "longest wait in a reload",
     "reload_failed": "failed requests per reload",
 }
-# Same-server pairs and the controls first: the questions the section answers.
-KIND_ORDER = {"same server": 0, "A/A": 1, "variant": 2, "family": 3, "named": 4, "ceiling": 5}
 
 
 def _ratio(value: float) -> str:

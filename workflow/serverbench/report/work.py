@@ -12,6 +12,7 @@ import math
 
 import pandas as pd
 
+from serverbench.record.vocabulary import KIND_ORDER
 from serverbench.tables.columns import WORK_CONDITION as CONDITION
 
 WHY_NOT_SPEED = (
@@ -21,7 +22,6 @@ WHY_NOT_SPEED = (
     "waiting, so the timed comparisons stay beside it."
 )
 # Same-server pairs (one program, two languages) first: the question the lens answers best.
-KIND_ORDER = {"same server": 0, "family": 1, "variant": 2, "A/A": 3, "named": 4, "ceiling": 5}
 # Stacked bar colours by class of object (any other class is grey).
 CLASS_COLOURS = {
     "interpreter": "#4c78a8",
