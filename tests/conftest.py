@@ -43,12 +43,25 @@ def require_unitd() -> str:
     pytest.skip("needs NGINX Unit's unitd: scripts/install --unit with UNIT_SOURCE=<unit-1.35.0.tar.gz> builds it")
 
 
+# Set by `make test`, which installs everything the tests use first: there, a missing
+# program is the install's failure, never a reason to skip.
+MAKE_TEST = bool(os.environ.get("SERVERBENCH_MAKE_TEST"))
+
+
+def missing(reason: str) -> None:
+    """Skip the calling test for ``reason`` (something it needs is not installed), or fail
+    under `make test`, whose install should have installed it."""
+    if MAKE_TEST:
+        pytest.fail(f"make test installed the tests' needs first, yet: {reason}")
+    pytest.skip(reason)
+
+
 def require(*programs: str) -> None:
-    """Skip the calling test unless every program is on PATH."""
+    """Skip the calling test unless every program is on PATH (under `make test`: fail)."""
     path = run_env()["PATH"]
-    missing = [p for p in programs if shutil.which(p, path=path) is None]
-    if missing:
-        pytest.skip(f"needs {', '.join(missing)} on PATH (install with scripts/install)")
+    absent = [p for p in programs if shutil.which(p, path=path) is None]
+    if absent:
+        missing(f"needs {', '.join(absent)} on PATH (install with scripts/install)")
 
 
 @pytest.fixture
@@ -69,14 +82,21 @@ SESSION_TAG = f"serverbench-test-{uuid.uuid4().hex}"
 os.environ["SERVERBENCH_TEST_SESSION"] = SESSION_TAG
 
 
+# Load clients carry no path of the project: they are known by their program's name.
+LOAD_CLIENTS = {"wrk", "ab", "h2load", "oha"}
+
+
 def server_processes() -> set[int]:
-    """PIDs of this session's processes that run a serverbench app."""
+    """PIDs of this session's processes that run a serverbench app (under valgrind or perf
+    too: their command names the app) or a load client."""
     found = set()
     markers = (str(REPO_ROOT / "apps"), str(REPO_ROOT / "tests" / "apps"), "serverbench-run-")
     me = os.getpid()
     for process in psutil.process_iter(["cmdline"]):
-        cmdline = " ".join(process.info["cmdline"] or [])
-        if process.pid == me or "pytest" in cmdline or not any(m in cmdline for m in markers):
+        argv = process.info["cmdline"] or []
+        cmdline = " ".join(argv)
+        client = any(os.path.basename(part) in LOAD_CLIENTS for part in argv[:4])
+        if process.pid == me or "pytest" in cmdline or not (client or any(m in cmdline for m in markers)):
             continue
         try:
             if process.environ().get("SERVERBENCH_TEST_SESSION") == SESSION_TAG:

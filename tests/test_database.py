@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import require
+from conftest import missing, require
 from serverbench import REPO_ROOT
 from serverbench.cell import database, servers
 from serverbench.cell.phases import run_cell
@@ -23,12 +23,13 @@ from serverbench.plan import config as cfg
 from serverbench.plan.shapes import Cell
 from test_framework_apps import APP_SERVERS, require_framework
 
-POSTGRESQL = {"bindir": "/usr/lib/postgresql/15/bin"}
+# Found as the product finds it (pg_config --bindir): no PostgreSQL version is named here.
+POSTGRESQL = {"bindir": database.bindir({})}
 
 
 def require_postgresql() -> None:
     if not os.access(f"{POSTGRESQL['bindir']}/postgres", os.X_OK):
-        pytest.skip(f"no PostgreSQL at {POSTGRESQL['bindir']} (scripts/install: envs/apt.txt's postgresql)")
+        missing(f"no PostgreSQL at {POSTGRESQL['bindir']} (scripts/install: envs/apt.txt's postgresql)")
 
 
 def postgres_processes(under: str = "serverbench-") -> list[int]:
@@ -102,7 +103,7 @@ def test_a_framework_app_queries_postgresql(pg_config, tmp_path, no_leftovers, a
     require_framework(app)
     require(program)
     if app in ("dancer2", "mojolicious") and subprocess.run(["perl", "-MDBD::Pg", "-e1"]).returncode:
-        pytest.skip("Perl lacks DBD::Pg (envs/apt.txt: libdbd-pg-perl)")
+        missing("Perl lacks DBD::Pg (envs/apt.txt: libdbd-pg-perl)")
     pg_config["app"] = app
     clusters_before = set(Path(database.MEMORY_FS).glob("serverbench-pg-*"))
     for workload, needed in (("fortunes", 1), ("updates", 21)):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import add_server, measure_cell, require, require_unitd, run_snakemake
+from conftest import add_server, measure_cell, missing, require, require_unitd, run_snakemake
 from serverbench import REPO_ROOT
 from serverbench.cell import servers
 from serverbench.cell.phases import run_cell
@@ -104,7 +104,7 @@ def test_without_an_engine_the_cell_is_skipped_with_the_reason(base_config, tmp_
 def test_a_workflow_run_starts_and_stops_its_engine(tmp_path, base_config_module):
     """A run that asks for docker starts serverbench's engine if none answers, and stops it at the end."""
     if MISSING:
-        pytest.skip(f"Docker tests need {', '.join(MISSING)} (scripts/install --docker)")
+        missing(f"Docker tests need {', '.join(MISSING)} (scripts/install --docker)")
     own = engine.Engine(engine.state_dir(base_config_module))
     if engine.engine_problem() is None or own.answers():
         pytest.skip("an engine already answers: the run would use it and leave it running")
@@ -132,7 +132,7 @@ def test_a_workflow_run_starts_and_stops_its_engine(tmp_path, base_config_module
 def docker_run(base_config_module):
     """serverbench's engine (or the host's), the servers image, and, after the tests, nothing left."""
     if MISSING:
-        pytest.skip(f"Docker tests need {', '.join(MISSING)} (scripts/install --docker)")
+        missing(f"Docker tests need {', '.join(MISSING)} (scripts/install --docker)")
     links_before = set(psutil.net_if_addrs())
     session = engine.open_session(base_config_module)
     try:

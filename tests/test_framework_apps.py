@@ -16,7 +16,7 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from conftest import RECORDS_V1, require
+from conftest import RECORDS_V1, missing, require
 from serverbench import REPO_ROOT
 from serverbench.cell import verify
 from serverbench.cell.phases import run_cell
@@ -35,14 +35,14 @@ WORKLOADS = ["plaintext", "json", "db", "queries", "updates", "fortunes"]
 
 def require_framework(app: str) -> None:
     if app in ("flask", "django") and not os.path.isdir(f"{APP_SITE}/{app}"):
-        pytest.skip(f"{APP_SITE} has no {app} (scripts/install installs envs/app-site.txt)")
+        missing(f"{APP_SITE} has no {app} (scripts/install installs envs/app-site.txt)")
     module = {"dancer2": "Dancer2", "mojolicious": "Mojolicious"}.get(app)
     if module is None:
         return
     # From / : Dancer2 reads a config.yaml in its working directory, and Perl's YAML refuses the repository's.
     loaded = subprocess.run(["perl", f"-M{module}", "-MDBD::SQLite", "-e1"], capture_output=True, cwd="/")
     if loaded.returncode:
-        pytest.skip(f"Perl lacks {module} or DBD::SQLite (envs/apt.txt)")
+        missing(f"Perl lacks {module} or DBD::SQLite (envs/apt.txt)")
 
 
 # Each app under a server of its language (and the program the server needs).

@@ -16,10 +16,12 @@ import yaml
 from conftest import QUICK_PROFILE, REPO_ROOT, add_server, require, run_snakemake
 from serverbench.cell import reloads
 from serverbench.cell.operations import run_operations
-from serverbench.decide.operations import EQUIVALENT, MIN_FIGURES, UNDETERMINED, judge, operations_verdict_table
+from serverbench.decide.operations import MIN_FIGURES, judge, operations_verdict_table
+from serverbench.record.vocabulary import Outcome
 from serverbench.report.index import write_index
 from serverbench.tables.operations import operations_table
 
+EQUIVALENT, UNDETERMINED = Outcome.EQUIVALENT, Outcome.UNDETERMINED
 STORED = REPO_ROOT / "tests" / "data" / "records-v1"
 
 RELOADING = ["python", "{root}/tests/apps/reloading.py", "{port}"]

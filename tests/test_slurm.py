@@ -30,7 +30,7 @@ def _running(names) -> set[str]:
 def _require_one_node_slurm() -> None:
     missing = [program for program in SLURM_PROGRAMS if shutil.which(program, path=SBIN_PATH) is None]
     if missing:
-        pytest.skip(f"needs Debian's Slurm and munge ({', '.join(missing)} not installed: scripts/install --slurm)")
+        missing(f"needs Debian's Slurm and munge ({', '.join(missing)} not installed: scripts/install --slurm)")
     if os.geteuid() != 0:
         pytest.skip("starts munged, slurmctld and slurmd: needs root")
     if Path("/etc/slurm/slurm.conf").exists() or _running(("slurmctld", "slurmd")):

@@ -11,13 +11,15 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
-from conftest import require, require_unitd
+from conftest import missing, require, require_unitd
 from serverbench import REPO_ROOT
 from serverbench.cell import callgrind, perfcount
 from serverbench.cell.work import run_work
@@ -330,7 +332,7 @@ def test_every_life_of_units_python_hashes_alike(work_config, tmp_path, preloade
     require_unitd()
     library = Path(work_config["work_lens"]["fixed_random"])
     if not library.is_file():
-        pytest.skip(f"needs {library} (scripts/install builds it)")
+        missing(f"needs {library} (scripts/install builds it)")
     logs = Path(tempfile.mkdtemp(prefix="serverbench-test-hash-"))
     logs.chmod(0o1777)  # Unit's application runs as another user
     (tmp_path / "hashing.py").write_text(HASHING_APP.format(log=str(logs / "hashes.log")))
@@ -554,3 +556,85 @@ def test_a_server_that_may_not_run_at_fifo_is_skipped_with_the_reason(work_confi
     assert record["status"] == "skipped"
     assert "SCHED_FIFO 100" in record["reason"] and "realtime_priority: null" in record["reason"]
     assert record["instructions"] is None and record["raw"] == {}
+
+
+def _stalling(work_config, answers: int) -> str:
+    """gunicorn (gthread) serving tests/apps/stalling.py: its verification and ``answers``
+    requests in all, then no answer ever again."""
+    catalogue = work_config["catalogue"]
+    command = [
+        part.replace("{app_dir}", str(REPO_ROOT / "tests/apps")).replace("{app_module}", "stalling")
+        for part in catalogue["gunicorn-gthread"]["command"]
+    ]
+    catalogue["gunicorn-stalling"] = {
+        "language": "python",
+        "description": "answers a few requests, then stalls",
+        "command": command,
+        "env": {"SERVERBENCH_STALL_AFTER": str(answers)},
+    }
+    return "gunicorn-stalling"
+
+
+def test_a_server_that_stalls_ends_its_work_job_with_a_reason(work_config, tmp_path, no_leftovers):
+    """A server that answers its verification and then stalls: the lens's client gives up on
+    a connection that waits ``work_lens.stall_timeout`` seconds, the job ends with that reason
+    (no figure), and nothing it started is left: no server, perf or client. Without the
+    timeout, h2load waited for ever and held the job."""
+    require(*LENS, "gunicorn")
+    work_config["work_lens"].update(stall_timeout=2, stop_grace=3)
+    server = _stalling(work_config, answers=3)
+    started = time.monotonic()
+    (path,) = _measure(work_config, tmp_path, server)
+    elapsed = time.monotonic() - started
+    record = json.loads(path.read_text())
+    assert record["status"] == "failed" and record["instructions"] is None
+    assert "work_lens.stall_timeout" in record["reason"], record["reason"]
+    # Bounded by what the config allows (a start, the stalled wait, a stop), not by the
+    # machine's speed: far less than the 30 minutes the client may take as a whole.
+    limit = work_config["work_lens"]["ready_timeout"] + 4 * (2 + 3)
+    assert elapsed < limit, elapsed
+
+
+WORK_JOB = """
+import json, sys
+from serverbench.cell.work import run_work
+run_work(json.load(open(sys.argv[1])), "default", sys.argv[2], "hello", sys.argv[3], sys.argv[4])
+"""
+
+
+def test_a_work_job_ended_by_sigterm_leaves_nothing_running(work_config, tmp_path, no_leftovers):
+    """Snakemake ends a job with SIGTERM: the lens's life (perf over the server, its client)
+    is stopped before the job ends, and no record is written (a rerun redoes it). Before,
+    the job died at once and left perf and its server running, outside any cgroup of the run."""
+    require(*LENS, "gunicorn")
+    server = _stalling(work_config, answers=3)  # the client waits (stall_timeout: 120 s) until the signal
+    config_path = tmp_path / "config.json"
+    config_path.write_text(json.dumps(work_config))
+    record, log = tmp_path / f"{server}.json", tmp_path / f"{server}.log"
+    job = subprocess.Popen(
+        [sys.executable, "-c", WORK_JOB, str(config_path), server, str(record), str(log)], cwd=REPO_ROOT
+    )
+    try:
+        waiting = _wait_for_client(job, timeout=work_config["work_lens"]["ready_timeout"])
+        assert waiting, "the lens's client never started"
+        job.send_signal(signal.SIGTERM)
+        job.wait(timeout=work_config["work_lens"]["stop_grace"] + 60)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode != 0
+    assert not record.exists()
+
+
+def _wait_for_client(job: subprocess.Popen, timeout: float) -> bool:
+    """Until a load client (h2load, ab) of the job's runs: the server has stalled under it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and job.poll() is None:
+        for child in psutil.Process(job.pid).children(recursive=True):
+            try:
+                if child.name() in ("h2load", "ab"):
+                    return True
+            except psutil.NoSuchProcess:
+                continue
+        time.sleep(0.2)
+    return False

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from serverbench import files
 from serverbench.cell import framing, probes
+from serverbench.cell.errors import interruptible
 from serverbench.cell.launch import Launch
 from serverbench.cell.session import ServerSession
 from serverbench.cell.wire import Wire, WireError, request
@@ -109,6 +110,7 @@ def lint_answers(host: str, port: int, app: bool) -> list[dict]:
     return findings
 
 
+@interruptible()
 def run_conformance(config: dict, profile_name: str, server: str, json_path, log_path) -> dict:
     """Probe one server of a profile and write its result (returned as written). The server
     hosts the probes' app (plan.apps.PROBE_APP), whichever app the run's cells host: the

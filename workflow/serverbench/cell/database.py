@@ -19,6 +19,7 @@ SQLite starts nothing: the descriptor names the file the app's setup makes.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -82,7 +83,24 @@ def shortfall(counted: Counters, answers: int, per_request: float, mixed: bool =
 
 
 def _program(spec: dict, name: str) -> str:
-    return str(Path(spec["bindir"]) / name)
+    return str(Path(bindir(spec)) / name)
+
+
+def bindir(spec: dict) -> str:
+    """Where the engine's programs are: the spec's ``bindir``, else what ``pg_config --bindir``
+    says (Debian's postgresql-common answers with the newest PostgreSQL installed), else a
+    path that names the missing program."""
+    return spec.get("bindir") or _pg_config_bindir() or "/nonexistent (no bindir, and pg_config found none)"
+
+
+@functools.cache
+def _pg_config_bindir() -> str | None:
+    try:
+        done = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, check=False)
+    except OSError:
+        return None
+    found = done.stdout.strip()
+    return found if done.returncode == 0 and found.startswith("/") else None
 
 
 def version(spec: dict) -> str | None:

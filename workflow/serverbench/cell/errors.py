@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 
 
@@ -26,3 +27,16 @@ class Interrupted(BaseException):
 
 def raise_interrupted(signum, frame):
     raise Interrupted(signal.Signals(signum).name)
+
+
+@contextlib.contextmanager
+def interruptible():
+    """SIGTERM and SIGINT raise ``Interrupted`` while a job runs, so that its server session
+    stops what it started (a server, its counters, its client) before the job ends: Snakemake
+    ends a job with SIGTERM, whose default action would leave every child running."""
+    previous = {sig: signal.signal(sig, raise_interrupted) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -39,7 +39,7 @@ import psutil
 
 from serverbench import files
 from serverbench.cell import reloads, servers
-from serverbench.cell.errors import CellFailed
+from serverbench.cell.errors import CellFailed, interruptible
 from serverbench.cell.launch import Launch, placeholders_used
 from serverbench.cell.session import ServerSession
 from serverbench.cell.wire import request
@@ -93,6 +93,7 @@ class OperationsResult:
     ended_at: float | None = None
 
 
+@interruptible()
 def run_operations(config: dict, profile_name: str, server: str, json_path, log_path) -> dict:
     """Every life of one server in a profile, written as one result (returned as written)."""
     profile = effective_profile(config, profile_name)

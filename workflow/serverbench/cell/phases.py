@@ -10,7 +10,6 @@ each fills its own sections, and the record is assembled from them once, at the 
 
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from serverbench import files
 from serverbench.cell import rate, verify
 from serverbench.cell.assemble import Files, Outcome, assemble
 from serverbench.cell.database import QueryAudit
-from serverbench.cell.errors import CellFailed, Interrupted, raise_interrupted
+from serverbench.cell.errors import CellFailed, Interrupted, interruptible
 from serverbench.cell.launch import Launched
 from serverbench.cell.measure import Measure, Measured
 from serverbench.cell.session import HarnessErrors, ServerSession
@@ -126,11 +125,7 @@ class CellRun:
         return record
 
 
+@interruptible()
 def run_cell(config: dict, cell: Cell, json_path, raw_path, log_path, position=None, capacity_path=None) -> dict:
     """Measure one cell and write its record (returned as written); a rate cell needs its capacity file."""
-    previous = {sig: signal.signal(sig, raise_interrupted) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        return CellRun(config, cell, json_path, raw_path, log_path, position, capacity_path).run().to_dict()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    return CellRun(config, cell, json_path, raw_path, log_path, position, capacity_path).run().to_dict()

@@ -75,7 +75,7 @@ import psutil
 
 from serverbench import files
 from serverbench.cell import callgrind, fixedcount, perfcount, verify
-from serverbench.cell.errors import CellFailed, CellSkipped
+from serverbench.cell.errors import CellFailed, CellSkipped, interruptible
 from serverbench.cell.launch import Launch, placeholders_used
 from serverbench.cell.session import Ending, ServerSession, ladder
 from serverbench.host.environment import cpu_model
@@ -99,6 +99,7 @@ VALGRIND = ["valgrind", "-q", "--tool=callgrind", "--trace-children=yes", "--vgd
 # The lenses, each a pair of lives: instructions (valgrind), counters (perf stat), syscall names (perf trace).
 INSTRUCTIONS, COUNTERS, NAMES = "instructions", "counters", "names"
 OTHER_LIFE_FAILED = "the other life of the pair failed"
+PASSED_THROUGH = ("SERVERBENCH_TEST_SESSION",)
 
 
 def realtime(priority: int | None) -> list[str]:
@@ -158,6 +159,8 @@ def fixed_env(server: str, extra: dict[str, str]) -> dict[str, str]:
         **FIXED_SEEDS,
         # The server's name: an A/A twin runs from another environment (and directory) on purpose.
         "SERVERBENCH_WORK_SERVER": server,
+        # A test session's tag, by which its check for leftover processes knows its own.
+        **{name: os.environ[name] for name in PASSED_THROUGH if name in os.environ},
         **extra,
     }
 
@@ -181,7 +184,8 @@ def lens_workers(settings: dict, spec: dict, profile) -> int:
 
 def _load(launch: Launch, client: fixedcount.Client, url_path: str, requests: int, cpus, raw: Path, connections=1):
     url = f"http://{launch.host}:{launch.port}{url_path}"
-    fixedcount.run(client, launch.network.wrap, url, requests, list(cpus), raw, connections)
+    stall_s = launch.config["work_lens"]["stall_timeout"]
+    fixedcount.run(client, launch.network.wrap, url, requests, list(cpus), raw, connections, stall_s)
 
 
 def _client(launch: Launch, url_path: str, timeout: float) -> fixedcount.Client:
@@ -710,6 +714,7 @@ def kept_dir(json_path: Path) -> Path:
     return json_path.with_suffix(".raw")
 
 
+@interruptible()
 def run_work(config: dict, profile_name: str, server: str, workload: str, json_path, log_path) -> dict:
     """Measure one server's work per request and write its record (returned as written), its
     raw outputs in ``kept_dir(json_path)``."""
