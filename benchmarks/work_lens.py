@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from serverbench import REPO_ROOT
-from serverbench.cell import work
+from serverbench.cell import work, workfigures
 from serverbench.plan import config as cfg
 from serverbench.plan.shapes import Cell
 
@@ -36,7 +36,7 @@ def figures(config: dict, server: str, pairs: int, workload: str) -> list[tuple[
         found = []
         for _ in range(pairs):
             started = time.monotonic()
-            counted = work.instructions(config, *lives.pair(work.INSTRUCTIONS))
+            counted = workfigures.instructions(config, *lives.pair(work.INSTRUCTIONS))
             found.append((counted.per_request, time.monotonic() - started))
         return found
 

@@ -8,16 +8,16 @@ import sys
 
 import pandas as pd
 import pytest
-import yaml
 from conftest import UNITD, server_processes
 from serverbench import REPO_ROOT
 from serverbench.cell.probes import PROBES
 from serverbench.host.runenv import run_env
+from serverbench.plan import config as cfg
 from serverbench.plan.config import expand_aliases
 
 pytestmark = pytest.mark.e2e
 # Read as the harness reads it: an alias (the A/A control) is its original under a second name.
-_CONFIG = yaml.safe_load((REPO_ROOT / "config.yaml").read_text())
+_CONFIG = cfg.read(REPO_ROOT / "config.yaml")
 expand_aliases(_CONFIG)
 CATALOGUE = _CONFIG["catalogue"]
 

@@ -321,7 +321,7 @@ def test_index_and_chart_draw_in_a_real_browser(tmp_path):
         drawn_forest = layout["charts"][0]
         assert drawn_forest["width"] > width * 0.7, f"the forest plot does not use the width: {drawn_forest}"
     errors = screenshots.take_all(tmp_path / "index.html", tmp_path / "screenshots")
-    assert errors == {"desktop": [], "phone": []}
+    assert errors == {"desktop": [], "narrow": [], "phone": []}
     chart_errors = screenshots.screenshot(
         (tmp_path / "charts" / "rps.html").as_uri(), tmp_path / "rps.png", (1000, 700)
     )
@@ -386,3 +386,23 @@ def test_load_chart_marks_each_knee_against_offered_load_and_fraction():
     assert panels[1]["x"]["axis"]["values"] == [0.25, 0.5, 0.75, 1.0]
     empty = spec(charts.build("load", CONFIG, generated_summary()))
     assert "no rate cells" in json.dumps(empty["title"])
+
+
+@pytest.mark.e2e
+def test_an_inline_script_cut_short_is_a_layout_problem(tmp_path):
+    """The HTML parser ends an inline script at the first ``</script>`` in its text, and what
+    follows is shown as text: one unbreakable line of code that makes the page scroll
+    sideways. The layout check names it (a measuring script injected at the first
+    ``</body>`` of the page, which is inside the inlined Vega bundle, made exactly this)."""
+    require("chromium")
+    page = tmp_path / "index.html"
+    cut = 'let s = "</script>' + "x" * 3000 + '";</script>'
+    page.write_text(f"<!doctype html><html><head></head><body><p>hello</p><script>{cut}</body></html>")
+    found = screenshots.layout(page, 500)
+    assert found["stray_text"] and found["stray_text"][0].startswith("x")
+    problems = screenshots.layout_problems(found, "forest")
+    assert any(problem.startswith("text outside any element of the page") for problem in problems), problems
+    assert found["scroll_x"] > 0  # what a reader sees: the page scrolls sideways
+    clean = tmp_path / "clean.html"
+    clean.write_text('<!doctype html><html><body><p>hello</p><script>let s = "<\\/script>";</script></body></html>')
+    assert screenshots.layout_problems(screenshots.layout(clean, 500), "forest") == []

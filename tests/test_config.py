@@ -7,12 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from serverbench import REPO_ROOT
 from serverbench.plan import config as cfg
 from serverbench.plan import matrix, scaling
 
-SHIPPED = yaml.safe_load((REPO_ROOT / "config.yaml").read_text())
+SHIPPED = cfg.read(REPO_ROOT / "config.yaml")
 
 
 def broken(mutate):

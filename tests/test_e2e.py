@@ -175,8 +175,10 @@ def test_work_per_request_is_counted_judged_and_shown(tiny_run):
     assert (work["instructions_per_request"] > 10_000).all() and (work["syscalls_per_request"] >= 2).all()
     judged = pd.read_csv(results / "work_verdicts.csv")
     (family,) = judged[judged["kind"] == "family"].itertuples()
-    assert family.metric == "work" and family.outcome in ("more work", "less work")
-    assert family.ci_low <= family.ratio <= family.ci_high
+    # gunicorn's Python does far more per hello than Starman's Perl (about 2x here, counted,
+    # not timed): the interval lies wholly above the band, whatever the machine's speed.
+    assert family.metric == "work" and family.outcome == "more work", family
+    assert family.ci_low > 1 + family.margin and family.ratio > 1.2, family
     assert family.timed_at == "wrk c=10" and isinstance(family.timed_outcome, str)  # the timed lens beside
     index = (results / "index.html").read_text()
     assert 'id="work"' in index and "user-space instructions per request" in index
@@ -191,8 +193,14 @@ def test_page_reads_on_a_phone_and_a_laptop(tiny_run):
     require("chromium")
     results, _, _ = tiny_run
     checked = json.loads((results / "screenshots" / "layout.json").read_text())
-    assert {name: found["viewport"] for name, found in checked.items()} == {"desktop": 1280, "phone": 390}
-    assert {name: found["problems"] for name, found in checked.items()} == {"desktop": [], "phone": []}
+    assert {name: found["viewport"] for name, found in checked.items()} == {
+        "desktop": 1280,
+        "narrow": 500,
+        "phone": 390,
+    }
+    assert {name: found["problems"] for name, found in checked.items()} == {"desktop": [], "narrow": [], "phone": []}
+    # Scrolled as far right as it goes, the page stays where it is, at every width.
+    assert {name: found["scroll_x"] for name, found in checked.items()} == {"desktop": 0, "narrow": 0, "phone": 0}
     forest = screenshots.layout(results / "index.html", 390)
     assert screenshots.layout_problems(forest, CHARTS["forest"]) == []
     assert len(forest["charts"]) == len(CHARTS) and forest["charts"][0]["title"] == CHARTS["forest"]

@@ -15,7 +15,6 @@ import sys
 
 import pandas as pd
 import pytest
-import yaml
 from conftest import RECORDS_V1, missing, require
 from serverbench import REPO_ROOT
 from serverbench.cell import verify
@@ -316,7 +315,7 @@ def test_a_database_without_its_rows_fails_the_cell_with_the_apps_error(
 def test_profiles_that_differ_only_in_their_app_probe_each_server_once():
     """The conformance probes host the hello app whatever a profile's app: apps-flask's
     gunicorn waits for apps-hello's probe of it, and apps-dancer2's Starman too."""
-    config = yaml.safe_load((REPO_ROOT / "config.yaml").read_text())
+    config = cfg.read(REPO_ROOT / "config.yaml")
     config["profile"] = "apps"
     matrix = Matrix(cfg.validate(config))
     assert matrix.conformance_profile("apps-flask", "gunicorn-gthread") == "apps-hello"

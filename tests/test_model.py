@@ -16,6 +16,7 @@ from conftest import RECORDS_V1
 from serverbench import REPO_ROOT
 from serverbench.decide.verdicts import verdict_table
 from serverbench.plan import config as cfg
+from serverbench.plan.catalogue import ServerEntry, server_entry
 from serverbench.plan.shapes import Profile
 from serverbench.record import sections
 from serverbench.record.model import CellRecord, RecordError, load_record
@@ -109,8 +110,23 @@ def test_profile_fields_are_the_schemas():
     assert fields == declared - {"apps"}
 
 
+def test_a_server_entrys_fields_are_the_catalogues_schema():
+    """The typed catalogue entry declares every key of catalogue.schema.yaml, with its defaults."""
+    schema = yaml.safe_load((REPO_ROOT / "workflow/schemas/catalogue.schema.yaml").read_text())
+    declared = schema["additionalProperties"]["properties"]
+    fields = {f.name: f for f in dataclasses.fields(ServerEntry)}
+    assert set(fields) - {"name"} == set(declared)
+    for key, spec in declared.items():
+        if "default" in spec:
+            assert fields[key].default == spec["default"], key
+    config = cfg.load(REPO_ROOT / "config.yaml")
+    for name in config["catalogue"]:  # every shipped entry reads as a typed one
+        entry = server_entry(config, name)
+        assert entry.name == name and entry.command and entry.language in config["languages"]
+
+
 def test_profile_defaults_come_from_the_schema():
-    config = yaml.safe_load((REPO_ROOT / "config.yaml").read_text())
+    config = cfg.read(REPO_ROOT / "config.yaml")
     left_out = ("network", "idle_after", "study")
     config["profiles"]["bare"] = {k: v for k, v in config["profiles"]["default"].items() if k not in left_out}
     config["profile"] = "bare"

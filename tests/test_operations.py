@@ -114,10 +114,19 @@ def test_a_server_that_dies_on_reload_is_a_finding_not_a_failed_job(base_config,
 
 
 def test_a_server_that_cannot_start_is_a_recorded_failure(base_config, tmp_path, no_leftovers):
+    """A program that is not installed is skipped, one that exits at once has failed: each
+    with its own reason, in the result and in the table."""
     add_server(base_config, "absent", ["serverbench-no-such-program", "{port}"], reload={"signal": "HUP"})
-    result = operate(base_config, tmp_path, "absent")
-    assert result["status"] in ("failed", "skipped") and result["reason"]
-    assert checks(tmp_path).loc[("absent", "cold_start_s"), "status"] == result["status"]
+    result = operate(base_config, tmp_path / "absent", "absent")
+    assert result["status"] == "skipped"
+    assert result["reason"] == "server program 'serverbench-no-such-program' not found on PATH"
+    assert checks(tmp_path / "absent").loc[("absent", "cold_start_s"), "status"] == "skipped"
+    exits = ["python3", "-c", "import sys; sys.exit(3)", "{port}"]
+    add_server(base_config, "exits", exits, reload={"signal": "HUP"})
+    result = operate(base_config, tmp_path / "exits", "exits")
+    assert result["status"] == "failed"
+    assert result["reason"].startswith("server did not start") and "code 3" in result["reason"], result["reason"]
+    assert checks(tmp_path / "exits").loc[("exits", "cold_start_s"), "status"] == "failed"
 
 
 def test_gunicorn_reloads_under_load_and_each_worker_costs_memory(base_config, tmp_path, no_leftovers):

@@ -210,12 +210,13 @@ def test_a_server_that_scales_its_workers_keeps_room_to_scale(base_config):
     """uWSGI's cheaper mode refuses a minimum as high as its maximum: a scaling server is
     counted with one worker more than its profile's minimum, every other with one."""
     from serverbench.cell.work import lens_workers
+    from serverbench.plan.catalogue import server_entry
     from serverbench.plan.config import effective_profile
 
     profile = effective_profile(base_config, "default")
-    settings, catalogue = base_config["work_lens"], base_config["catalogue"]
-    assert lens_workers(settings, catalogue["gunicorn-gthread"], profile) == 1
-    assert lens_workers(settings, catalogue["uwsgi-cheaper-spare"], profile) == profile.workers_min + 1
+    settings = base_config["work_lens"]
+    assert lens_workers(settings, server_entry(base_config, "gunicorn-gthread"), profile) == 1
+    assert lens_workers(settings, server_entry(base_config, "uwsgi-cheaper-spare"), profile) == profile.workers_min + 1
 
 
 def test_a_planted_one_percent_is_more_work(work_config, tmp_path):
@@ -558,19 +559,24 @@ def test_a_server_that_may_not_run_at_fifo_is_skipped_with_the_reason(work_confi
     assert record["instructions"] is None and record["raw"] == {}
 
 
-def _stalling(work_config, answers: int) -> str:
-    """gunicorn (gthread) serving tests/apps/stalling.py: its verification and ``answers``
-    requests in all, then no answer ever again."""
+def _stalling(work_config) -> str:
+    """gunicorn (gthread) serving tests/apps/faults.py's stall_after_verify: the verification's
+    request is answered, then no request ever again."""
     catalogue = work_config["catalogue"]
-    command = [
-        part.replace("{app_dir}", str(REPO_ROOT / "tests/apps")).replace("{app_module}", "stalling")
-        for part in catalogue["gunicorn-gthread"]["command"]
-    ]
+    placed = {
+        "{app_dir}": str(REPO_ROOT / "tests/apps"),
+        "{app_module}": "faults",
+        "{app_callable}": "stall_after_verify",
+    }
+    command = []
+    for part in catalogue["gunicorn-gthread"]["command"]:
+        for placeholder, value in placed.items():
+            part = part.replace(placeholder, value)
+        command.append(part)
     catalogue["gunicorn-stalling"] = {
         "language": "python",
-        "description": "answers a few requests, then stalls",
+        "description": "answers once, then stalls",
         "command": command,
-        "env": {"SERVERBENCH_STALL_AFTER": str(answers)},
     }
     return "gunicorn-stalling"
 
@@ -582,7 +588,7 @@ def test_a_server_that_stalls_ends_its_work_job_with_a_reason(work_config, tmp_p
     timeout, h2load waited for ever and held the job."""
     require(*LENS, "gunicorn")
     work_config["work_lens"].update(stall_timeout=2, stop_grace=3)
-    server = _stalling(work_config, answers=3)
+    server = _stalling(work_config)
     started = time.monotonic()
     (path,) = _measure(work_config, tmp_path, server)
     elapsed = time.monotonic() - started
@@ -607,7 +613,7 @@ def test_a_work_job_ended_by_sigterm_leaves_nothing_running(work_config, tmp_pat
     is stopped before the job ends, and no record is written (a rerun redoes it). Before,
     the job died at once and left perf and its server running, outside any cgroup of the run."""
     require(*LENS, "gunicorn")
-    server = _stalling(work_config, answers=3)  # the client waits (stall_timeout: 120 s) until the signal
+    server = _stalling(work_config)  # the client waits (stall_timeout: 120 s) until the signal
     config_path = tmp_path / "config.json"
     config_path.write_text(json.dumps(work_config))
     record, log = tmp_path / f"{server}.json", tmp_path / f"{server}.log"

@@ -1,5 +1,6 @@
 """WSGI apps that misbehave on purpose, for parser and fault tests."""
 
+import threading
 import time
 
 
@@ -102,15 +103,27 @@ def alternating(environ, start_response, _app=[]):  # noqa: B006 (chosen once pe
     return _app[0](environ, start_response)
 
 
-_STARTED = time.monotonic()
+def _slowing_after(answers: int, before_s: float, after_s: float):
+    """``before_s`` of sleep per answer for the first ``answers`` answers of the process, then
+    ``after_s``: the slowdown comes at a request count, and both rates are set by sleeping,
+    so it falls at the same point of a run on any machine."""
+    served, lock = [0], threading.Lock()
+
+    def app(environ, start_response):
+        with lock:
+            served[0] += 1
+            slow = served[0] > answers
+        time.sleep(after_s if slow else before_s)
+        body = b"Hello World!"
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+        return [body]
+
+    return app
 
 
-def slows_down_after_3s(environ, start_response):
-    """1 ms per answer for the first 3 s after the app was imported, then 20 ms."""
-    time.sleep(0.001 if time.monotonic() - _STARTED < 3 else 0.020)
-    body = b"Hello World!"
-    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
-    return [body]
+# Four connections at 10 ms an answer: about 400 answers a second, so 1 s of warm-up takes
+# about 400 and the 1,200th falls about 2 s into a 4 s load; then tenfold slower.
+slows_down_mid_run = _slowing_after(1200, 0.010, 0.100)
 
 
 def spin_5ms_cpu(environ, start_response):

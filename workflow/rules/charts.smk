@@ -8,6 +8,8 @@ rule chart:
         steady=f"{RESULTS}/steady.csv",
         latency=f"{RESULTS}/latency.csv",
         verdicts=f"{RESULTS}/verdicts.csv",
+        # work.csv, work_detail.csv, work_verdicts.csv where a profile counts work (the forest's second panel).
+        work=WORK_TABLES,
     output:
         html=report(
             f"{RESULTS}/charts/{{chart}}.html",

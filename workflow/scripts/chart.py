@@ -16,6 +16,7 @@ chart = charts.build(
     steady=pd.read_csv(snakemake.input.steady),  # noqa: F821
     latency_rows=pd.read_csv(snakemake.input.latency),  # noqa: F821
     verdicts=pd.read_csv(snakemake.input.verdicts),  # noqa: F821
+    work_verdicts=pd.read_csv(snakemake.input.work[2]) if snakemake.input.work else None,  # noqa: F821
 )
 charts.save_chart(
     chart,

@@ -14,6 +14,7 @@ from pathlib import Path
 from serverbench import __version__
 from serverbench.host.environment import host_facts
 from serverbench.plan import apps
+from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import config_hash
 from serverbench.plan.shapes import Cell, Profile
 from serverbench.record import flags as flagging
@@ -71,14 +72,14 @@ def assemble(config: dict, cell: Cell, profile: Profile, outcome: Outcome, parts
     """The record of a cell from its phases' sections (``parts``: the launch's ``Launched``, the
     measurement's ``Measured``, the harness placement's and the idle hold's descriptions)."""
     launched, measured, placement, idle = parts
-    spec = config["catalogue"][cell.server]
+    spec = server_entry(config, cell.server)
     workload = apps.workloads(config, cell.profile)[cell.workload]
     planned = OpenLoop.from_dict(outcome.plan) if outcome.plan else None
     draft = CellRecord(
         cell=RecordCell(
             **dataclasses.asdict(cell),
-            language=spec["language"],
-            family=spec.get("family"),
+            language=spec.language,
+            family=spec.family,
             app=apps.app_name(config, cell.profile),
         ),
         status=outcome.status,

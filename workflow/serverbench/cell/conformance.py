@@ -20,7 +20,8 @@ from serverbench.cell.launch import Launch
 from serverbench.cell.session import ServerSession
 from serverbench.cell.wire import Wire, WireError, request
 from serverbench.plan import apps
-from serverbench.plan.config import effective_profile, serves
+from serverbench.plan.catalogue import server_entry
+from serverbench.plan.config import effective_profile
 from serverbench.plan.shapes import Target
 
 # /2: request framing checks, each with its group, class and the RFC requirement it rests on;
@@ -117,13 +118,13 @@ def run_conformance(config: dict, profile_name: str, server: str, json_path, log
     probes need its paths, and they judge the server's HTTP, not the app's."""
     config = apps.with_probe_app(config)
     profile = effective_profile(config, profile_name)
-    spec = config["catalogue"][server]
-    result = ConformanceResult(CONFORMANCE_SCHEMA, profile_name, server, spec["language"])
+    spec = server_entry(config, server)
+    result = ConformanceResult(CONFORMANCE_SCHEMA, profile_name, server, spec.language)
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_bytes(b"")
     # Baselines answer only /: the checks that need the apps' paths say so.
-    app = all(serves(spec, workload) for workload in apps.workloads(config))
+    app = all(spec.answers(workload) for workload in apps.workloads(config))
     session = ServerSession(
         config,
         Target(profile_name, server),

@@ -31,7 +31,8 @@ from serverbench.host.containers import DockerIsolation
 from serverbench.host.netns import Network, NetworkError
 from serverbench.host.runenv import SetupFailed, readable_app, resolve_program, run_setup, version_of
 from serverbench.plan import apps
-from serverbench.plan.config import expected_answer, placeholders, serves
+from serverbench.plan.catalogue import ServerEntry, server_entry
+from serverbench.plan.config import expected_answer, placeholders
 from serverbench.plan.shapes import Profile, Target
 from serverbench.record.sections import (
     DatabaseSection,
@@ -74,19 +75,22 @@ def render(config: dict, template, values: dict | None = None) -> list[str]:
     return resolve_program(config, rendered)
 
 
-def server_env(spec: dict, values: dict) -> dict[str, str]:
+def server_env(spec: ServerEntry, values: dict) -> dict[str, str]:
     """The server's own environment variables (``env`` in its catalogue entry), rendered."""
-    extra = spec.get("env", {})
-    return dict(zip(extra, servers.render_argv(extra.values(), values), strict=True))
+    return dict(zip(spec.env, servers.render_argv(spec.env.values(), values), strict=True))
 
 
-def placeholders_used(spec: dict, templates: str | None = None) -> set[str]:
+def templates_text(spec: ServerEntry) -> str:
+    """The server's templates' text (its placeholders, whether it takes a backlog)."""
+    return " ".join((REPO_ROOT / path).read_text() for path in spec.files.values())
+
+
+def placeholders_used(spec: ServerEntry, templates: str | None = None) -> set[str]:
     """Every placeholder a server's command, environment, backend and templates name
     (``templates``: their text, where the caller has read it)."""
     if templates is None:
-        templates = " ".join((REPO_ROOT / path).read_text() for path in spec.get("files", {}).values())
-    argv = [*spec["command"], *spec.get("env", {}).values(), *(spec.get("backend") or [])]
-    return set(placeholders(argv)) | set(re.findall(r"{{\s*(\w+)\s*}}", templates))
+        templates = templates_text(spec)
+    return set(placeholders(spec.argv_templates)) | set(re.findall(r"{{\s*(\w+)\s*}}", templates))
 
 
 @dataclass
@@ -106,7 +110,7 @@ class Launch:
     def __init__(self, config: dict, target: Target, profile: Profile, rundir: Path, log_path, env):
         self.config, self.target, self.profile = config, target, profile
         self.found = Launched()
-        self.spec = config["catalogue"][target.server]
+        self.spec = server_entry(config, target.server)
         self.rundir, self.log_path, self.env = rundir, Path(log_path), env
         self.network: Network | None = None
         self.isolation: Isolation | None = None
@@ -137,18 +141,18 @@ class Launch:
     def expected_answer_of(self, workload_name: str) -> dict:
         """A correct answer to a workload of the app this server hosts."""
         workload = apps.workloads(self.config, self.target.profile)[workload_name]
-        return expected_answer(self.spec, workload, workload_name)
+        return expected_answer(self.spec.expect, workload, workload_name)
 
     def prepare(self) -> None:
         """Network, placeholders, argv, templates, limits; the image in docker mode."""
         found = self.found
         app_name, app = apps.chosen(self.config, self.target.profile)
-        language = self.spec["language"]
+        language = self.spec.language
         if apps.hosts_apps(self.config, language) and language not in app:
             raise CellSkipped(f"the app {app_name!r} has no {language} part for {self.target.server} to host")
-        if not serves(self.spec, self.target.workload):
+        if not self.spec.answers(self.target.workload):
             raise CellSkipped(
-                f"{self.target.server} answers only {', '.join(self.spec['workloads'])}, "
+                f"{self.target.server} answers only {', '.join(self.spec.workloads)}, "
                 f"not the {self.target.workload} workload"
             )
         found.time_wait = TimeWait.from_dict(sysctls.drain_time_wait(self.profile.time_wait_max))
@@ -170,9 +174,9 @@ class Launch:
         self._set_up_app(app_name, app)
         if self.in_docker:
             self.values["venv"] = containers.IMAGE_VENV
-        self.argv = render(self.config, self.spec["command"], self.values)
+        self.argv = render(self.config, self.spec.command, self.values)
         found.server.argv = self.argv
-        found.server.files = servers.render_files(self.spec.get("files", {}), self.values, self.rundir)
+        found.server.files = servers.render_files(self.spec.files, self.values, self.rundir)
         found.server.host, found.server.port = host, port
         found.limits = self._limits()
         if self.in_docker:
@@ -223,7 +227,7 @@ class Launch:
     @cached_property
     def _templates(self) -> str:
         """The server's templates' text, read once (its placeholders, whether it takes a backlog)."""
-        return " ".join((REPO_ROOT / path).read_text() for path in self.spec.get("files", {}).values())
+        return templates_text(self.spec)
 
     def _placeholders_used(self) -> set[str]:
         return placeholders_used(self.spec, self._templates)
@@ -231,7 +235,7 @@ class Launch:
     def _limits(self) -> Limits:
         somaxconn = sysctls.sysctl_int("net.core.somaxconn")
         # Servers that never get {backlog} choose their own: unknown until read from the socket.
-        takes_backlog = "{backlog}" in " ".join(map(str, self.spec["command"])) or "backlog" in self._templates
+        takes_backlog = "{backlog}" in " ".join(map(str, self.spec.command)) or "backlog" in self._templates
         backlog = self.profile.backlog if takes_backlog else None
         effective = min(backlog, somaxconn) if backlog and somaxconn else backlog
         return Limits(backlog=backlog, somaxconn=somaxconn, effective_backlog=effective, nofile=raise_nofile())
@@ -249,20 +253,20 @@ class Launch:
         def inside(command):
             return containers.probe_argv(self.image, command) if self.in_docker and command else command
 
-        language = self.config["languages"][self.spec["language"]]
-        interpreter = self.spec.get("interpreter") or language.get("version")
-        self.found.server.version = version_of(inside(render(self.config, self.spec.get("version"))), self.env)
+        language = self.config["languages"][self.spec.language]
+        interpreter = self.spec.interpreter or language.get("version")
+        self.found.server.version = version_of(inside(render(self.config, self.spec.version)), self.env)
         self.found.server.interpreter = version_of(inside(render(self.config, interpreter)), self.env)
 
     def isolate(self) -> None:
         limits = {
             "cpus": list(self.profile.server_cpus),
             "memory_limit": self.profile.memory_limit,
-            "cpu_quota": self.spec.get("cpu_quota"),
+            "cpu_quota": self.spec.cpu_quota,
             "label": f"serverbench-{self.target.server}",
         }
         if self.in_docker:
-            if self.spec.get("backend"):
+            if self.spec.backend:
                 raise CellSkipped("docker isolation runs one server command; servers with a backend are not supported")
             container = f"serverbench-{uuid.uuid4().hex[:12]}"
             self.isolation = DockerIsolation(**limits, container=container, docker_env=self.env).setup()
@@ -284,8 +288,8 @@ class Launch:
         if self.database is not None:  # where the server passes its environment on to the app
             env[DATABASE_VARIABLE] = str(self.database.descriptor_path)
         members = []
-        if self.spec.get("backend"):
-            backend_argv = render(self.config, self.spec["backend"], self.values)
+        if self.spec.backend:
+            backend_argv = render(self.config, self.spec.backend, self.values)
             self.found.server.backend_argv = backend_argv
             members.append(self._process(backend_argv, env))
         members.append(self._process(self._front_argv(), env))
@@ -294,11 +298,11 @@ class Launch:
             for member in members:
                 member.start()
                 if member is not members[-1]:
-                    socket_path = servers.render_argv([self.spec["backend_socket"]], self.values)[0]
+                    socket_path = servers.render_argv([self.spec.backend_socket], self.values)[0]
                     servers.wait_for_socket(socket_path, members, self.profile.ready_timeout)
             if self.in_docker:
                 self._attach_container()
-            if "control" in self.spec:
+            if self.spec.control is not None:
                 self._configure_by_api(members)
         except servers.ServerError as exc:
             raise CellFailed(f"server did not start: {exc}{self.log_note()}") from None
@@ -334,7 +338,7 @@ class Launch:
             raise CellFailed(f"server did not start: {exc}{self.log_note()}") from None
         self.found.server.ready_s = round(ready_s, 4)
         self._read_backlog()
-        pattern = self.spec.get("interpreter_from_log")
+        pattern = self.spec.interpreter_from_log
         if pattern:
             found = re.search(pattern, self.log_path.read_text(errors="replace"), re.M)
             self.found.server.interpreter = found.group(1) if found else None
@@ -347,7 +351,7 @@ class Launch:
         except engine.EngineError as exc:
             raise CellSkipped(f"docker isolation: {exc}") from None
         try:
-            image = images.build_servers(self.config, self.spec["language"], self.env)
+            image = images.build_servers(self.config, self.spec.language, self.env)
         except images.ImageError as exc:
             raise CellFailed(f"docker image: {exc}") from None
         self.found.image = Image.from_dict(images.describe(image))
@@ -364,7 +368,7 @@ class Launch:
 
     def _configure_by_api(self, members) -> None:
         """PUT the rendered config to the server's control socket (NGINX Unit)."""
-        control = self.spec["control"]
+        control = self.spec.control
         socket_path = servers.render_argv([control["socket"]], self.values)[0]
         servers.wait_for_socket(socket_path, members, self.profile.ready_timeout)
         body = Path(self.found.server.files[control["file"]]).read_bytes()

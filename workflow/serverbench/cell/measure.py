@@ -63,7 +63,7 @@ class Measure:
         self.found = Measured()
         env = self.env
         self.tool_spec = config["load_tools"][cell.tool]
-        self.catalogue_entry = config["catalogue"].get(cell.server, {})
+        self.catalogue_entry = launch.spec
         self.starved_share = config["flags"]["starved_share"]
         self.full_speed = config["full_speed"]
         workload = apps.workloads(config, cell.profile)[cell.workload]
@@ -156,7 +156,7 @@ class Measure:
         found.fairness = self._fairness(keepalive, sampler, found.load.requests_per_s)
         found.checks = self_checks(found.load, found.fairness, self.cell.concurrency, not is_open_loop(self.tool_spec))
         if not is_timed(self.tool_spec) and keepalive == "keeps":
-            timeout = self.catalogue_entry.get("keepalive_timeout_s")
+            timeout = self.catalogue_entry.keepalive_timeout_s
             bound = idle_timeout(found.load, timeout, self.profile.workers, self.cell.concurrency)
             if bound:
                 found.checks.extra["idle_timeout"] = bound

@@ -45,6 +45,7 @@ from serverbench.cell.session import ServerSession
 from serverbench.cell.wire import request
 from serverbench.host.procfs import pss_uss
 from serverbench.plan import apps
+from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import effective_profile
 from serverbench.plan.shapes import Target
 
@@ -97,11 +98,11 @@ class OperationsResult:
 def run_operations(config: dict, profile_name: str, server: str, json_path, log_path) -> dict:
     """Every life of one server in a profile, written as one result (returned as written)."""
     profile = effective_profile(config, profile_name)
-    spec = config["catalogue"][server]
+    spec = server_entry(config, server)
     plan = profile.operations
     workload = profile.workloads[0]
-    result = OperationsResult(OPERATIONS_SCHEMA, profile_name, server, spec["language"], workload)
-    result.reload_trigger = spec.get("reload")
+    result = OperationsResult(OPERATIONS_SCHEMA, profile_name, server, spec.language, workload)
+    result.reload_trigger = spec.reload
     result.workers_vary = "workers" in placeholders_used(spec)
     result.scales = "workers_min" in placeholders_used(spec)
     log_path = Path(log_path)
@@ -224,7 +225,7 @@ def trigger(launch: Launch, spec: dict) -> None:
         watched.touch()
         os.utime(watched)  # an existing file: its time set to now, which the server compares
         return
-    control = launch.spec["control"]
+    control = launch.spec.control
     socket_path = servers.render_argv([control["socket"]], launch.values)[0]
     status, answer = servers.control_request(socket_path, spec["control"]["method"], spec["control"]["path"])
     if status != 200:
@@ -322,7 +323,7 @@ def reload_under_load(launch: Launch, plan: dict) -> dict:
     where the server declares no reload): the window before the first (the control), memory
     under that load, each reload's window, and whether the server was still there and
     answering at the end."""
-    spec = launch.spec.get("reload")
+    spec = launch.spec.reload
     sent, status = _request(launch)
     # A server without a declared reload still gets the load: its memory under it, and the control.
     every, count = plan["reload_every"], plan["reloads"] if spec else 0

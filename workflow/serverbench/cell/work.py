@@ -23,9 +23,9 @@ server has nothing left to run, so each request finds the server as quiet as the
 last. With the client on a CPU of its own, whether Unit's router had finished
 one request before the next arrived was a race (an event-loop turn more or less,
 the allocator left in another state), and each life fell into one way or the
-other: its lives were 1.9-2.2% apart. The other servers' counts did not move
-with it, and gunicorn's arbiter collected by the clock in some lives and not in
-others under it: they keep the host's scheduling.
+other. The other servers' counts did not move with it, and gunicorn's arbiter
+collected by the clock in some lives and not in others under it: they keep the
+host's scheduling (docs/work.md has the figures).
 
 A valgrind pair whose lives' cyclic collectors differ by more than
 ``work_lens.collector_tolerance`` of the figure is counted again
@@ -61,33 +61,30 @@ import gzip
 import os
 import platform
 import pwd
-import re
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import psutil
 
 from serverbench import files
-from serverbench.cell import callgrind, fixedcount, perfcount, verify
+from serverbench.cell import callgrind, fixedcount, perfcount, servertree, verify, workfigures
 from serverbench.cell.errors import CellFailed, CellSkipped, interruptible
 from serverbench.cell.launch import Launch, placeholders_used
 from serverbench.cell.session import Ending, ServerSession, ladder
+from serverbench.cell.workfigures import Life
 from serverbench.host.environment import cpu_model
 from serverbench.host.runenv import resolve_program, run_env, version_of
 from serverbench.plan import apps
+from serverbench.plan.catalogue import ServerEntry, WorkStop, server_entry
 from serverbench.plan.config import effective_profile
 from serverbench.plan.shapes import Target
 from serverbench.record.work import (
     WORK_SCHEMA,
     Instructions,
-    ProcessWork,
-    Syscalls,
     Tools,
     WorkClient,
     WorkRecord,
@@ -102,49 +99,17 @@ OTHER_LIFE_FAILED = "the other life of the pair failed"
 PASSED_THROUGH = ("SERVERBENCH_TEST_SESSION",)
 
 
-def realtime(priority: int | None) -> list[str]:
-    """The prefix that runs a server, and every process it starts, at SCHED_FIFO ``priority``
-    (none: the host's normal scheduling)."""
-    return ["chrt", "--fifo", str(priority)] if priority else []
-
-
 def wrapper(lens: str, out: Path, priority: int | None = None) -> list[str]:
     """The prefix a server starts under in a life of ``lens``, writing into ``out``, at
     SCHED_FIFO ``priority`` (``work_lens.realtime_priority``). perf runs one above its
     server: at the server's own it waited for the server to block before it read its
-    buffers, and perf trace lost events (1,105 of gunicorn's in a life)."""
+    buffers, and perf trace lost events (docs/work.md)."""
     if lens == INSTRUCTIONS:
-        return [*realtime(priority), "setarch", "-R", *VALGRIND, f"--callgrind-out-file={out}/callgrind.%p"]
+        return [*servertree.realtime(priority), "setarch", "-R", *VALGRIND, f"--callgrind-out-file={out}/callgrind.%p"]
     counter = perfcount.stat_argv(out / "stat.csv") if lens == COUNTERS else perfcount.trace_argv(out / "trace.txt")
     server_at = counter.index("--") + 1
     above = priority + 1 if priority else None
-    return [*realtime(above), *counter[:server_at], *realtime(priority), *counter[server_at:]]
-
-
-def realtime_refused(priority: int | None) -> str | None:
-    """Why a server may not run at SCHED_FIFO ``priority`` here (None: it may), asked of
-    chrt itself in a process of its own."""
-    if not priority:
-        return None
-    tried = subprocess.run([*realtime(priority), "true"], capture_output=True, text=True)
-    if tried.returncode == 0:
-        return None
-    return (
-        f"the work lens runs servers at SCHED_FIFO {priority} (work_lens.realtime_priority), which this "
-        f"user may not ({tried.stderr.strip()[-200:]}): run as root, or set realtime_priority: null"
-    )
-
-
-@dataclass
-class Life:
-    """What one life of the server left: per-process counts and its length."""
-
-    requests: int
-    seconds: float
-    processes: list = dataclasses.field(default_factory=list)  # callgrind.ProcessCount
-    threads: list = dataclasses.field(default_factory=list)  # perfcount.ThreadSyscalls
-    counters: dict = dataclasses.field(default_factory=dict)  # perf stat's, and CPU user/system seconds
-    seen: set = dataclasses.field(default_factory=set)  # pids of the server's processes seen alive
+    return [*servertree.realtime(above), *counter[:server_at], *servertree.realtime(priority), *counter[server_at:]]
 
 
 def fixed_env(server: str, extra: dict[str, str]) -> dict[str, str]:
@@ -165,15 +130,7 @@ def fixed_env(server: str, extra: dict[str, str]) -> dict[str, str]:
     }
 
 
-def object_class(path: str, classes: list[dict]) -> str:
-    """The class of an object (its path) by config's ``work.objects``: the first that matches."""
-    for entry in classes:
-        if any(re.search(pattern, path) for pattern in entry["patterns"]):
-            return entry["class"]
-    return "other"
-
-
-def lens_workers(settings: dict, spec: dict, profile) -> int:
+def lens_workers(settings: dict, spec: ServerEntry, profile) -> int:
     """The worker processes a server is counted with: ``work_lens.workers``, or, for a server
     that scales its workers (its command or templates name ``{workers_min}``), one more than
     the profile's minimum: uWSGI's cheaper mode refuses a minimum as high as its maximum."""
@@ -198,41 +155,11 @@ def _client(launch: Launch, url_path: str, timeout: float) -> fixedcount.Client:
     return fixedcount.Client.for_server(check.keepalive)
 
 
-def _counted(launch: Launch) -> list[psutil.Process]:
-    """The server's processes now, a perf wrapper left out (it counts, it is not counted)."""
-    found = []
-    for process in launch.server.tree():
-        try:
-            if process.name() != "perf":
-                found.append(process)
-        except psutil.NoSuchProcess:
-            pass
-    return found
-
-
-def _tree_usage(launch: Launch) -> dict:
-    """CPU seconds in user space and in the kernel of the server's processes (the wrapper
-    excluded), read before the stop: perf's task-clock has the total, not the split."""
-    usage = {"cpu_user_s": 0.0, "cpu_system_s": 0.0}
-    for process in _counted(launch):
-        try:
-            times = process.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        usage["cpu_user_s"] += times.user + times.children_user
-        usage["cpu_system_s"] += times.system + times.children_system
-    return usage
-
-
-def _pids(launch: Launch) -> set[int]:
-    return {process.pid for process in _counted(launch)}
-
-
 def _settle(port: int, timeout: float) -> None:
     """Wait until the server has closed every warm-up connection (none left but its listening
     socket). A server that keeps idle connections (gunicorn's gthread worker, 5 s) walks the
     ones it still holds on every answer: how many the counted load found depended on the race
-    of the warm-up, and an A/A twin came out 6.9% costlier than its original."""
+    of the warm-up, and an A/A twin came out costlier than its original (docs/work.md)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         held = [
@@ -245,81 +172,6 @@ def _settle(port: int, timeout: float) -> None:
         time.sleep(0.1)
 
 
-def _signal(processes: list[psutil.Process], signum: int) -> None:
-    for process in processes:
-        try:
-            process.send_signal(signum)
-        except psutil.NoSuchProcess:
-            pass
-
-
-def _running(process: psutil.Process) -> bool:
-    """Not yet ended: a child of a frozen parent stays a zombie, its counts written."""
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def _children_first(processes: list[psutil.Process], grace: float) -> None:
-    """The server's top process(es) frozen (SIGSTOP) while every other one is TERMed and
-    ends, then resumed to end too. uWSGI's master SIGKILLs its --http gateway at its own
-    stop, before the gateway's counts are written, and would respawn a child ended alone."""
-    pids = {process.pid for process in processes}
-    tops = []
-    for process in processes:
-        try:
-            if process.ppid() not in pids:
-                tops.append(process)
-        except psutil.NoSuchProcess:
-            pass
-    children = [process for process in processes if process not in tops]
-    _signal(tops, signal.SIGSTOP)
-    try:
-        _signal(children, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while any(_running(process) for process in children) and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        _signal(tops, signal.SIGTERM)
-        _signal(tops, signal.SIGCONT)
-
-
-def normal_class(launch: Launch) -> None:
-    """Every thread of the server's tree (a perf wrapper too) back in the normal class, before
-    any of them ends. A process at SCHED_FIFO that reaped its children spun in the kernel
-    (wait4, release_task, shrink_dcache_parent) for twelve minutes on its CPU, waiting for a
-    task of the normal class that it kept off that CPU: Unit's main process, after a life."""
-    if launch.server is None:
-        return
-    for process in launch.server.tree():
-        try:
-            threads = process.threads()
-        except psutil.Error:
-            continue
-        for thread in threads:
-            try:
-                os.sched_setscheduler(thread.id, os.SCHED_OTHER, os.sched_param(0))
-            except OSError:  # ended meanwhile
-                pass
-
-
-def _stop_server(launch: Launch, grace: float, children_first: bool = False) -> None:
-    """TERM the server's processes but not a perf wrapper (which writes its summary once
-    its child has gone) and wait for the tree to end; Launch.stop ends what is left.
-    ``children_first`` (the catalogue's ``work_stop``): the top process ends last. Every
-    thread goes back to the normal class first (``normal_class``)."""
-    normal_class(launch)
-    processes = _counted(launch)
-    if children_first:
-        _children_first(processes, grace)
-    else:
-        _signal(processes, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while launch.server.exit_code() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
 class Lives:
     """Runs the lives of one server for one (profile, workload)."""
 
@@ -328,9 +180,9 @@ class Lives:
         self.kept = kept  # where each life's raw outputs stay (the record's ``raw``)
         self.kept_files: dict[str, list[str]] = {}
         self.settings = config["work_lens"]
-        spec = config["catalogue"][target.server]
+        spec = self.spec = server_entry(config, target.server)
         # The SCHED_FIFO priority its lives run at (``work_realtime``), None: the host's scheduling.
-        self.priority = self.settings["realtime_priority"] if spec.get("work_realtime") else None
+        self.priority = self.settings["realtime_priority"] if spec.work_realtime else None
         profile = effective_profile(config, target.profile)
         self.profile = dataclasses.replace(
             profile,
@@ -359,7 +211,7 @@ class Lives:
             self.log_path,
             self.env,
             wrapper=wrapper(lens, out, self.priority),
-            before_stop=normal_class,
+            before_stop=servertree.normal_class,
             ladder=False,  # the record's ladder (run_work) says how the lens ended
         )
         life = Life(requests, 0.0)
@@ -386,14 +238,14 @@ class Lives:
 
     def _serve(self, launch: Launch, lens: str, hold_s: float, out: Path, life: Life, together=None) -> None:
         """Warm up, serve the counted requests, hold, note every process seen, stop."""
-        life.seen = _pids(launch)
+        life.seen = servertree.pids(launch)
         if self.client is None:
             # Once per server, in its first life (perf's: a worker's first answer under valgrind,
             # which the verification would meet, costs seconds); every later life has its client.
             self.client = _client(launch, self.url_path, self.settings["ready_timeout"])
         self._warm_up(launch, self.client, out)
         _settle(launch.port, self.settings["settle_timeout"])
-        life.seen |= _pids(launch)
+        life.seen |= servertree.pids(launch)
         ready = time.monotonic()
         _load(launch, self.client, self.url_path, life.requests, self._client_cpus(launch), out / "client.txt")
         if together is None:
@@ -404,12 +256,12 @@ class Lives:
             except threading.BrokenBarrierError:
                 raise CellFailed(OTHER_LIFE_FAILED) from None
         launch.check_alive(f"the {lens} life")
-        life.seen |= _pids(launch)
+        life.seen |= servertree.pids(launch)
         if lens == COUNTERS:
-            life.counters = _tree_usage(launch)
+            life.counters = servertree.tree_usage(launch)
         life.seconds = round(time.monotonic() - ready, 3)
-        children_first = self.config["catalogue"][self.target.server].get("work_stop") == "children first"
-        _stop_server(launch, self.profile.stop_grace, children_first)
+        children_first = self.spec.work_stop is WorkStop.CHILDREN_FIRST
+        servertree.stop_counted(launch, self.profile.stop_grace, children_first)
 
     def _warm_up(self, launch: Launch, client: fixedcount.Client, out: Path) -> None:
         """Every worker answers before anything counts: a worker's first answer costs it far more
@@ -504,85 +356,6 @@ class Lives:
         return ended[few], ended[many]
 
 
-def _per_request(many: float, few: float, span: int) -> float:
-    return (many - few) / span
-
-
-def instructions(config: dict, few: Life, many: Life) -> Instructions:
-    """The marginal instructions per request outside the cyclic collector, the collector's
-    apart; by object, class and kind of process (these with the collector's: where it ran)."""
-    span = many.requests - few.requests
-    classes = config["work_lens"]["objects"]
-
-    def summed(life: Life, key) -> dict[str, int]:
-        totals: dict[str, int] = {}
-        for process in life.processes:
-            for name, count in key(process):
-                totals[name] = totals.get(name, 0) + count
-        return totals
-
-    objects = [summed(life, lambda p: p.by_object.items()) for life in (few, many)]
-    commands = [summed(life, lambda p: [(p.command, p.instructions)]) for life in (few, many)]
-    counts = [summed(life, lambda p: [(p.command, 1)]) for life in (few, many)]
-    by_object = {
-        name: round(_per_request(objects[1].get(name, 0), objects[0].get(name, 0), span), 2)
-        for name in sorted(set(objects[0]) | set(objects[1]))
-    }
-    by_class: dict[str, float] = {}
-    for name, value in by_object.items():
-        kind = object_class(name, classes)
-        by_class[kind] = round(by_class.get(kind, 0.0) + value, 2)
-    by_command = [
-        ProcessWork(
-            command,
-            counts[1].get(command, 0),
-            round(_per_request(commands[1].get(command, 0), commands[0].get(command, 0), span), 2),
-        )
-        for command in sorted(set(commands[0]) | set(commands[1]))
-    ]
-    totals = [sum(p.instructions for p in life.processes) for life in (few, many)]
-    collector = [sum(p.collector for p in life.processes) for life in (few, many)]
-    outside = [total - spent for total, spent in zip(totals, collector, strict=True)]
-    return Instructions(
-        per_request=round(_per_request(outside[1], outside[0], span), 2),
-        by_object=dict(sorted(by_object.items(), key=lambda item: -abs(item[1]))),
-        by_class=dict(sorted(by_class.items(), key=lambda item: -item[1])),
-        by_command=by_command,
-        lives={str(life.requests): total for life, total in zip((few, many), totals, strict=True)},
-        seconds={str(life.requests): life.seconds for life in (few, many)},
-        collector_per_request=round(_per_request(collector[1], collector[0], span), 2),
-        collector_lives={str(life.requests): spent for life, spent in zip((few, many), collector, strict=True)},
-        collector_named=any(p.collector_named for life in (few, many) for p in life.processes),
-    )
-
-
-def collector_imbalance(counted: Instructions) -> float:
-    """How much more one life's cyclic collector did than the other's, per request (the
-    collector's marginal), as a share of the figure: a whole-heap collection falls in one life
-    by the clock, and what it freed moves the work after it too (gunicorn: a collection of 31
-    thousand instructions per request in the longer life, and 5 thousand more outside the
-    collector, 0.85% of the figure)."""
-    return abs(counted.collector_per_request) / counted.per_request if counted.per_request > 0 else 0.0
-
-
-def _settled(counted: list[Instructions], tolerance: float) -> bool:
-    """The last pair's collectors are balanced, or match an earlier pair's: a server whose
-    collector runs on every few requests (uWSGI on the project's CPython, a connection per
-    request: 11% of its figure, the same in every pair) does that work per request."""
-    last = collector_imbalance(counted[-1])
-    return last <= tolerance or any(abs(collector_imbalance(c) - last) <= tolerance for c in counted[:-1])
-
-
-def _figure_pair(counted: list[Instructions], tolerance: float, wanted: int) -> Instructions:
-    """The pair whose figure is kept: the most balanced one, or, where ``wanted`` pairs were
-    asked for (``work_pairs``), the median of the balanced ones (of all, if none is)."""
-    if wanted == 1:
-        return min(counted, key=collector_imbalance)
-    balanced = [c for c in counted if collector_imbalance(c) <= tolerance] or counted
-    ordered = sorted(balanced, key=lambda c: c.per_request)
-    return ordered[(len(ordered) - 1) // 2]
-
-
 def counted_instructions(config: dict, lives: Lives) -> Instructions:
     """The valgrind pair's figure; a pair whose lives' collectors differ by more than
     ``work_lens.collector_tolerance`` of the figure, unlike any earlier pair, is counted
@@ -590,58 +363,32 @@ def counted_instructions(config: dict, lives: Lives) -> Instructions:
     ``pairs`` says how many were counted). A server with ``work_pairs`` gets that many
     pairs at least, and the median one is its figure (``pair_figures``: every pair's)."""
     settings = config["work_lens"]
-    wanted = config["catalogue"][lives.target.server].get("work_pairs", 1)
+    wanted = lives.spec.work_pairs
     counted = []
     for attempt in range(1, settings["pair_attempts"] + wanted):
         lives.pair_suffix = "" if attempt == 1 else f"-pair{attempt}"
-        counted.append(instructions(config, *lives.pair(INSTRUCTIONS)))
-        if len(counted) >= wanted and _settled(counted, settings["collector_tolerance"]):
+        counted.append(workfigures.instructions(config, *lives.pair(INSTRUCTIONS)))
+        if len(counted) >= wanted and workfigures.settled(counted, settings["collector_tolerance"]):
             break
     lives.pair_suffix = ""
-    best = _figure_pair(counted, settings["collector_tolerance"], wanted)
+    best = workfigures.figure_pair(counted, settings["collector_tolerance"], wanted)
     best.pairs, best.pair = len(counted), counted.index(best) + 1
     best.pair_figures = [c.per_request for c in counted]
     return best
 
 
-def syscalls(counted: tuple[Life, Life], named: tuple[Life, Life]) -> Syscalls:
-    """The marginal syscalls per request (perf stat's exact total; by name from perf
-    trace's lives), context switches and CPU time."""
-    few, many = counted
-    span = many.requests - few.requests
-
-    def marginal(key: str, scale: float = 1.0) -> float:
-        return round(_per_request(many.counters[key], few.counters[key], span) * scale, 4)
-
-    names = [perfcount.totals(life.threads) for life in named]
-    name_span = named[1].requests - named[0].requests
-    by_name = {
-        name: round(_per_request(names[1].get(name, 0), names[0].get(name, 0), name_span), 4)
-        for name in set(names[0]) | set(names[1])
-    }
-    return Syscalls(
-        per_request=marginal("syscalls"),
-        by_name=dict(sorted(((k, v) for k, v in by_name.items() if abs(v) >= 0.0005), key=lambda item: -item[1])),
-        context_switches_per_request=marginal("context_switches"),
-        cpu_us_per_request=marginal("cpu_ms", 1e3),
-        cpu_user_us_per_request=marginal("cpu_user_s", 1e6),
-        cpu_system_us_per_request=marginal("cpu_system_s", 1e6),
-        lives={str(life.requests): {**life.counters, "seconds": life.seconds} for life in counted},
-    )
-
-
-def _valgrind_build(config: dict, spec: dict, env: dict) -> bool | None:
+def _valgrind_build(config: dict, spec: ServerEntry, env: dict) -> bool | None:
     """Whether the server's interpreter was built to cooperate with valgrind (None: not asked)."""
-    command = config["languages"][spec["language"]].get("valgrind_build")
+    command = config["languages"][spec.language].get("valgrind_build")
     if not command:
         return None
-    program = (spec.get("interpreter") or command)[0]
+    program = (spec.interpreter or command)[0]
     answer = version_of(resolve_program(config, [program, *command[1:]]), env)
     return {"True": True, "False": False}.get(answer or "")
 
 
 def tools(config: dict, server: str, env: dict) -> Tools:
-    spec = config["catalogue"][server]
+    spec = server_entry(config, server)
     return Tools(
         valgrind=version_of(["valgrind", "--version"], env),
         perf=version_of(["perf", "--version"], env),
@@ -652,10 +399,10 @@ def tools(config: dict, server: str, env: dict) -> Tools:
     )
 
 
-def _planted(config: dict, spec: dict) -> dict[str, str]:
+def _planted(config: dict, spec: ServerEntry) -> dict[str, str]:
     """A planted variant's fixed extra work: the iterations it names, or as many as its share
     of ``work_lens.hello_iterations`` (the timed lens's calibration varies per start)."""
-    env = spec.get("env") or {}
+    env = spec.env
     if env.get("SERVERBENCH_EXTRA_ITERATIONS"):
         return {"SERVERBENCH_EXTRA_ITERATIONS": str(env["SERVERBENCH_EXTRA_ITERATIONS"])}
     share = env.get("SERVERBENCH_EXTRA_SHARE")
@@ -664,11 +411,11 @@ def _planted(config: dict, spec: dict) -> dict[str, str]:
     return {"SERVERBENCH_EXTRA_ITERATIONS": str(round(float(share) * config["work_lens"]["hello_iterations"]))}
 
 
-def _preloaded(config: dict, spec: dict) -> dict[str, str]:
+def _preloaded(config: dict, spec: ServerEntry) -> dict[str, str]:
     """A server whose interpreter ignores the environment's hash seed (``ignores_hash_seed_env``)
     gets ``work_lens.fixed_random`` preloaded: its getrandom() returns the same bytes in every
     life, so every life hashes alike (fixed_random.c says why)."""
-    if not spec.get("ignores_hash_seed_env"):
+    if not spec.ignores_hash_seed_env:
         return {}
     return {"LD_PRELOAD": config["work_lens"]["fixed_random"]}
 
@@ -691,7 +438,7 @@ def measure(record: WorkRecord, config: dict, env: dict, log_path: Path, raw_dir
     if apps.needs_script(apps.workloads(config, record.profile)[record.workload]):
         raise CellSkipped(f"the work lens's clients send a GET of one path; {record.workload} needs more")
     lives = Lives(config, Target(record.profile, record.server, record.workload), env, log_path, raw_dir, kept)
-    refused = realtime_refused(lives.priority)
+    refused = servertree.realtime_refused(lives.priority)
     if refused:
         raise CellSkipped(refused)
     record.workers = lives.profile.workers
@@ -700,7 +447,7 @@ def measure(record: WorkRecord, config: dict, env: dict, log_path: Path, raw_dir
         # perf's lives first: the first of them verifies the server and picks the client.
         counted, named = lives.pair(COUNTERS), lives.pair(NAMES)
         record.instructions = counted_instructions(config, lives)
-        record.syscalls = syscalls(counted, named)
+        record.syscalls = workfigures.syscalls(counted, named)
     finally:
         record.raw = lives.kept_files
         record.client = WorkClient(**asdict(lives.client)) if lives.client else None
@@ -718,7 +465,7 @@ def kept_dir(json_path: Path) -> Path:
 def run_work(config: dict, profile_name: str, server: str, workload: str, json_path, log_path) -> dict:
     """Measure one server's work per request and write its record (returned as written), its
     raw outputs in ``kept_dir(json_path)``."""
-    spec = config["catalogue"][server]
+    spec = server_entry(config, server)
     json_path, log_path = Path(json_path), Path(log_path)
     kept = kept_dir(json_path)
     shutil.rmtree(kept, ignore_errors=True)
@@ -732,7 +479,7 @@ def run_work(config: dict, profile_name: str, server: str, workload: str, json_p
         profile_name,
         server,
         workload,
-        spec["language"],
+        spec.language,
         requests=list(config["work_lens"]["requests"]),
         tools=tools(config, server, env),
     )

@@ -79,12 +79,17 @@ class ResultSet(NamedTuple):
     windows: pd.DataFrame | None = None  # None before windows were kept
 
 
+class MissingTable(FileNotFoundError):
+    """A result set without a table compare needs (a usage error: exit 2)."""
+
+
 def read_set(path: Path) -> ResultSet:
     """runs.csv, summary.csv and environment.json of a result set (its directory), and its
     windows.csv where it has one."""
     path = Path(path)
-    if not (path / "runs.csv").exists():
-        raise SystemExit(f"serverbench compare: {path} has no runs.csv (is it a results directory?)")
+    for table in ("runs.csv", "summary.csv"):
+        if not (path / table).exists():
+            raise MissingTable(f"{path} has no {table} (is it a results directory?)")
     environment = path / "environment.json"
     windows = path / "windows.csv"
     return ResultSet(
@@ -334,14 +339,28 @@ def environment_differences(env_a: dict, env_b: dict) -> list[str]:
     ]
 
 
+def changes_against(judged: pd.DataFrame, share: float) -> pd.Series:
+    """Each row's change B/A against ±``share`` of the baseline (``margins.Question.BETWEEN_RUNS``):
+    the one rule ``compare`` reads both metrics by."""
+    return pd.Series(
+        [
+            margins.side(low, high, share, margins.Question.BETWEEN_RUNS)
+            for low, high in zip(judged["ci_low"], judged["ci_high"], strict=True)
+        ],
+        index=judged.index,
+        dtype=object,
+    )
+
+
 def exit_status(table: pd.DataFrame, fail_above: float) -> tuple[int, str]:
     """1 when a cell is shown slower by more than ``fail_above`` (a share), 0 when every
     comparable cell is shown within it, 3 when the runs cannot tell; and why, in words."""
-    judged = table[table["verdict"] != "not comparable"]
-    worse = judged[judged["ci_high"] < 1 - fail_above]
+    judged = table[table["verdict"] != Outcome.NOT_COMPARABLE]
+    sides = changes_against(judged, fail_above)
+    worse = judged[sides == margins.Side.BELOW]
     if len(worse):
         return EXIT_REGRESSION, f"{len(worse)} cell(s) shown slower by more than {fail_above:.0%}"
-    within = (judged["ci_low"] >= 1 - fail_above) & (judged["ci_high"] <= 1 + fail_above)
+    within = sides == margins.Side.WITHIN
     if len(judged) and within.all():
         return 0, f"every cell shown within {fail_above:.0%}"
     unsure = judged[~within]

@@ -22,8 +22,9 @@ from pathlib import Path
 import pandas as pd
 
 from serverbench.decide import work as work_lens
+from serverbench.decide.compare import changes_against
 from serverbench.decide.judgement import NOT_COMPARABLE
-from serverbench.decide.margins import Question
+from serverbench.decide.margins import Question, Side
 
 BETWEEN_RUNS = Question.BETWEEN_RUNS
 
@@ -112,11 +113,12 @@ def exit_status(table: pd.DataFrame, fail_above: float) -> tuple[int, str]:
     """1 when a server is shown doing more work by more than ``fail_above``, 0 when every
     comparable one is shown within it, 3 when the runs cannot tell; and why."""
     judged = table[table["verdict"] != NOT_COMPARABLE]
-    worse = judged[judged["ci_low"] > 1 + fail_above]
+    sides = changes_against(judged, fail_above)
+    worse = judged[sides == Side.ABOVE]
     if len(worse):
         named = ", ".join(f"{r.server} {r.ratio:.3f}×" for r in worse.itertuples())
         return 1, f"{len(worse)} server(s) shown doing more than {fail_above:.1%} more work per request: {named}"
-    within = (judged["ci_low"] >= 1 / (1 + fail_above)) & (judged["ci_high"] <= 1 + fail_above)
+    within = sides == Side.WITHIN
     if len(judged) and within.all() and len(judged) == len(table):
         return 0, f"every server shown within {fail_above:.1%} of its work per request"
     unsure = [f"{r.server}: {r.why}" for r in table[table["verdict"] == NOT_COMPARABLE].itertuples()]

@@ -25,6 +25,8 @@ from serverbench.plan.shapes import DEFAULT_WORKLOAD, Profile
 from serverbench.plan.tools import is_open_loop, takes_whole_seconds
 
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+CATALOGUE_SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "catalogue.schema.yaml"
+DEFAULT_CATALOGUE = "catalogue.yaml"
 
 SERVER_PLACEHOLDERS = frozenset(
     {"host", "port", "workers", "workers_min", "threads", "backlog", "apps", "rundir", "root", "venv", "user"}
@@ -79,7 +81,27 @@ def _key_path(parts) -> str:
 
 
 def load_schema() -> dict:
-    return yaml.safe_load(SCHEMA_PATH.read_text())
+    """config.schema.yaml with the catalogue's own schema in its place (one validation, one
+    kind of error path: catalogue.NAME.KEY)."""
+    schema = yaml.safe_load(SCHEMA_PATH.read_text())
+    catalogue = yaml.safe_load(CATALOGUE_SCHEMA_PATH.read_text())
+    catalogue.pop("$schema", None)
+    schema["properties"]["catalogue"] = {**catalogue, "description": schema["properties"]["catalogue"]["description"]}
+    return schema
+
+
+def read_catalogue(config: dict) -> None:
+    """The servers of ``catalogue_file`` (catalogue.yaml) into ``config["catalogue"]``, the
+    config's own entries added or put in their place (a config of one's own adds a server)."""
+    name = config.get("catalogue_file", DEFAULT_CATALOGUE)
+    path = Path(name) if Path(name).is_absolute() else REPO_ROOT / name
+    try:
+        found = yaml.safe_load(path.read_text()) or {}
+    except OSError as exc:
+        raise ConfigError("catalogue_file", f"cannot read {path}: {exc.strerror}") from None
+    if not isinstance(found, dict):
+        raise ConfigError("catalogue_file", f"{path} holds no mapping of servers")
+    config["catalogue"] = {**found, **(config.get("catalogue") or {})}
 
 
 def placeholders(argv) -> list[str]:
@@ -246,6 +268,7 @@ def _check_patterns(config: dict) -> None:
 
 def validate(config: dict) -> dict:
     """Check a config (after reading command-line numbers); raise ConfigError."""
+    read_catalogue(config)
     normalise_overrides(config)
     expand_aliases(config)
     _check_schema(config)
@@ -385,23 +408,26 @@ def _check_open_loop(config: dict, where: str, profile: Profile) -> None:
         raise ConfigError(f"{where}", "open_loop cannot be combined with precision-driven repeats")
 
 
+def read(path: str | Path) -> dict:
+    """A YAML config as written, its catalogue read in (``read_catalogue``), not validated."""
+    config = yaml.safe_load(Path(path).read_text()) or {}
+    read_catalogue(config)
+    return config
+
+
 def load(path: str | Path, overrides: dict | None = None) -> dict:
     """Read a YAML config, merge overrides (as ``--config`` does) and validate."""
-    config = yaml.safe_load(Path(path).read_text()) or {}
+    config = read(path)
     config.update(overrides or {})
     return validate(config)
 
 
-def expected_answer(server: dict, workload: dict | None = None, workload_name: str = DEFAULT_WORKLOAD) -> dict:
-    """What a correct answer looks like: the workload's, or the server's own for hello world."""
+def expected_answer(server_expect: dict, workload: dict | None = None, workload_name: str = DEFAULT_WORKLOAD) -> dict:
+    """What a correct answer looks like: the workload's, or, for hello world, the server's own
+    (``server_expect``: its catalogue entry's ``expect``) over the default."""
     if workload_name == DEFAULT_WORKLOAD or workload is None:
-        return {**DEFAULT_EXPECT, **(workload or {}).get("expect", {}), **server.get("expect", {})}
+        return {**DEFAULT_EXPECT, **(workload or {}).get("expect", {}), **server_expect}
     return {"status": 200, **workload["expect"]}
-
-
-def serves(server: dict, workload_name: str) -> bool:
-    """Whether a server runs the apps' workloads (baselines answer hello world only)."""
-    return workload_name in server.get("workloads", [workload_name])
 
 
 # Where results go says nothing of how they were measured: two runs of one config

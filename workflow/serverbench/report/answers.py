@@ -299,6 +299,15 @@ def _ratio(row) -> str:
     return f"{row.ratio:.2f}× ({row.ci_low:.2f}–{row.ci_high:.2f}, {confidence_label(row.level)})".replace("inf", "∞")
 
 
+def lead_paragraph(timed: str, work_lead: dict | None) -> str:
+    """The Answers' first paragraph: the work lens's decided sentences first, then what time
+    could and could not tell (``headline``), then what work could not tell."""
+    if not work_lead:
+        return timed
+    by_time = f"By time (requests per second under load), {timed[0].lower()}{timed[1:]}" if timed else ""
+    return " ".join(part for part in (*work_lead["decided"], by_time, *work_lead["undecided"]) if part)
+
+
 def counts_sentence(verdicts: pd.DataFrame) -> str:
     """How many comparisons the run made and how each came out, in one sentence."""
     if verdicts.empty:
@@ -311,10 +320,11 @@ def counts_sentence(verdicts: pd.DataFrame) -> str:
     )
 
 
-def answers_markdown(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None, titles=None) -> str:
-    """answers.md: the headline, the margin in words, then every section's sentences."""
+def answers_markdown(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None, titles=None, lead=None) -> str:
+    """answers.md: the headline (``lead``: the page's, reading every lens), the margin in
+    words, then every section's sentences."""
     lines = ["# Answers", ""]
-    for paragraph in (headline(verdicts, titles), margin_sentence(verdicts)):
+    for paragraph in (headline(verdicts, titles) if lead is None else lead, margin_sentence(verdicts)):
         if paragraph:
             lines += [paragraph, ""]
     for section, sentences in answers(verdicts, conformance).items():

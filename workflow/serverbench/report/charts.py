@@ -318,8 +318,10 @@ def build(
     steady: pd.DataFrame | None = None,
     latency_rows: pd.DataFrame | None = None,
     verdicts: pd.DataFrame | None = None,
+    work_verdicts: pd.DataFrame | None = None,
 ):
-    """The chart ``name`` (one of ``report.names.CHARTS``) from the run's tables."""
+    """The chart ``name`` (one of ``report.names.CHARTS``) from the run's tables
+    (``work_verdicts``: the work lens's comparisons, where the run counted work)."""
     not_comparable = set(config["comparisons"]["not_comparable_flags"])
     builders = {
         **{metric: lambda metric=metric: metric_chart(summary, metric, not_comparable) for metric in METRICS},
@@ -329,7 +331,10 @@ def build(
         "steady": lambda: steady_chart(steady),
         "load": lambda: load_chart(latency_rows, knee_bounds(config)),
         "forest": lambda: forest_chart(
-            verdicts if verdicts is not None else pd.DataFrame(columns=VERDICT_COLUMNS), forest_margin(verdicts, config)
+            verdicts if verdicts is not None else pd.DataFrame(columns=VERDICT_COLUMNS),
+            forest_margin(verdicts, config),
+            work_verdicts,
+            config["work_lens"]["margin"],
         ),
     }
     assert set(builders) == set(CHARTS), "every chart in report.names has a builder"

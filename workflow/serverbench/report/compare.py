@@ -101,7 +101,11 @@ def run_work(args: argparse.Namespace, config: dict) -> int:
 
 def run_speed(args: argparse.Namespace, config: dict) -> int:
     """compare --metric speed: each cell's change in full speed (or delivered req/s), B/A."""
-    a, b = compare.read_set(args.a), compare.read_set(args.b)
+    try:
+        a, b = compare.read_set(args.a), compare.read_set(args.b)
+    except compare.MissingTable as exc:
+        sys.stderr.write(f"serverbench compare: {exc}\n")
+        return 2
     hosts = compare.host_differences(a.environment, b.environment)
     if hosts and not args.across_hosts:
         sys.stderr.write(

@@ -1,7 +1,8 @@
 """The forest plot: every throughput comparison of the run, its ratio with its
 interval on a log axis, the ±margin band around 1, coloured by outcome — what
 the run decided, what it found equivalent, and what it could not tell, at a
-glance."""
+glance; where the run counted work, the work lens's comparisons in a panel of
+their own below (another quantity, another axis and margin)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import altair as alt
 import pandas as pd
 
 from serverbench.decide.pairs import FAIRNESS, LATENCY_KINDS
+from serverbench.record.vocabulary import Outcome
 from serverbench.report.panels import where_of
 
-OUTCOMES = ["faster", "slower", "equivalent", "undetermined", "not tested"]
+OUTCOMES = [Outcome.FASTER, Outcome.SLOWER, Outcome.EQUIVALENT, Outcome.UNDETERMINED, Outcome.NOT_TESTED]
 COLOURS = ["#1b7837", "#b2182b", "#2166ac", "#888888", "#c7a04a"]
 
 
@@ -40,25 +42,40 @@ def forest_rows(verdicts: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
-def forest_chart(verdicts: pd.DataFrame, margin: float) -> alt.LayerChart:
-    rows = forest_rows(verdicts)
-    if rows.empty:
-        return (
-            alt.Chart(pd.DataFrame({"text": ["no comparison with an interval in this run"]}))
-            .mark_text()
-            .encode(text="text:N")
-        )
+WORK_OUTCOMES = [Outcome.MORE_WORK, Outcome.LESS_WORK, Outcome.EQUIVALENT, Outcome.UNDETERMINED]
+WORK_COLOURS = ["#b2182b", "#1b7837", "#2166ac", "#888888"]
+
+
+def work_forest_rows(work_verdicts: pd.DataFrame | None) -> pd.DataFrame:
+    """The work lens's comparisons with an interval, labelled for the axis (its own panel:
+    instructions per request, not requests per second)."""
+    if work_verdicts is None or work_verdicts.empty:
+        return pd.DataFrame()
+    rows = work_verdicts[work_verdicts["ci_low"].notna() & work_verdicts["ratio"].notna()]
+    several = rows[["profile", "workload"]].drop_duplicates().shape[0] > 1
+    where = (rows["profile"] + " · " + rows["workload"] + " · ") if several else ""
+    return rows.assign(
+        comparison=where + rows["a"] + " / " + rows["b"] + " · " + rows["kind"],
+        verdict=rows["outcome"],
+        sentence=rows["why"].fillna("") if "why" in rows else "",
+        confidence="",
+        detectable_ratio=None,
+    )[["comparison", "verdict", "ratio", "ci_low", "ci_high", "confidence", "detectable_ratio", "sentence"]]
+
+
+def _panel(rows: pd.DataFrame, margin: float, axis_title: str, colours: tuple[list, list], title: list[str]):
+    """One forest: each row's ratio and interval on a log axis, the ±margin band around 1."""
     # An unbounded rank interval (too few repeats for its level) is drawn to the edge of the axis.
     finite = pd.concat([rows["ci_low"], rows["ci_high"]]).replace([float("inf"), 0.0], pd.NA).dropna()
     low, high = min(finite.min(), 1 / (1 + margin)) * 0.9, max(finite.max(), 1 + margin) * 1.1
     rows = rows.assign(ci_low=rows["ci_low"].clip(lower=low), ci_high=rows["ci_high"].clip(upper=high))
     log_axis = alt.Scale(type="log", domain=[low, high])
-    x = alt.X("ratio:Q", scale=log_axis, title="ratio A / B (log)")
+    x = alt.X("ratio:Q", scale=log_axis, title=axis_title)
     # Each row's label sits above its interval, not in a column on the left: on a phone's
     # width a label column leaves no room for the plot.
     y = alt.Y("comparison:N", sort=None, title=None, axis=None, scale=alt.Scale(padding=0.7))
     legend = alt.Legend(orient="top", direction="horizontal", columns=3, title=None)
-    colour = alt.Color("verdict:N", scale=alt.Scale(domain=OUTCOMES, range=COLOURS), legend=legend)
+    colour = alt.Color("verdict:N", scale=alt.Scale(domain=colours[0], range=colours[1]), legend=legend)
     tooltip = ["comparison", "verdict", "ratio", "ci_low", "ci_high", "confidence", "detectable_ratio", "sentence"]
     band = (
         alt.Chart(pd.DataFrame({"low": [1 / (1 + margin)], "high": [1 + margin]}))
@@ -77,8 +94,35 @@ def forest_chart(verdicts: pd.DataFrame, margin: float) -> alt.LayerChart:
         .mark_text(align="left", baseline="bottom", dy=-6, fontSize=11, color="#222", limit=alt.ExprRef("width"))
         .encode(x=alt.value(0), y=y, text="comparison:N", tooltip=tooltip)
     )
-    title = alt.TitleParams(
-        ["Every comparison: its ratio and interval", f"grey band: within ±{margin * 100:.3g}% (equivalent)"],
-        anchor="start",
+    return (band + one + bars + points + labels).properties(
+        width=520, height=34 * len(rows) + 10, title=alt.TitleParams(title, anchor="start")
     )
-    return (band + one + bars + points + labels).properties(width=520, height=34 * len(rows) + 10, title=title)
+
+
+def forest_chart(verdicts: pd.DataFrame, margin: float, work_verdicts=None, work_margin: float | None = None):
+    """Every comparison with an interval: the timed ones (requests per second) and, where the
+    run counted work, the work lens's below on an axis of their own."""
+    rows, work = forest_rows(verdicts), work_forest_rows(work_verdicts)
+    if rows.empty and work.empty:
+        return (
+            alt.Chart(pd.DataFrame({"text": ["no comparison with an interval in this run"]}))
+            .mark_text()
+            .encode(text="text:N")
+        )
+    panels = []
+    if not rows.empty:
+        title = ["Every comparison: its ratio and interval", f"grey band: within ±{margin * 100:.3g}% (equivalent)"]
+        panels.append(_panel(rows, margin, "requests/s, ratio A / B (log)", (OUTCOMES, COLOURS), title))
+    if not work.empty:
+        work_margin = work_margin or margin
+        # Short lines: a title is as wide as its longest line, whatever the plot's width.
+        title = [
+            "Work per request (counted, not timed):",
+            "its ratio and interval",
+            f"grey band: within ±{work_margin * 100:.3g}% (equivalent)",
+        ]
+        axis = "instructions per request, ratio A / B (log)"
+        panels.append(_panel(work, work_margin, axis, (WORK_OUTCOMES, WORK_COLOURS), title))
+    if len(panels) == 1:
+        return panels[0]
+    return alt.vconcat(*panels).resolve_scale(color="independent", x="independent", y="independent")

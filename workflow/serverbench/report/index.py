@@ -23,6 +23,7 @@ from serverbench.report.answers import (
     comparison_table,
     counts_sentence,
     headline,
+    lead_paragraph,
     margin_sentence,
 )
 from serverbench.report.machine import hosts_sentence, steadiness_sentence
@@ -210,12 +211,14 @@ def write_index(
     every = comparison_table(verdicts)
     context["comparisons"] = {"columns": list(every.columns), "rows": every.to_dict("records")} if len(every) else None
     # work_csvs: work.csv, work_detail.csv, work_verdicts.csv where the run counted work.
-    context["work"] = work_context(*work_csvs, margin=work_margin) if work_csvs else None
+    context["work"] = work_context(*work_csvs, margin=work_margin, titles=language_titles) if work_csvs else None
+    # The first paragraph reads every lens: what the run decided first, and by which lens.
+    context["headline"] = lead_paragraph(context["headline"], context["work"]["lead"] if context["work"] else None)
     context["spread"] = spread_context(verdicts, summary, language_titles)
     # operations_csvs: operations.csv and operations_verdicts.csv where a profile asks how its servers run.
     context["operations"] = operations_context(*operations_csvs, titles=language_titles) if operations_csvs else None
     if answers_path:
-        markdown = answers_markdown(verdicts, conformance, language_titles)
+        markdown = answers_markdown(verdicts, conformance, language_titles, lead=context["headline"])
         if context["work"]:
             markdown += work_markdown(context["work"])
         if context["operations"]:

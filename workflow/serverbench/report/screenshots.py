@@ -16,7 +16,8 @@ from PIL import Image
 
 from serverbench import files
 
-WIDTHS = {"desktop": (1280, 2400), "phone": (390, 3200)}
+# A laptop, the narrowest window a desktop browser keeps, a phone.
+WIDTHS = {"desktop": (1280, 2400), "narrow": (500, 3000), "phone": (390, 3200)}
 CONSOLE_ERROR = re.compile(r'CONSOLE.*"(?:Uncaught|Error)[^"]*"|:ERROR:CONSOLE', re.I)
 
 
@@ -92,7 +93,12 @@ frame.addEventListener('load', () => {
     inner.scrollTo(1e6, 0);
     const scrolled = inner.scrollX;
     inner.scrollTo(0, 0);
-    const layout = {viewport: inner.innerWidth, document: doc.documentElement.scrollWidth, scroll_x: scrolled, charts};
+    // Text straight in the body is what an inline script cut short by the HTML parser leaves
+    // (its code shown as one unbreakable line, wider than any window).
+    const stray = Array.from(doc.body.childNodes).filter(n => n.nodeType === 3 && n.textContent.trim())
+      .map(n => n.textContent.trim().slice(0, 80));
+    const layout = {viewport: inner.innerWidth, document: doc.documentElement.scrollWidth, scroll_x: scrolled, charts,
+                    stray_text: stray};
     const out = document.createElement('pre');
     out.id = 'serverbench-layout';
     out.textContent = JSON.stringify(layout);
@@ -150,6 +156,7 @@ def layout_problems(found: dict, lead: str) -> list[str]:
     problems = [f"the document is {found['document']} px wide in a {width} px window"] * (found["document"] > width)
     scrolled = found.get("scroll_x") or 0
     problems += [f"the page scrolls {scrolled} px to the right"] * (scrolled > 0)
+    problems += [f"text outside any element of the page: {text!r}" for text in found.get("stray_text") or []]
     problems += [f"console: {line}" for line in found["console_errors"]]
     for chart in found["charts"]:
         if not chart["drawn"]:

@@ -12,7 +12,7 @@ import math
 
 import pandas as pd
 
-from serverbench.record.vocabulary import KIND_ORDER
+from serverbench.record.vocabulary import DECIDED, KIND_ORDER, Kind, Outcome
 from serverbench.tables.columns import WORK_CONDITION as CONDITION
 
 WHY_NOT_SPEED = (
@@ -37,7 +37,7 @@ def _timed(row: pd.Series) -> str:
     if not isinstance(row.get("timed_at"), str):
         return ""
     where = row["timed_at"]
-    if row["timed_outcome"] in ("faster", "slower", "equivalent"):
+    if row["timed_outcome"] in (Outcome.FASTER, Outcome.SLOWER, Outcome.EQUIVALENT):
         return f"; timed at {where} it was {row['timed_outcome']} ({row['timed_ratio']:.2f}×)"
     if pd.notna(row.get("timed_detectable_ratio")):
         return (
@@ -128,15 +128,16 @@ def work_rows(work: pd.DataFrame, detail: pd.DataFrame, pairs_first: list[str]) 
     return sorted(rows, key=lambda f: (f["profile"], f["workload"], f["order"], f["server"]))
 
 
-def work_context(work_csv, detail_csv, work_verdicts_csv, margin: float = 0.005) -> dict | None:
+def work_context(work_csv, detail_csv, work_verdicts_csv, margin: float = 0.005, titles=None) -> dict | None:
     """The page's "Work per request" section, or None where the run counted no work."""
     if not work_csv:
         return None
     work, detail = pd.read_csv(work_csv), pd.read_csv(detail_csv)
     judged = pd.read_csv(work_verdicts_csv)
-    same_server = judged[judged["kind"] == "same server"]
+    same_server = judged[judged["kind"] == Kind.SAME_SERVER]
     pairs_first = [server for _, row in same_server.iterrows() for server in (row["a"], row["b"])]
     return {
+        "lead": lead_clauses(judged, work, titles),
         "why": WHY_NOT_SPEED,
         "sentences": work_sentences(judged),
         "rows": work_rows(work, detail, pairs_first),
@@ -144,6 +145,43 @@ def work_context(work_csv, detail_csv, work_verdicts_csv, margin: float = 0.005)
         "tools": _tools_sentence(work),
         "margin": f"{margin:.2%}".replace(".50%", ".5%"),
     }
+
+
+# How a same-server pair's outcome reads with the languages named: "{first} ... {second}".
+IN_WORDS = {
+    Outcome.LESS_WORK: "{first} costs less work per request than {second}",
+    Outcome.MORE_WORK: "{first} costs more work per request than {second}",
+    Outcome.EQUIVALENT: "{first} and {second} cost the same work per request (within ±{margin:.2%})",
+    Outcome.UNDETERMINED: "this run cannot tell {first}'s work per request from {second}'s",
+}
+
+
+def lead_clauses(judged: pd.DataFrame, work: pd.DataFrame, titles: dict | None = None) -> dict[str, list[str]]:
+    """What the work lens says of the same-server pairs (one program, two languages): the
+    Answers' first paragraph, split into the sentences it decided and those it did not."""
+    same = judged[(judged["kind"] == Kind.SAME_SERVER) & judged["ratio"].notna()]
+    languages = dict(zip(work["server"], work["language"], strict=False)) if "language" in work else {}
+    several = judged[list(CONDITION)].drop_duplicates().shape[0] > 1
+    found: dict[str, list[str]] = {"decided": [], "undecided": []}
+    for scope, rows in same.groupby(list(CONDITION), sort=True):
+        where = f" ({' · '.join(map(str, scope))})" if several else ""
+        first, second = (_title(titles, languages.get(rows[side].iloc[0])) for side in ("a", "b"))
+        for outcome, pairs in rows.groupby("outcome", sort=False):
+            words = IN_WORDS.get(outcome, "{first} against {second}: " + str(outcome))
+            figures = ", ".join(
+                f"{row.a}/{row.b} {row.ratio:.3f}× (±{math.log(row.ci_high / row.ratio):.2%})"
+                for row in pairs.itertuples()
+            )
+            text = words.format(first=first, second=second, margin=pairs["margin"].iloc[0])
+            decided = outcome in DECIDED or outcome == Outcome.EQUIVALENT
+            found["decided" if decided else "undecided"].append(
+                f"By work per request{where} (counted, not timed), on the same server {text}: {figures}."
+            )
+    return found
+
+
+def _title(titles: dict | None, language) -> str:
+    return (titles or {}).get(language) or str(language).capitalize()
 
 
 def _tools_sentence(work: pd.DataFrame) -> str:

@@ -1,0 +1,99 @@
+"""``serverbench compare`` as a user runs it, on real workflow output: two tiny default
+runs (gunicorn-gthread and its A/A twin, work counted), the second with 3% of the hello's
+cost planted in gunicorn-gthread (tests/data/planted-3pct-gunicorn.yaml: a catalogue
+entry of one's own, in place of the shipped one). Exit statuses: 0 shown within, 1 shown
+worse, 3 cannot tell (a condition differs), 2 a usage error."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from conftest import require, run_snakemake
+from serverbench import REPO_ROOT
+
+pytestmark = pytest.mark.e2e
+SHORT_LIVES = ["--configfile", "config.yaml", str(REPO_ROOT / "tests/data/short-work-lives.yaml")]
+PLANTED = str(REPO_ROOT / "tests/data/planted-3pct-gunicorn.yaml")
+MATRIX = [
+    "servers=[gunicorn-gthread, gunicorn-gthread-again]",
+    "tools=[wrk]",
+    "concurrency=[2]",
+    "repeats=3",
+    "duration=1",
+]
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    require("gunicorn", "wrk", "valgrind", "perf")
+    base = tmp_path_factory.mktemp("compare")
+    runs = {}
+    for name, extra in (("before", []), ("after", [PLANTED])):
+        results = base / name
+        done = run_snakemake(["--cores", "4", *SHORT_LIVES, *extra], [*MATRIX, f"results={results}"], work=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs[name] = results
+    return runs
+
+
+def compare(*args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "serverbench.cli", "compare", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO_ROOT,
+    )
+
+
+def test_work_the_same_run_is_within_and_the_planted_three_percent_is_worse(two_runs):
+    before, after = two_runs["before"], two_runs["after"]
+    same = compare(before, before, "--metric", "work", "--fail-above", "1%")
+    assert same.returncode == 0, same.stderr
+    assert "every server shown within 1.0%" in same.stderr
+    planted = compare(before, after, "--metric", "work", "--fail-above", "1%")
+    assert planted.returncode == 1, planted.stdout + planted.stderr
+    assert "gunicorn-gthread " in planted.stderr and "more work per request" in planted.stderr
+    table = pd.read_csv(
+        __import__("io").StringIO(compare(before, after, "--metric", "work", "--format", "csv").stdout)
+    ).set_index("server")
+    assert table.loc["gunicorn-gthread", "verdict"] == "more work"
+    assert 1.02 < table.loc["gunicorn-gthread", "ratio"] < 1.04  # 3% planted, counted not timed
+
+
+def test_work_a_condition_that_differs_cannot_be_compared(two_runs, tmp_path):
+    """A run counted on another CPU model (glibc picks its string functions by CPU) or with
+    other workers is not compared: the servers are named with the difference, exit 3."""
+    before = two_runs["before"]
+    for column, value in (("cpu_model", "Another CPU"), ("workers", 2)):
+        other = tmp_path / column
+        shutil.copytree(before, other)
+        work = pd.read_csv(other / "work.csv")
+        work[column] = value
+        work.to_csv(other / "work.csv", index=False)
+        done = compare(before, other, "--metric", "work", "--fail-above", "1%")
+        assert done.returncode == 3, done.stderr
+        assert f"{column}: A" in done.stderr and "cannot tell for 2 server(s)" in done.stderr
+
+
+def test_speed_the_same_run_and_the_controls_lines(two_runs):
+    """On speed the same run is within a generous threshold, and the A/A control of each run
+    is shown before the table."""
+    before = two_runs["before"]
+    done = compare(before, before, "--metric", "speed", "--fail-above", "50%")
+    assert done.returncode == 0, done.stderr
+    assert "A/A control (the same server twice in one run):" in done.stdout
+    assert "gunicorn-gthread-again" in done.stdout.split("A/A control")[1]
+
+
+def test_a_missing_table_is_a_usage_error(two_runs, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = compare(two_runs["before"], empty, "--metric", "work")
+    assert done.returncode == 2 and "needs results/work.csv in both runs" in done.stderr
+    done = compare(two_runs["before"], empty, "--metric", "speed")
+    assert done.returncode == 2, (done.returncode, done.stderr[-500:])

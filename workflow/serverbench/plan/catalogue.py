@@ -1,0 +1,75 @@
+"""A catalogue server as the harness reads it: ``ServerEntry``, every key of
+workflow/schemas/catalogue.schema.yaml declared once as a typed field (the schema
+gives the defaults; a test holds the two together), so no job reads a raw dict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+from typing import Any
+
+
+class WorkStop(StrEnum):
+    """How the work lens stops a server (``work_stop``)."""
+
+    TOGETHER = "together"  # every process TERMed at once
+    CHILDREN_FIRST = "children first"  # the top process frozen until the others have ended
+
+
+@dataclass(frozen=True)
+class ServerEntry:
+    name: str
+    language: str
+    command: tuple[str, ...]
+    description: str | None = None
+    alias_of: str | None = None  # the A/A control's original
+    variant_of: str | None = None  # a planted or real variant's original
+    family: str | None = None  # one design across languages (comparisons.families)
+    product: str | None = None  # one program serving several languages (comparisons.same_server)
+    version: tuple[str, ...] | None = None  # an argv that prints the server's version
+    interpreter: tuple[str, ...] | None = None  # an argv that prints the interpreter it runs
+    interpreter_from_log: str | None = None  # a pattern whose group 1 in the server's log names it
+    files: dict[str, str] = field(default_factory=dict)  # Jinja2 templates rendered into the run directory
+    backend: tuple[str, ...] | None = None  # an app server started first, behind this front
+    backend_socket: str | None = None  # where the backend accepts
+    control: dict[str, Any] | None = None  # an HTTP API on a Unix socket (Unit)
+    env: dict[str, str] = field(default_factory=dict)
+    workloads: tuple[str, ...] | None = None  # the only workloads it answers (None: all)
+    expect: dict[str, Any] = field(default_factory=dict)  # its own hello-world answer
+    reload: dict[str, Any] | None = None  # how it reloads: a signal, a touched file, its control API
+    cpu_quota: float | None = None
+    keepalive_timeout_s: float | None = None
+    work_spread: float | None = None
+    ignores_hash_seed_env: bool = False
+    work_stop: WorkStop = WorkStop.TOGETHER
+    work_realtime: bool = False
+    work_pairs: int = 1
+
+    @classmethod
+    def from_spec(cls, name: str, spec: dict) -> ServerEntry:
+        """An entry of a validated config's catalogue (argv lists become tuples)."""
+        known = {f.name for f in fields(cls)} - {"name"}
+        values = {key: value for key, value in spec.items() if key in known and value is not None}
+        for key in ("command", "version", "backend", "workloads"):
+            if key in values:
+                values[key] = tuple(values[key])
+        if isinstance(values.get("interpreter"), list):
+            values["interpreter"] = tuple(values["interpreter"])
+        if "work_stop" in values:
+            values["work_stop"] = WorkStop(values["work_stop"])
+        return cls(name=name, **values)
+
+    @property
+    def argv_templates(self) -> list[str]:
+        """Every argv part with placeholders: its command, environment values and backend."""
+        return [*self.command, *self.env.values(), *(self.backend or ())]
+
+    def answers(self, workload: str) -> bool:
+        """Whether it runs this workload of the apps (baselines answer hello world only)."""
+        return self.workloads is None or workload in self.workloads
+
+
+def server_entry(config: dict, name: str) -> ServerEntry:
+    """The typed entry of catalogue server ``name``."""
+    return ServerEntry.from_spec(name, config["catalogue"][name])
