@@ -560,13 +560,14 @@ def test_a_server_that_may_not_run_at_fifo_is_skipped_with_the_reason(work_confi
 
 
 def _stalling(work_config) -> str:
-    """gunicorn (gthread) serving tests/apps/faults.py's stall_after_verify: the verification's
-    request is answered, then no request ever again."""
+    """gunicorn (gthread) serving tests/apps/faults.py's stall_after_one_more: the verification's
+    two requests (the answer, then whether the connection is kept alive) are answered, then no
+    request ever again."""
     catalogue = work_config["catalogue"]
     placed = {
         "{app_dir}": str(REPO_ROOT / "tests/apps"),
         "{app_module}": "faults",
-        "{app_callable}": "stall_after_verify",
+        "{app_callable}": "stall_after_one_more",
     }
     command = []
     for part in catalogue["gunicorn-gthread"]["command"]:

@@ -65,7 +65,7 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import psutil
@@ -82,9 +82,11 @@ from serverbench.plan import apps
 from serverbench.plan.catalogue import ServerEntry, WorkStop, server_entry
 from serverbench.plan.config import effective_profile
 from serverbench.plan.shapes import Target
+from serverbench.record.vocabulary import Status
 from serverbench.record.work import (
     WORK_SCHEMA,
     Instructions,
+    Syscalls,
     Tools,
     WorkClient,
     WorkRecord,
@@ -425,9 +427,23 @@ def _missing_programs(env: dict) -> list[str]:
     return [name for name in needed if not shutil.which(name, path=env["PATH"])]
 
 
-def measure(record: WorkRecord, config: dict, env: dict, log_path: Path, raw_dir: Path, kept: Path) -> None:
-    """Fill ``record`` with both lenses' figures (or raise CellSkipped / CellFailed); each
-    life's raw outputs go to ``kept``, named in ``record.raw``."""
+@dataclass
+class Counted:
+    """What the lens found as it went; the record is assembled from it once, at the end."""
+
+    workers: int | None = None
+    realtime_priority: int | None = None
+    instructions: Instructions | None = None
+    syscalls: Syscalls | None = None
+    raw: dict[str, list[str]] = field(default_factory=dict)
+    client: WorkClient | None = None
+    server_version: str | None = None
+    interpreter: str | None = None
+
+
+def measure(found: Counted, config: dict, target: Target, env: dict, log_path: Path, raw_dir: Path, kept: Path):
+    """Both lenses' figures into ``found`` (or CellSkipped / CellFailed); each life's raw
+    outputs go to ``kept``, named in ``found.raw``."""
     missing = _missing_programs(env)
     if missing:
         raise CellSkipped(f"the work lens needs {', '.join(missing)}, not installed")
@@ -435,25 +451,23 @@ def measure(record: WorkRecord, config: dict, env: dict, log_path: Path, raw_dir
     if preload and not Path(preload).is_file():
         # Without it the figure would move with each life's random hash seed.
         raise CellSkipped(f"the work lens needs {preload} for this server, not built (scripts/install builds it)")
-    if apps.needs_script(apps.workloads(config, record.profile)[record.workload]):
-        raise CellSkipped(f"the work lens's clients send a GET of one path; {record.workload} needs more")
-    lives = Lives(config, Target(record.profile, record.server, record.workload), env, log_path, raw_dir, kept)
+    if apps.needs_script(apps.workloads(config, target.profile)[target.workload]):
+        raise CellSkipped(f"the work lens's clients send a GET of one path; {target.workload} needs more")
+    lives = Lives(config, target, env, log_path, raw_dir, kept)
     refused = servertree.realtime_refused(lives.priority)
     if refused:
         raise CellSkipped(refused)
-    record.workers = lives.profile.workers
-    record.tools.realtime_priority = lives.priority
+    found.workers, found.realtime_priority = lives.profile.workers, lives.priority
     try:
         # perf's lives first: the first of them verifies the server and picks the client.
         counted, named = lives.pair(COUNTERS), lives.pair(NAMES)
-        record.instructions = counted_instructions(config, lives)
-        record.syscalls = workfigures.syscalls(counted, named)
+        found.instructions = counted_instructions(config, lives)
+        found.syscalls = workfigures.syscalls(counted, named)
     finally:
-        record.raw = lives.kept_files
-        record.client = WorkClient(**asdict(lives.client)) if lives.client else None
+        found.raw = lives.kept_files
+        found.client = WorkClient(**asdict(lives.client)) if lives.client else None
     if lives.found_server is not None:
-        record.tools.server = lives.found_server.version
-        record.tools.interpreter = lives.found_server.interpreter
+        found.server_version, found.interpreter = lives.found_server.version, lives.found_server.interpreter
 
 
 def kept_dir(json_path: Path) -> Path:
@@ -474,32 +488,42 @@ def run_work(config: dict, profile_name: str, server: str, workload: str, json_p
     log_path.write_bytes(b"")
     planted = _planted(config, spec)
     env = fixed_env(server, {**planted, **_preloaded(config, spec)})
+    started, started_at = time.monotonic(), round(time.time(), 4)
+    raw_dir = Path(tempfile.mkdtemp(prefix="serverbench-work-"))
+    raw_dir.chmod(0o711)
+    found, ending = Counted(), Ending()
+    try:
+        with ladder(ending, log_path=log_path):
+            measure(found, config, Target(profile_name, server, workload), env, log_path, raw_dir, kept)
+    finally:
+        shutil.rmtree(raw_dir, ignore_errors=True)
+    # A reason, never a figure: a lens that finished before another failed is not the
+    # server's figure either (its lives stay in ``raw`` for a reader).
+    ok = ending.status is Status.OK
     record = WorkRecord(
         WORK_SCHEMA,
         profile_name,
         server,
         workload,
         spec.language,
+        status=ending.status,
+        reason=ending.reason,
         requests=list(config["work_lens"]["requests"]),
-        tools=tools(config, server, env),
+        instructions=found.instructions if ok else None,
+        syscalls=found.syscalls if ok else None,
+        tools=dataclasses.replace(
+            tools(config, server, env),
+            server=found.server_version,
+            interpreter=found.interpreter,
+            realtime_priority=found.realtime_priority,
+        ),
+        client=found.client,
+        planted_iterations=int(planted["SERVERBENCH_EXTRA_ITERATIONS"]) if planted else None,
+        workers=found.workers,
+        raw=found.raw,
+        seconds=round(time.monotonic() - started, 2),
+        started_at=started_at,
+        ended_at=round(time.time(), 4),
     )
-    record.planted_iterations = int(planted["SERVERBENCH_EXTRA_ITERATIONS"]) if planted else None
-    started = time.monotonic()
-    record.started_at = round(time.time(), 4)
-    raw_dir = Path(tempfile.mkdtemp(prefix="serverbench-work-"))
-    raw_dir.chmod(0o711)
-    ending = Ending()
-    try:
-        with ladder(ending, log_path=log_path):
-            measure(record, config, env, log_path, raw_dir, kept)
-    finally:
-        shutil.rmtree(raw_dir, ignore_errors=True)
-    record.status, record.reason = ending.status, ending.reason
-    if record.status != "ok":
-        # A reason, never a figure: a lens that finished before another failed is not the
-        # server's figure either (its lives stay in ``raw`` for a reader).
-        record.instructions = record.syscalls = None
-    record.seconds = round(time.monotonic() - started, 2)
-    record.ended_at = round(time.time(), 4)
     files.write_json(json_path, asdict(record))
     return asdict(record)

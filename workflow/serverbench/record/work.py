@@ -107,8 +107,11 @@ class WorkClient:
     keepalive: str  # the server's keep-alive behaviour, as the cells' verification finds it
 
 
-@dataclass
+@dataclass(frozen=True)
 class WorkRecord:
+    """One (profile, server, workload)'s work per request, assembled once when the lens ends
+    (``cell.work.run_work``) and frozen."""
+
     schema: str
     profile: str
     server: str
