@@ -17,18 +17,18 @@ import time
 from pathlib import Path
 
 from serverbench import REPO_ROOT
-from serverbench.cell import work, workfigures
+from serverbench.cell import work, workenv, workfigures
 from serverbench.plan import config as cfg
-from serverbench.plan.shapes import Cell
+from serverbench.plan.shapes import Target
 
 
 def figures(config: dict, server: str, pairs: int, workload: str) -> list[tuple[float, float]]:
     """(instructions per request, seconds) of each pair of lives."""
-    cell = Cell("default", "work", server, 1, 0, workload)
+    target = Target("default", server, workload)
     with tempfile.TemporaryDirectory(prefix="work-lens-") as raw:
         Path(raw).chmod(0o755)  # Unit's router and applications run as another user and write below it
         kept = Path(raw) / "kept"  # each life's raw outputs, gone with the directory
-        lives = work.Lives(config, cell, work.fixed_env(server, {}), Path(raw) / "server.log", Path(raw), kept)
+        lives = work.Lives(config, target, workenv.fixed_env(server, {}), Path(raw) / "server.log", Path(raw), kept)
         # As the work job does, the client is picked in a life under perf, before any life under
         # valgrind: there the verification's requests would meet a worker's first answer in one
         # life of a pair and not the other (this script's figures moved by up to 1.9% that way).

@@ -58,9 +58,6 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import os
-import platform
-import pwd
 import shutil
 import tempfile
 import threading
@@ -71,13 +68,11 @@ from pathlib import Path
 import psutil
 
 from serverbench import files
-from serverbench.cell import callgrind, fixedcount, perfcount, servertree, verify, workfigures
+from serverbench.cell import callgrind, fixedcount, perfcount, servertree, verify, workenv, workfigures
 from serverbench.cell.errors import CellFailed, CellSkipped, interruptible
 from serverbench.cell.launch import Launch, placeholders_used
 from serverbench.cell.session import Ending, ServerSession, ladder
 from serverbench.cell.workfigures import Life
-from serverbench.host.environment import cpu_model
-from serverbench.host.runenv import resolve_program, run_env, version_of
 from serverbench.plan import apps
 from serverbench.plan.catalogue import ServerEntry, WorkStop, server_entry
 from serverbench.plan.config import effective_profile
@@ -87,18 +82,16 @@ from serverbench.record.work import (
     WORK_SCHEMA,
     Instructions,
     Syscalls,
-    Tools,
     WorkClient,
     WorkRecord,
 )
 
-# Hash seeds fixed, address randomisation off (setarch -R): the same work every life.
-FIXED_SEEDS = {"PYTHONHASHSEED": "0", "PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}
+# callgrind over every process a server forks; with setarch -R (``wrapper``) and fixed hash
+# seeds (``workenv``), the same work every life.
 VALGRIND = ["valgrind", "-q", "--tool=callgrind", "--trace-children=yes", "--vgdb=no", *callgrind.DUMP_BEFORE_FORK]
 # The lenses, each a pair of lives: instructions (valgrind), counters (perf stat), syscall names (perf trace).
 INSTRUCTIONS, COUNTERS, NAMES = "instructions", "counters", "names"
 OTHER_LIFE_FAILED = "the other life of the pair failed"
-PASSED_THROUGH = ("SERVERBENCH_TEST_SESSION",)
 
 
 def wrapper(lens: str, out: Path, priority: int | None = None) -> list[str]:
@@ -112,24 +105,6 @@ def wrapper(lens: str, out: Path, priority: int | None = None) -> list[str]:
     server_at = counter.index("--") + 1
     above = priority + 1 if priority else None
     return [*servertree.realtime(above), *counter[:server_at], *servertree.realtime(priority), *counter[server_at:]]
-
-
-def fixed_env(server: str, extra: dict[str, str]) -> dict[str, str]:
-    """The environment of every life: the same few variables, whatever the job's own."""
-    user = pwd.getpwuid(os.getuid())
-    return {
-        "PATH": run_env()["PATH"],
-        "HOME": user.pw_dir,
-        "USER": user.pw_name,
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        **FIXED_SEEDS,
-        # The server's name: an A/A twin runs from another environment (and directory) on purpose.
-        "SERVERBENCH_WORK_SERVER": server,
-        # A test session's tag, by which its check for leftover processes knows its own.
-        **{name: os.environ[name] for name in PASSED_THROUGH if name in os.environ},
-        **extra,
-    }
 
 
 def lens_workers(settings: dict, spec: ServerEntry, profile) -> int:
@@ -379,54 +354,6 @@ def counted_instructions(config: dict, lives: Lives) -> Instructions:
     return best
 
 
-def _valgrind_build(config: dict, spec: ServerEntry, env: dict) -> bool | None:
-    """Whether the server's interpreter was built to cooperate with valgrind (None: not asked)."""
-    command = config["languages"][spec.language].get("valgrind_build")
-    if not command:
-        return None
-    program = (spec.interpreter or command)[0]
-    answer = version_of(resolve_program(config, [program, *command[1:]]), env)
-    return {"True": True, "False": False}.get(answer or "")
-
-
-def tools(config: dict, server: str, env: dict) -> Tools:
-    spec = server_entry(config, server)
-    return Tools(
-        valgrind=version_of(["valgrind", "--version"], env),
-        perf=version_of(["perf", "--version"], env),
-        interpreter_with_valgrind=_valgrind_build(config, spec, env),
-        cpu_model=cpu_model() or platform.processor() or None,
-        glibc_tunables=env.get("GLIBC_TUNABLES"),
-        preload=env.get("LD_PRELOAD"),
-    )
-
-
-def _planted(config: dict, spec: ServerEntry) -> dict[str, str]:
-    """A planted variant's fixed extra work: the iterations it names, or as many as its share
-    of ``work_lens.hello_iterations`` (the timed lens's calibration varies per start)."""
-    env = spec.env
-    if env.get("SERVERBENCH_EXTRA_ITERATIONS"):
-        return {"SERVERBENCH_EXTRA_ITERATIONS": str(env["SERVERBENCH_EXTRA_ITERATIONS"])}
-    share = env.get("SERVERBENCH_EXTRA_SHARE")
-    if not share:
-        return {}
-    return {"SERVERBENCH_EXTRA_ITERATIONS": str(round(float(share) * config["work_lens"]["hello_iterations"]))}
-
-
-def _preloaded(config: dict, spec: ServerEntry) -> dict[str, str]:
-    """A server whose interpreter ignores the environment's hash seed (``ignores_hash_seed_env``)
-    gets ``work_lens.fixed_random`` preloaded: its getrandom() returns the same bytes in every
-    life, so every life hashes alike (fixed_random.c says why)."""
-    if not spec.ignores_hash_seed_env:
-        return {}
-    return {"LD_PRELOAD": config["work_lens"]["fixed_random"]}
-
-
-def _missing_programs(env: dict) -> list[str]:
-    needed = ("valgrind", "perf", "setarch", "h2load", "ab", "taskset", "chrt")
-    return [name for name in needed if not shutil.which(name, path=env["PATH"])]
-
-
 @dataclass
 class Counted:
     """What the lens found as it went; the record is assembled from it once, at the end."""
@@ -444,7 +371,7 @@ class Counted:
 def measure(found: Counted, config: dict, target: Target, env: dict, log_path: Path, raw_dir: Path, kept: Path):
     """Both lenses' figures into ``found`` (or CellSkipped / CellFailed); each life's raw
     outputs go to ``kept``, named in ``found.raw``."""
-    missing = _missing_programs(env)
+    missing = workenv.missing_programs(env)
     if missing:
         raise CellSkipped(f"the work lens needs {', '.join(missing)}, not installed")
     preload = env.get("LD_PRELOAD")
@@ -486,8 +413,8 @@ def run_work(config: dict, profile_name: str, server: str, workload: str, json_p
     kept.mkdir(parents=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_bytes(b"")
-    planted = _planted(config, spec)
-    env = fixed_env(server, {**planted, **_preloaded(config, spec)})
+    planted = workenv.planted(config, spec)
+    env = workenv.fixed_env(server, {**planted, **workenv.preloaded(config, spec)})
     started, started_at = time.monotonic(), round(time.time(), 4)
     raw_dir = Path(tempfile.mkdtemp(prefix="serverbench-work-"))
     raw_dir.chmod(0o711)
@@ -512,7 +439,7 @@ def run_work(config: dict, profile_name: str, server: str, workload: str, json_p
         instructions=found.instructions if ok else None,
         syscalls=found.syscalls if ok else None,
         tools=dataclasses.replace(
-            tools(config, server, env),
+            workenv.tools(config, server, env),
             server=found.server_version,
             interpreter=found.interpreter,
             realtime_priority=found.realtime_priority,
