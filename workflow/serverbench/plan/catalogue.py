@@ -18,6 +18,39 @@ class WorkStop(StrEnum):
 
 
 @dataclass(frozen=True)
+class SearchSpec:
+    """The settings the ``advise`` profile searches (the schema's ``search``; plan.search)."""
+
+    workers: tuple[int, int] | None = None  # lowest and highest workers; None: the start's only
+    threads: tuple[int, int] | None = None
+    start_workers: int | str = "2*cpus+1"  # the rule of thumb, a count or a formula of cpus
+    start_threads: int | str = 1
+    models: tuple[str, ...] = ()  # the same server in other worker models, searched with it
+
+    @classmethod
+    def from_spec(cls, spec: dict) -> SearchSpec:
+        start = spec.get("start") or {}
+        return cls(
+            workers=tuple(spec["workers"]) if spec.get("workers") else None,
+            threads=tuple(spec["threads"]) if spec.get("threads") else None,
+            start_workers=start.get("workers", "2*cpus+1"),
+            start_threads=start.get("threads", 1),
+            models=tuple(spec.get("models") or ()),
+        )
+
+
+@dataclass(frozen=True)
+class Deploy:
+    """How a user deploys the server (the schema's ``deploy``): a template rendered to ``file``,
+    started by ``run``."""
+
+    template: str
+    file: str
+    run: tuple[str, ...]
+    vars: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ServerEntry:
     name: str
     language: str
@@ -45,6 +78,8 @@ class ServerEntry:
     work_stop: WorkStop = WorkStop.TOGETHER
     work_realtime: bool = False
     work_pairs: int = 1
+    search: SearchSpec | None = None  # what the advise profile searches; None: its start only
+    deploy: Deploy | None = None  # the configuration a user deploys it with
 
     @classmethod
     def from_spec(cls, name: str, spec: dict) -> ServerEntry:
@@ -56,6 +91,10 @@ class ServerEntry:
                 values[key] = tuple(values[key])
         if isinstance(values.get("interpreter"), list):
             values["interpreter"] = tuple(values["interpreter"])
+        if "search" in values:
+            values["search"] = SearchSpec.from_spec(values["search"])
+        if "deploy" in values:
+            values["deploy"] = Deploy(**{**values["deploy"], "run": tuple(values["deploy"]["run"])})
         if "work_stop" in values:
             values["work_stop"] = WorkStop(values["work_stop"])
         return cls(name=name, **values)

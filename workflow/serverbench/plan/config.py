@@ -58,7 +58,11 @@ PROFILE_OVERRIDES = (
     "network",
     "isolation",
     "work",
+    "server_cpus",
+    "memory_limit",
 )
+# Top-level keys that, when set, replace the same key of a profile's `advise`.
+ADVISE_OVERRIDES = ("objective_p99_ms", "memory_budget_mb")
 
 FD_RESERVE = 64
 
@@ -184,6 +188,11 @@ def requested_profile(config: dict, name: str) -> dict:
     for key in PROFILE_OVERRIDES:
         if config.get(key) is not None:
             profile[key] = config[key]
+    if profile.get("advise"):
+        profile["advise"] = {
+            **profile["advise"],
+            **{key: config[key] for key in ADVISE_OVERRIDES if config.get(key) is not None},
+        }
     if profile["servers"] == "all":
         profile["servers"] = list(config["catalogue"])
     return profile
@@ -208,7 +217,7 @@ def _number(value):
 
 def normalise_overrides(config: dict) -> dict:
     """Numbers given on the command line as text become numbers (in place)."""
-    for key in ("concurrency", "repeats", "duration", "requests", "rate"):
+    for key in ("concurrency", "repeats", "duration", "requests", "rate", "objective_p99_ms", "memory_budget_mb"):
         value = config.get(key)
         if isinstance(value, list):
             config[key] = [_number(v) for v in value]

@@ -93,6 +93,7 @@ class Profile:
     max_repeats: int | None
     rounds_at_once: int
     work: bool | list[str]  # every workload's work counted, or only these workloads'
+    advise: dict | None  # your deployment, decided (cell.advise): objective, budget, steps; None: not asked
     operations: dict | None  # a server in operation (cell.operations): its lives and reloads; None: not asked
     duration: float
     requests: int

@@ -1,0 +1,189 @@
+"""Your deployment, decided: one job per (profile, server) of a profile with ``advise``.
+
+The server's settings (its worker models, workers, threads: the catalogue's ``search``) are
+searched adaptively (``plan.search``); each setting is a server started through the one
+``ServerSession`` on the machine the profile emulates (its ``server_cpus``, its
+``memory_limit``), verified, and asked for its capacity at the p99 objective
+(``cell.objective``) and its memory under that load. At the setting the search found best,
+the server is started once more and reloaded under load (operations' machinery): a server
+that fails requests on reload is never recommended. Everything measured is one frozen
+``AdviceRecord``, the load tool's raw output beside it; a server that cannot start is a
+recorded failure, and no process outlives the job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from serverbench import files
+from serverbench.cell import loadgen, servers, verify
+from serverbench.cell.errors import CellFailed, interruptible
+from serverbench.cell.launch import placeholders_used
+from serverbench.cell.objective import Found, ObjectiveProbe, RawLog, connections_for
+from serverbench.cell.operations import reload_under_load
+from serverbench.cell.session import ServerSession
+from serverbench.plan import apps, search
+from serverbench.plan.catalogue import SearchSpec, server_entry
+from serverbench.plan.config import effective_profile
+from serverbench.plan.shapes import Profile, Target
+from serverbench.record.advice import ADVICE_SCHEMA, AdviceRecord, Point, ReloadCheck, ReloadOutcome
+from serverbench.record.vocabulary import Status
+
+MB = 1024 * 1024
+FAILURES = (OSError, servers.ServerError, loadgen.ToolMissing)
+
+
+def space_of(config: dict, model: str, cpus: int) -> search.Space:
+    """A worker model's settings: the axes its command takes, and the rule of thumb for ``cpus``."""
+    entry = server_entry(config, model)
+    spec = entry.search or SearchSpec()
+    used = placeholders_used(entry)
+    workers = search.Axis(*spec.workers) if spec.workers and "workers" in used else None
+    threads = search.Axis(*spec.threads) if spec.threads and "threads" in used else None
+    start_workers = search.rule_of_thumb(spec.start_workers, cpus)
+    start_threads = search.rule_of_thumb(spec.start_threads, cpus)
+    start = search.Setting(
+        model,
+        workers.clip(start_workers) if workers else start_workers,
+        threads.clip(start_threads) if threads else start_threads,
+    )
+    return search.Space(start, workers, threads)
+
+
+class Advising:
+    """One server's search: every setting measured, as points, and the reload check."""
+
+    def __init__(self, config: dict, profile: Profile, server: str, json_path, log_path):
+        self.config, self.profile, self.server = config, profile, server
+        self.workload = profile.workloads[0]
+        self.log_path = Path(log_path)
+        self.raw = RawLog(str(Path(json_path).with_suffix(".raw.txt")))
+        budget = profile.advise["memory_budget_mb"]
+        self.budget = None if budget is None else int(budget * MB)
+        self.points: dict[search.Setting, Point] = {}
+        self.rules: set[search.Setting] = set()
+
+    def search_all(self, models: tuple[str, ...]) -> list[search.Measured]:
+        measured = []
+        cpus = len(self.profile.server_cpus)
+        for model in models:
+            space = space_of(self.config, model, cpus)
+            self.rules.add(space.start)
+            found = search.Search(space, self.measure, self.budget, self.profile.advise["max_points"]).run()
+            measured.extend(found)
+        return measured
+
+    def _session(self, setting: search.Setting) -> ServerSession:
+        lived = dataclasses.replace(self.profile, workers=setting.workers, threads=setting.threads)
+        target = Target(self.profile.name, setting.model, self.workload)
+        with self.log_path.open("a") as log:
+            log.write(f"serverbench: {setting.label()}\n")
+        return ServerSession(self.config, target, lived, self.log_path, failures=FAILURES)
+
+    def _verified(self, launch) -> str:
+        """The workload's path, once its answer is checked (a wrong answer fails the setting)."""
+        workload = apps.workloads(self.config, self.profile.name)[self.workload]
+        expect = launch.expected_answer_of(self.workload)
+        check = verify.verify(
+            launch.host, launch.port, expect, workload["path"], self.profile.timeout, apps.sent(workload)
+        )
+        if not check.ok:
+            launch.check_alive("verification")
+            raise CellFailed(f"wrong answer: {check.reason}{launch.log_note()}")
+        return workload["path"]
+
+    def measure(self, setting: search.Setting) -> search.Measured:
+        started = time.monotonic()
+        connections = connections_for(setting.workers, setting.threads, self.profile.advise["max_connections"])
+        found = Found()
+        session = self._session(setting)
+        with session:
+            launch = session.start()
+            path = self._verified(launch)
+            probe = ObjectiveProbe(self.config, self.profile, launch, path, self.raw, setting.label())
+            found = probe.capacity(connections)
+        ending = session.ending
+        point = Point(
+            model=setting.model, workers=setting.workers, threads=setting.threads,
+            status=ending.status, reason=ending.reason, peak_rps=found.peak_rps, connections=connections,
+            met_rps=found.met, missed_rps=found.missed, limit=found.limit if ending.ok else None,
+            memory_bytes=found.memory_at_met(), steps=tuple(found.steps),
+            rule_of_thumb=setting in self.rules, seconds=round(time.monotonic() - started, 2),
+        )  # fmt: skip
+        self.points[setting] = point
+        return search.Measured(setting, search.Capacity(found.met, found.missed), point.memory_bytes, ending.ok)
+
+    def reload_check(self, setting: search.Setting | None) -> ReloadCheck:
+        spec = self.profile.advise
+        if setting is None:
+            return ReloadCheck("", 0, 0, ReloadOutcome.NOT_MEASURED, 0, 0, 0, 0, None, "no setting met the objective")
+        plan = {
+            "reloads": spec["reloads"],
+            "reload_every": spec["reload_every"],
+            "concurrency": connections_for(setting.workers, setting.threads, spec["reload_concurrency"]),
+        }
+        found: dict = {}
+        session = self._session(setting)
+        with session:
+            found = reload_under_load(session.start(), plan)
+        if not session.ending.ok:
+            found = {"status": "broken", "reason": session.ending.reason, "reloads": []}
+        return reload_from(setting, found, spec["reloads"])
+
+
+def reload_from(setting: search.Setting, found: dict, asked: int) -> ReloadCheck:
+    """operations' reload figures as the advice reads them."""
+    windows = found.get("reloads") or []
+    failed = sum(w["failed"] for w in windows)
+    if found["status"] == "not declared":
+        outcome = ReloadOutcome.NOT_DECLARED
+    elif found["status"] == "broken":
+        outcome = ReloadOutcome.BROKEN
+    elif asked == 0:
+        outcome = ReloadOutcome.NOT_MEASURED
+    else:
+        outcome = ReloadOutcome.FAILED_REQUESTS if failed else ReloadOutcome.CLEAN
+    gaps = [w["longest_gap_s"] for w in windows if w["longest_gap_s"] is not None]
+    return ReloadCheck(
+        setting.model, setting.workers, setting.threads, outcome, len(windows), failed,
+        sum(w["dropped_reused"] for w in windows), (found.get("control") or {}).get("failed", 0),
+        max(gaps) if gaps else None, found.get("reason"),
+    )  # fmt: skip
+
+
+def overall(points: list[Point]) -> tuple[Status, str | None]:
+    """The job's status: ok where a setting was measured, else the first point's ending."""
+    if any(p.status is Status.OK for p in points):
+        return Status.OK, None
+    first = points[0] if points else None
+    return (first.status, first.reason) if first else (Status.FAILED, "no setting was measured")
+
+
+@interruptible()
+def run_advise(config: dict, profile_name: str, server: str, json_path, log_path) -> dict:
+    """One server's settings searched, the chosen one reloaded, the record written (and returned)."""
+    started = time.monotonic()
+    profile = effective_profile(config, profile_name)
+    entry = server_entry(config, server)
+    models = (server, *(entry.search.models if entry.search else ()))
+    advising = Advising(config, profile, server, json_path, log_path)
+    advising.log_path.parent.mkdir(parents=True, exist_ok=True)
+    advising.log_path.write_bytes(b"")
+    Path(advising.raw.path).write_bytes(b"")
+    measured = advising.search_all(models)
+    chosen = search.best(measured, advising.budget)
+    reload = advising.reload_check(chosen.setting if chosen else None)
+    points = list(advising.points.values())
+    status, reason = overall(points)
+    record = AdviceRecord(
+        schema=ADVICE_SCHEMA, profile=profile_name, server=server, language=entry.language,
+        app=apps.app_name(config, profile_name), workload=advising.workload,
+        objective_p99_ms=float(profile.advise["objective_p99_ms"]), memory_budget_bytes=advising.budget,
+        cpus=len(profile.server_cpus), memory_limit_bytes=profile.memory_limit, models=models,
+        status=status, reason=reason, points=tuple(points), reload=reload,
+        raw=Path(advising.raw.path).name, seconds=round(time.monotonic() - started, 2),
+    )  # fmt: skip
+    files.write_json(json_path, record.to_dict())
+    return record.to_dict()

@@ -1,0 +1,175 @@
+"""Capacity at a p99 objective, measured on a running server: the highest offered open-loop
+rate whose p99 stays within the objective, as an interval (the highest rate that met it, the
+lowest that missed it).
+
+The client (the profile's ``tool``, by default ``oha-fresh``: constant rate, latency counted
+from when each request was due, each request on a connection of its own, as many clients or
+a front opening one per request send it) may hold twice the requests the setting holds at
+once and a few more: the listen queue keeps every worker busy, and no connection waits
+behind another's keep-alive on a server that gives a worker to a connection (Starman). A rate
+*met* the objective when every request sent got a correct answer, at least
+``SENT_SHARE`` of the requests due were sent (a client that could not send on schedule hides
+the wait of those it never sent), and p99 is within the objective.
+
+The rates: first the closed loop's own rate at the same connections (``peak_s``), then
+halving down until one meets the objective, then bisecting between met and missed until
+they are ``resolution`` apart or ``rate_steps`` runs are spent. Each run's raw output goes
+to the raw file; the server tree's PSS is read late in each run.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from serverbench.cell import loadgen, parsers
+from serverbench.cell.launch import Launch
+from serverbench.cell.operations import memory
+from serverbench.plan.shapes import Profile
+from serverbench.record.advice import Limit, Step
+
+SENT_SHARE = 0.95  # of the requests due: fewer sent, and the client hid the wait
+MEMORY_AT = 0.75  # of a run: when the server tree's PSS is read
+GROWTH_WHEN_ALL_MET = 1.25  # the closed loop's rate met the objective: offer this much more once
+
+
+@dataclass
+class RawLog:
+    """The raw output of every load-tool run of a job, one file, each run after a header."""
+
+    path: str
+    runs: int = 0
+
+    def add(self, header: str, text: str) -> str:
+        self.runs += 1
+        line = f"=== serverbench run {self.runs}: {header}"
+        with open(self.path, "a") as raw:
+            raw.write(f"{line}\n{text}\n")
+        return line
+
+
+@dataclass
+class Found:
+    """What the search at one setting found."""
+
+    peak_rps: float | None = None
+    met: float = 0.0
+    missed: float | None = None
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def limit(self) -> Limit:
+        if self.met == 0:
+            return Limit.NEVER_MET
+        return Limit.OBJECTIVE if self.missed is not None else Limit.OFFERED
+
+    def memory_at_met(self) -> int | None:
+        """The server tree's PSS (bytes) at the highest rate that met the objective."""
+        at = [s for s in self.steps if s.met and s.offered_rps == self.met]
+        return at[-1].pss_bytes if at else None
+
+
+class ObjectiveProbe:
+    """Runs the rates against ``launch`` for a setting of ``connections`` (the module's docstring)."""
+
+    def __init__(self, config: dict, profile: Profile, launch: Launch, path: str, raw: RawLog, label: str):
+        self.config, self.profile, self.launch, self.raw, self.label = config, profile, launch, raw, label
+        self.spec = profile.advise
+        self.url = f"http://{launch.host}:{launch.port}{path}"
+        self.objective_ms = float(self.spec["objective_p99_ms"])
+
+    def capacity(self, connections: int) -> Found:
+        found = Found()
+        found.peak_rps = self._peak(connections)
+        rate = found.peak_rps
+        for _ in range(self.spec["rate_steps"] + 1):
+            if rate is None or rate < 1:
+                break
+            rate = round(rate, 1)
+            step = self._step(rate, connections)
+            found.steps.append(step)
+            if step.met:
+                found.met = max(found.met, rate)
+            else:
+                found.missed = rate if found.missed is None else min(found.missed, rate)
+            rate = self._next_rate(found)
+        return found
+
+    def _next_rate(self, found: Found) -> float | None:
+        if found.missed is None:  # everything offered met it: once more, higher, then stop
+            grown = found.met * GROWTH_WHEN_ALL_MET
+            return None if len(found.steps) > 1 else grown
+        if found.met == 0:
+            return found.missed / 2
+        if found.missed / found.met - 1 <= self.spec["resolution"]:
+            return None
+        return (found.met + found.missed) / 2
+
+    def _tool(self, name: str, connections: int, duration: float, rate: float | None = None) -> list[str]:
+        values = loadgen.tool_values(self.profile, connections, self.url, duration)
+        if rate is not None:
+            values["rate"] = f"{rate:g}"
+        return loadgen.build_argv(self.config["load_tools"][name], values)
+
+    def _run(self, argv: list[str], duration: float, header: str, sample_memory: bool):
+        sampled: dict = {}
+        timer = threading.Timer(duration * MEMORY_AT, lambda: sampled.update(pss=tree_pss(self.launch)))
+        if sample_memory:
+            timer.start()
+        try:
+            deadline = duration + self.profile.timeout + 30
+            run = loadgen.run(argv, self.profile.client_cpus, deadline, cpu_quota=self.profile.client_cpu_quota)
+        finally:
+            timer.cancel()
+        line = self.raw.add(header, run.output)
+        try:
+            parsed = parsers.parse("oha", run.output)
+        except parsers.ParseError:
+            parsed = None
+        return parsed, sampled.get("pss"), line
+
+    def _peak(self, connections: int) -> float | None:
+        duration = self.spec["peak_s"]
+        argv = self._tool(self.spec["peak_tool"], connections, duration)
+        parsed, _, _ = self._run(argv, duration, f"{self.label} closed loop, {connections} connections", False)
+        if parsed is None or not parsed["requests_per_s"]:
+            self.launch.check_alive("the closed loop")
+            return None
+        return round(parsed["requests_per_s"], 1)
+
+    def _duration(self, rate: float) -> float:
+        wanted = self.spec["tail_samples"] / rate
+        return round(min(self.spec["max_step_s"], max(self.spec["step_s"], wanted)), 2)
+
+    def _step(self, rate: float, connections: int) -> Step:
+        duration = self._duration(rate)
+        argv = self._tool(self.spec["tool"], connections, duration, rate)
+        header = f"{self.label} offered {rate:g} req/s for {duration:g} s, {connections} connections"
+        parsed, pss, line = self._run(argv, duration, header, True)
+        if parsed is None:
+            self.launch.check_alive("an offered rate")
+            return Step(rate, duration, None, None, 0, None, False, pss, line)
+        cut_off = sum((parsed["errors_detail"].get("cut_off_at_deadline") or {}).values())
+        sent = (parsed["requests"] or 0) + cut_off
+        p99 = parsed["latency_ms"]["p99"]
+        failed = parsed["errors_total"] or 0
+        met = failed == 0 and sent >= SENT_SHARE * rate * duration and p99 is not None and p99 <= self.objective_ms
+        achieved = parsed["requests_per_s"]
+        return Step(
+            rate, duration, None if achieved is None else round(achieved, 1), parsed["requests"], failed,
+            None if p99 is None else round(p99, 3), met, pss, line,
+        )  # fmt: skip
+
+
+def tree_pss(launch: Launch) -> int | None:
+    """The server tree's PSS in bytes (None where a process could not be read)."""
+    try:
+        return memory(launch)[1]
+    except Exception:  # noqa: BLE001 - a process gone mid-read: no figure, never a failed run
+        return None
+
+
+def connections_for(workers: int, threads: int, most: int) -> int:
+    """The client's connections for a setting: twice what it holds at once and a few more (the
+    listen queue keeps every worker busy), at most ``most``."""
+    return max(1, min(most, 2 * workers * threads + 4))

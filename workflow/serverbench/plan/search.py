@@ -1,0 +1,201 @@
+"""The settings search of the ``advise`` profile, as a policy: which settings of a server to
+measure next, given what the settings measured so far gave. Pure: the cell stage calls it
+with a function that measures one setting (``cell.advise``), the tests with planted figures.
+
+A server's settings are its worker model (a catalogue entry: gunicorn's sync worker,
+``gunicorn-gthread``), its workers and, where the model has them, its threads. The search is
+adaptive, never a full grid:
+
+1. start from the rule of thumb (``2*cpus+1`` workers, or the server's default);
+2. workers: double while capacity at the objective clearly grows and memory fits the budget;
+   halve while it does not clearly shrink (fewer workers that do as much use less memory);
+3. threads, at the best workers: double while capacity clearly grows;
+4. refine: the midpoints between the best and its measured neighbours.
+
+"Clearly" is the intervals' word: a capacity is an interval (the highest offered rate that met
+the objective, the lowest that missed it), and one setting does more than another only where
+its interval lies wholly above the other's. The same reading decides the recommendation
+(``decide.advice``), so the search steers by the rule its answer is judged by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from serverbench.plan import scaling
+
+DEFAULT_RESOLUTION = 0.05  # a capacity whose missed rate is unknown: its upper end this share above the met one
+
+
+@dataclass(frozen=True, order=True)
+class Setting:
+    """One way to run a server: its worker model (a catalogue entry), workers, threads per worker."""
+
+    model: str
+    workers: int
+    threads: int = 1
+
+    @property
+    def concurrency(self) -> int:
+        """Requests the setting can hold at once."""
+        return self.workers * self.threads
+
+    def label(self) -> str:
+        return f"{self.model} {self.workers}×{self.threads}"
+
+
+@dataclass(frozen=True)
+class Axis:
+    """The counts a setting may take on one axis (workers or threads), both ends included."""
+
+    low: int
+    high: int
+
+    def clip(self, count: int) -> int:
+        return max(self.low, min(self.high, count))
+
+
+@dataclass(frozen=True)
+class Space:
+    """One worker model's settings: its axes (``None``: fixed at the start's count) and the
+    rule of thumb it starts from."""
+
+    start: Setting
+    workers: Axis | None
+    threads: Axis | None
+
+    def setting(self, workers: int, threads: int) -> Setting:
+        w = self.workers.clip(workers) if self.workers else self.start.workers
+        t = self.threads.clip(threads) if self.threads else self.start.threads
+        return Setting(self.start.model, w, t)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Capacity at the objective as an interval: ``met`` the highest offered rate (req/s) whose
+    p99 met the objective (0: none did), ``missed`` the lowest that did not (None: none missed
+    up to the highest offered)."""
+
+    met: float
+    missed: float | None
+
+    def upper(self, resolution: float = DEFAULT_RESOLUTION) -> float:
+        return self.missed if self.missed is not None else self.met * (1 + resolution)
+
+    def clearly_above(self, other: Capacity, resolution: float = DEFAULT_RESOLUTION) -> bool:
+        """This capacity is told apart from ``other`` and higher: its interval wholly above."""
+        return self.met > other.upper(resolution)
+
+    def told_apart(self, other: Capacity, resolution: float = DEFAULT_RESOLUTION) -> bool:
+        return self.clearly_above(other, resolution) or other.clearly_above(self, resolution)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one setting gave: its capacity at the objective, the server tree's memory under that
+    load (PSS bytes), and whether it could be measured at all (``ok``)."""
+
+    setting: Setting
+    capacity: Capacity
+    memory_bytes: int | None
+    ok: bool = True
+
+    def fits(self, budget_bytes: int | None) -> bool:
+        return budget_bytes is None or (self.memory_bytes is not None and self.memory_bytes <= budget_bytes)
+
+    def eligible(self, budget_bytes: int | None) -> bool:
+        """Can be recommended: measured, met the objective at some rate, within the budget."""
+        return self.ok and self.capacity.met > 0 and self.fits(budget_bytes)
+
+
+def rule_of_thumb(formula, cpus: int) -> int:
+    """The rule of thumb's count for ``cpus`` (a count or a formula such as ``2*cpus+1``)."""
+    return scaling.evaluate(formula, {"cpus": cpus, "host_cpus": cpus})
+
+
+def best(points: list[Measured], budget_bytes: int | None) -> Measured | None:
+    """The eligible point of most capacity, and of those not told apart from it the one using
+    the least memory (then the fewest workers × threads)."""
+    eligible = [p for p in points if p.eligible(budget_bytes)]
+    if not eligible:
+        return None
+    top = max(eligible, key=lambda p: p.capacity.met)
+    tied = [p for p in eligible if not top.capacity.clearly_above(p.capacity)]
+    return min(tied, key=lambda p: (p.memory_bytes or 0, p.setting.concurrency, p.setting))
+
+
+class Search:
+    """One worker model's adaptive search (the module's docstring); ``measure`` measures a
+    setting, at most ``max_points`` settings are measured."""
+
+    def __init__(self, space: Space, measure: Callable[[Setting], Measured], budget_bytes: int | None, max_points: int):
+        self.space, self.measure, self.budget, self.max_points = space, measure, budget_bytes, max_points
+        self.points: dict[Setting, Measured] = {}
+
+    def run(self) -> list[Measured]:
+        start = self.at(self.space.start)
+        if start is not None and start.ok:
+            self._walk_workers()
+            self._walk_threads()
+            self._refine()
+        return list(self.points.values())
+
+    def at(self, setting: Setting) -> Measured | None:
+        if setting in self.points:
+            return self.points[setting]
+        if len(self.points) >= self.max_points:
+            return None
+        self.points[setting] = self.measure(setting)
+        return self.points[setting]
+
+    def _best(self) -> Measured:
+        found = best(list(self.points.values()), self.budget)
+        return found or self.points[self.space.start]
+
+    def _walk_workers(self) -> None:
+        if self.space.workers is None:
+            return
+        for grow in (True, False):
+            current = self._best()
+            while True:
+                w, t = current.setting.workers, current.setting.threads
+                nxt = self.space.setting(w * 2 if grow else max(1, w // 2), t)
+                if nxt == current.setting or nxt in self.points:
+                    break
+                found = self.at(nxt)
+                if found is None or not found.ok:
+                    break
+                better = found.capacity.clearly_above(current.capacity) and found.fits(self.budget)
+                no_worse = not current.capacity.clearly_above(found.capacity) and found.fits(self.budget)
+                if not (better if grow else no_worse):
+                    break
+                current = found
+
+    def _walk_threads(self) -> None:
+        if self.space.threads is None:
+            return
+        current = self._best()
+        while True:
+            nxt = self.space.setting(current.setting.workers, current.setting.threads * 2)
+            if nxt == current.setting or nxt in self.points:
+                break
+            found = self.at(nxt)
+            if found is None or not found.ok or not found.fits(self.budget):
+                break
+            if not found.capacity.clearly_above(current.capacity):
+                break
+            current = found
+
+    def _refine(self) -> None:
+        """The midpoints on the workers axis between the best and the measured counts beside it."""
+        if self.space.workers is None:
+            return
+        chosen = self._best().setting
+        same_threads = sorted(s.workers for s in self.points if s.threads == chosen.threads)
+        below = [w for w in same_threads if w < chosen.workers]
+        above = [w for w in same_threads if w > chosen.workers]
+        for neighbour in ([below[-1]] if below else []) + ([above[0]] if above else []):
+            middle = (neighbour + chosen.workers) // 2
+            if middle not in (neighbour, chosen.workers):
+                self.at(self.space.setting(middle, chosen.threads))

@@ -1,0 +1,135 @@
+"""The settings search of one server (the ``advise`` profile): ``AdviceRecord``, versioned
+(``ADVICE_SCHEMA``), frozen and assembled once when the search ends.
+
+Every setting measured is a ``Point``; its capacity at the objective rests on ``Step``s, each
+one open-loop run at an offered rate whose p99 met the objective or did not. The raw output of
+every load-tool run is kept beside the record (``raw``: the file and each run's header in it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+
+from serverbench.record.vocabulary import Status
+
+ADVICE_SCHEMA = "serverbench.advice/1"
+
+
+class Limit(StrEnum):
+    """What held a point's capacity at the objective (or why it has none)."""
+
+    OBJECTIVE = "objective"  # the p99 objective: more offered load missed it
+    NEVER_MET = "never met"  # not even the lowest rate offered met the objective
+    OFFERED = "offered"  # no rate offered missed it (the search offered no more)
+
+
+class ReloadOutcome(StrEnum):
+    """The reload under load at the chosen setting."""
+
+    CLEAN = "clean"  # no request failed on reload
+    FAILED_REQUESTS = "failed requests"  # requests failed while reloading
+    BROKEN = "broken"  # the server died or stopped answering after a reload
+    NOT_DECLARED = "not declared"  # the catalogue declares no graceful reload
+    NOT_MEASURED = "not measured"  # no setting to reload at (none was eligible)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One open-loop run: the rate offered, what came of it, and whether p99 met the objective
+    (no failed request, and p99 of the answers within it)."""
+
+    offered_rps: float
+    duration_s: float
+    achieved_rps: float | None
+    requests: int | None
+    failed: int
+    p99_ms: float | None
+    met: bool
+    pss_bytes: int | None  # the server tree's PSS late in the run
+    raw_header: str  # the line in the raw file before this run's output
+
+
+@dataclass(frozen=True)
+class Point:
+    """One setting measured: its capacity at the objective (``met_rps`` the highest offered rate
+    that met it, ``missed_rps`` the lowest that did not), the tree's memory under that load."""
+
+    model: str
+    workers: int
+    threads: int
+    status: Status
+    reason: str | None
+    peak_rps: float | None  # the closed loop's rate: where the rates offered start
+    connections: int  # of the open-loop client
+    met_rps: float
+    missed_rps: float | None
+    limit: Limit | None
+    memory_bytes: int | None  # PSS of the server tree at the highest rate that met the objective
+    steps: tuple[Step, ...]
+    rule_of_thumb: bool  # the setting the rule of thumb gives
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ReloadCheck:
+    """Reloads under closed-loop load at one setting (operations' machinery)."""
+
+    model: str
+    workers: int
+    threads: int
+    outcome: ReloadOutcome
+    reloads: int
+    failed: int  # requests failed in the reloads' windows (a reused keep-alive dropped not counted)
+    dropped_reused: int
+    control_failed: int  # failed in the window before the first reload
+    longest_gap_s: float | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class AdviceRecord:
+    """One server's search for one profile: its inputs, every point, the reload check."""
+
+    schema: str
+    profile: str
+    server: str
+    language: str
+    app: str
+    workload: str
+    objective_p99_ms: float
+    memory_budget_bytes: int | None
+    cpus: int  # the server's CPUs (the machine emulated)
+    memory_limit_bytes: int | None  # the server cgroup's limit
+    models: tuple[str, ...]
+    status: Status
+    reason: str | None
+    points: tuple[Point, ...]
+    reload: ReloadCheck | None
+    raw: str | None = None  # the raw output file beside the record
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def point_from_dict(data: dict) -> Point:
+    steps = tuple(Step(**step) for step in data["steps"])
+    limit = Limit(data["limit"]) if data.get("limit") else None
+    return Point(**{**data, "status": Status(data["status"]), "limit": limit, "steps": steps})
+
+
+def load_advice(data: dict) -> AdviceRecord:
+    """A record as written (``to_dict``), typed again."""
+    if data.get("schema") != ADVICE_SCHEMA:
+        raise ValueError(f"not an advice record of {ADVICE_SCHEMA}: {data.get('schema')!r}")
+    reload = data.get("reload")
+    return AdviceRecord(
+        **{
+            **data,
+            "status": Status(data["status"]),
+            "models": tuple(data["models"]),
+            "points": tuple(point_from_dict(p) for p in data["points"]),
+            "reload": ReloadCheck(**{**reload, "outcome": ReloadOutcome(reload["outcome"])}) if reload else None,
+        }
+    )
