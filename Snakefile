@@ -14,6 +14,7 @@ include: "workflow/rules/database.smk"
 include: "workflow/rules/bench.smk"
 include: "workflow/rules/work.smk"
 include: "workflow/rules/operations.smk"
+include: "workflow/rules/advise.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/charts.smk"
 
@@ -30,6 +31,7 @@ localrules:
     decide_work,
     work_table,
     operations_table,
+    advice_table,
     conformance_table,
     seeds,
     chart,
@@ -48,6 +50,8 @@ rule all:
         f"{RESULTS}/index.html",
         *WORK_TABLES,
         *OPERATIONS_TABLES,
+        *ADVICE_TABLES,
+        *ADVICE_CONFIGS,
         *CHART_FILES,
         *SCREENSHOTS,
 
@@ -60,6 +64,7 @@ onsuccess:
     docker_down()
     print_answers(f"{RESULTS}/verdicts.csv", f"{RESULTS}/conformance.csv")
     print_work(f"{RESULTS}/work_verdicts.csv")
+    print_advice(f"{RESULTS}/advice_recommendations.csv")
 
 
 onerror:

@@ -48,6 +48,8 @@ rule index:
         work=WORK_TABLES,
         # operations.csv where a profile asks how its servers run.
         operations=OPERATIONS_TABLES,
+        # advice.csv and advice_recommendations.csv where a profile asks for advice.
+        advice=ADVICE_TABLES,
     output:
         index=report(f"{RESULTS}/index.html", category="Overview"),
         answers=f"{RESULTS}/answers.md",

@@ -10,6 +10,7 @@ from serverbench.plan.config import config_hash
 from serverbench.plan.languages import title as language_title
 from serverbench.plan.matrix import Matrix, kept_seed
 from serverbench.plan.shapes import CELL_PATH, RATE_CELL_PATH
+from serverbench.report.advice import print_advice
 from serverbench.report.answers import print_answers
 from serverbench.report.work import print_work
 from serverbench.report.names import CHARTS
@@ -239,6 +240,27 @@ OPERATIONS_TABLES = (
     if operations_results()
     else []
 )
+
+
+def advise_results(wildcards=None):
+    """Every (profile, server) settings search of the profiles with `advise`."""
+    pairs = sorted(
+        {
+            (cell.profile, cell.server)
+            for cell in MATRIX.cells
+            if MATRIX.profiles[cell.profile].advise
+        }
+    )
+    return [f"{RESULTS}/advice/{profile}/{server}.json" for profile, server in pairs]
+
+
+# advice.csv and the recommendations, where a profile of the run asks for advice.
+ADVICE_TABLES = (
+    [f"{RESULTS}/advice.csv", f"{RESULTS}/advice_recommendations.csv"]
+    if advise_results()
+    else []
+)
+ADVICE_CONFIGS = [f"{RESULTS}/advice/configurations"] if advise_results() else []
 
 
 # The work lens's tables, where a profile of the run counts work.

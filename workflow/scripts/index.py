@@ -28,4 +28,5 @@ write_index(
     work_csvs=list(snakemake.input.work),  # noqa: F821
     work_margin=snakemake.config["work_lens"]["margin"],  # noqa: F821
     operations_csvs=list(snakemake.input.operations),  # noqa: F821
+    advice_csvs=list(snakemake.input.advice),  # noqa: F821
 )

@@ -13,7 +13,8 @@ the wait of those it never sent), and p99 is within the objective.
 
 The rates: first the closed loop's own rate at the same connections (``peak_s``), then
 halving down until one meets the objective, then bisecting between met and missed until
-they are ``resolution`` apart or ``rate_steps`` runs are spent. Each run's raw output goes
+they are ``resolution`` apart or ``rate_steps`` runs are spent; the highest rate that met it is
+offered once more, and must meet it again. Each run's raw output goes
 to the raw file; the server tree's PSS is read late in each run.
 """
 
@@ -93,7 +94,20 @@ class ObjectiveProbe:
             else:
                 found.missed = rate if found.missed is None else min(found.missed, rate)
             rate = self._next_rate(found)
+        if found.met > 0:
+            self._confirm(found, connections)
         return found
+
+    def _confirm(self, found: Found, connections: int) -> None:
+        """The highest rate that met the objective, offered once more: where it misses this time,
+        it bounds the capacity from above and the next lower rate that met it is the capacity (one
+        lucky run near the knee does not make a capacity)."""
+        step = self._step(found.met, connections)
+        found.steps.append(step)
+        if not step.met:
+            found.missed = found.met
+            lower = [s.offered_rps for s in found.steps if s.met and s.offered_rps < found.met]
+            found.met = max(lower, default=0.0)
 
     def _next_rate(self, found: Found) -> float | None:
         if found.missed is None:  # everything offered met it: once more, higher, then stop

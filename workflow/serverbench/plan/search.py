@@ -166,11 +166,19 @@ class Search:
                 found = self.at(nxt)
                 if found is None or not found.ok:
                     break
-                better = found.capacity.clearly_above(current.capacity) and found.fits(self.budget)
-                no_worse = not current.capacity.clearly_above(found.capacity) and found.fits(self.budget)
-                if not (better if grow else no_worse):
+                if not (self._grows(found, current) if grow else self._shrinks(found, current)):
                     break
                 current = found
+
+    def _grows(self, found: Measured, current: Measured) -> bool:
+        """More workers go on while they clearly do more within the budget."""
+        return found.capacity.clearly_above(current.capacity) and found.fits(self.budget)
+
+    def _shrinks(self, found: Measured, current: Measured) -> bool:
+        """Fewer workers go on while they do no clearly less, or while the last did not fit the budget."""
+        if not current.fits(self.budget):
+            return True
+        return found.fits(self.budget) and not current.capacity.clearly_above(found.capacity)
 
     def _walk_threads(self) -> None:
         if self.space.threads is None:
@@ -188,14 +196,26 @@ class Search:
             current = found
 
     def _refine(self) -> None:
-        """The midpoints on the workers axis between the best and the measured counts beside it."""
+        """The midpoints on the workers axis between the best and the measured counts beside it,
+        where the best may lie between: below, a count that did about as much (fewer workers
+        may do as much for less memory); above, one over the budget or past the peak."""
         if self.space.workers is None:
             return
-        chosen = self._best().setting
-        same_threads = sorted(s.workers for s in self.points if s.threads == chosen.threads)
-        below = [w for w in same_threads if w < chosen.workers]
-        above = [w for w in same_threads if w > chosen.workers]
-        for neighbour in ([below[-1]] if below else []) + ([above[0]] if above else []):
-            middle = (neighbour + chosen.workers) // 2
-            if middle not in (neighbour, chosen.workers):
-                self.at(self.space.setting(middle, chosen.threads))
+        chosen = self._best()
+        setting = chosen.setting
+        beside = {
+            s.workers: p for s, p in self.points.items() if s.threads == setting.threads and s.model == setting.model
+        }
+        below = [w for w in sorted(beside) if w < setting.workers]
+        above = [w for w in sorted(beside) if w > setting.workers]
+        wanted = []
+        if below and not chosen.capacity.clearly_above(beside[below[-1]].capacity):
+            wanted.append(below[-1])
+        if above and (
+            not beside[above[0]].fits(self.budget) or chosen.capacity.clearly_above(beside[above[0]].capacity)
+        ):
+            wanted.append(above[0])
+        for neighbour in wanted:
+            middle = (neighbour + setting.workers) // 2
+            if middle not in (neighbour, setting.workers):
+                self.at(self.space.setting(middle, setting.threads))

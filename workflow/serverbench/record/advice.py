@@ -133,3 +133,18 @@ def load_advice(data: dict) -> AdviceRecord:
             "reload": ReloadCheck(**{**reload, "outcome": ReloadOutcome(reload["outcome"])}) if reload else None,
         }
     )
+
+
+class Verdict(StrEnum):
+    """What the advice says of a server."""
+
+    RECOMMENDED = "recommended"  # its best setting, within the budget, reloads without failing requests
+    NOT_RECOMMENDED = "not recommended"  # measured, and the reason why not (objective never met, reload)
+    NOT_MEASURED = "not measured"  # could not be measured here (failed or skipped, with the reason)
+
+
+class Bound(StrEnum):
+    """What held the recommended setting's capacity."""
+
+    OBJECTIVE = "objective"  # more workers or threads did not meet the objective at a higher rate
+    BUDGET = "memory budget"  # a setting over the budget did clearly more

@@ -28,6 +28,7 @@ from serverbench.report.answers import (
 )
 from serverbench.report.machine import hosts_sentence, steadiness_sentence
 from serverbench.report.names import CHARTS
+from serverbench.report.advice import advice_context, advice_markdown
 from serverbench.report.operations import operations_context, operations_markdown
 from serverbench.report.spread import spread_context
 from serverbench.report.work import work_context, work_markdown
@@ -195,6 +196,7 @@ def write_index(
     work_csvs=None,
     work_margin: float = 0.005,
     operations_csvs=None,
+    advice_csvs=None,
 ) -> None:
     """One page: the answers, then charts, the sortable summary, failed and flagged cells, the
     environment. ``language_titles`` names each language in the headline."""
@@ -217,8 +219,12 @@ def write_index(
     context["spread"] = spread_context(verdicts, summary, language_titles)
     # operations_csvs: operations.csv and operations_verdicts.csv where a profile asks how its servers run.
     context["operations"] = operations_context(*operations_csvs, titles=language_titles) if operations_csvs else None
+    # advice_csvs: advice.csv and advice_recommendations.csv where a profile asks for advice: the page opens with it.
+    context["advice"] = advice_context(*advice_csvs) if advice_csvs else None
     if answers_path:
         markdown = answers_markdown(verdicts, conformance, language_titles, lead=context["headline"])
+        if context["advice"]:
+            markdown = advice_markdown(context["advice"]) + markdown
         if context["work"]:
             markdown += work_markdown(context["work"])
         if context["operations"]:

@@ -1,0 +1,119 @@
+"""The recommendation: per server the setting of most capacity at the objective within the
+budget (of those its intervals do not tell apart, the one using the least memory: the same
+reading the search steered by, ``plan.search.best``), then the servers ranked.
+
+Beside each: what the rule of thumb's setting gave at the same objective, what held the
+recommended setting (the objective, or the memory budget where a setting over it did clearly
+more), and the reload under load at the recommended setting. A server is recommended only
+where some setting met the objective within the budget and its reloads failed no request;
+otherwise it is listed with the reason. Ranked servers next to each other are "equivalent"
+where their capacities' intervals overlap.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from serverbench.plan.search import Capacity, Measured, Setting, best
+from serverbench.record.advice import AdviceRecord, Bound, Point, ReloadOutcome, Verdict
+from serverbench.record.vocabulary import Outcome, Status
+
+MB = 1024 * 1024
+RELOAD_OK = (ReloadOutcome.CLEAN, ReloadOutcome.NOT_DECLARED)
+COLUMNS = [
+    "profile", "server", "language", "rank", "verdict", "reason", "model", "workers", "threads",
+    "capacity_rps", "capacity_missed_rps", "memory_mb", "bound_by", "equivalent_settings",
+    "rule_model", "rule_workers", "rule_threads", "rule_capacity_rps", "rule_memory_mb", "gain",
+    "reload", "reload_failed", "vs_next", "objective_p99_ms", "memory_budget_mb", "cpus", "points",
+]  # fmt: skip
+
+
+def measured(point: Point) -> Measured:
+    setting = Setting(point.model, point.workers, point.threads)
+    return Measured(setting, Capacity(point.met_rps, point.missed_rps), point.memory_bytes, point.status is Status.OK)
+
+
+def _mb(value: int | None) -> float | None:
+    return None if value is None else round(value / MB, 1)
+
+
+def _rule(record: AdviceRecord) -> Point | None:
+    """The rule of thumb's setting of the server's own worker model."""
+    found = [p for p in record.points if p.rule_of_thumb and p.model == record.server]
+    return found[0] if found else None
+
+
+def _why_not(record: AdviceRecord, chosen: Measured | None, points: list[Measured]) -> tuple[Verdict, str | None]:
+    if record.status is not Status.OK:
+        return Verdict.NOT_MEASURED, record.reason
+    objective = f"p99 ≤ {record.objective_p99_ms:g} ms"
+    if chosen is None:
+        if not any(p.capacity.met > 0 for p in points if p.ok):
+            return Verdict.NOT_RECOMMENDED, f"no setting met {objective} at any rate offered"
+        return Verdict.NOT_RECOMMENDED, f"every setting that met {objective} was over the memory budget"
+    reload = record.reload
+    if reload is not None and reload.outcome not in RELOAD_OK:
+        said = f"{reload.failed} requests failed over {reload.reloads} reloads under load"
+        if reload.outcome is ReloadOutcome.BROKEN:
+            said = f"the server broke on reload under load ({reload.reason})"
+        return Verdict.NOT_RECOMMENDED, said
+    return Verdict.RECOMMENDED, None
+
+
+def server_row(record: AdviceRecord) -> dict:
+    """One server's recommendation (the module's docstring), as a row of advice_recommendations.csv."""
+    points = [measured(p) for p in record.points]
+    chosen = best(points, record.memory_budget_bytes)
+    verdict, reason = _why_not(record, chosen, points)
+    rule = _rule(record)
+    row = {
+        "profile": record.profile, "server": record.server, "language": record.language, "verdict": verdict,
+        "reason": reason, "objective_p99_ms": record.objective_p99_ms,
+        "memory_budget_mb": _mb(record.memory_budget_bytes), "cpus": record.cpus, "points": len(points),
+        "rule_model": rule.model if rule else None, "rule_workers": rule.workers if rule else None,
+        "rule_threads": rule.threads if rule else None, "rule_capacity_rps": rule.met_rps if rule else None,
+        "rule_memory_mb": _mb(rule.memory_bytes) if rule else None,
+        "reload": record.reload.outcome if record.reload else None,
+        "reload_failed": record.reload.failed if record.reload else None,
+    }  # fmt: skip
+    if chosen is not None:
+        row.update(_chosen(chosen, points, record, rule))
+    return row
+
+
+def _chosen(chosen: Measured, points: list[Measured], record: AdviceRecord, rule: Point | None) -> dict:
+    budget = record.memory_budget_bytes
+    tied = [p for p in points if p.eligible(budget) and not p.capacity.told_apart(chosen.capacity)]
+    over = [p for p in points if p.ok and not p.fits(budget) and p.capacity.clearly_above(chosen.capacity)]
+    setting = chosen.setting
+    return {
+        "model": setting.model, "workers": setting.workers, "threads": setting.threads,
+        "capacity_rps": chosen.capacity.met, "capacity_missed_rps": chosen.capacity.missed,
+        "memory_mb": _mb(chosen.memory_bytes), "bound_by": Bound.BUDGET if over else Bound.OBJECTIVE,
+        "equivalent_settings": json.dumps(sorted(p.setting.label() for p in tied if p.setting != setting)),
+        "gain": round(chosen.capacity.met / rule.met_rps, 3) if rule and rule.met_rps else None,
+    }  # fmt: skip
+
+
+def _rank(rows: list[dict]) -> list[dict]:
+    """Recommended servers by capacity, each said ``equivalent`` to the next where the intervals
+    overlap (else ``higher``); the others after them, unranked."""
+    chosen = sorted((r for r in rows if r["verdict"] is Verdict.RECOMMENDED), key=lambda r: -r["capacity_rps"])
+    for rank, (row, after) in enumerate(zip(chosen, [*chosen[1:], None], strict=True), start=1):
+        row["rank"] = rank
+        if after is not None:
+            mine = Capacity(row["capacity_rps"], row["capacity_missed_rps"])
+            theirs = Capacity(after["capacity_rps"], after["capacity_missed_rps"])
+            row["vs_next"] = Outcome.HIGHER if mine.clearly_above(theirs) else Outcome.EQUIVALENT
+    others = [r for r in rows if r["verdict"] is not Verdict.RECOMMENDED]
+    return chosen + sorted(others, key=lambda r: r["server"])
+
+
+def recommendations(records: list[AdviceRecord]) -> pd.DataFrame:
+    """advice_recommendations.csv: a row per (profile, server), ranked within each profile."""
+    rows = []
+    for profile in sorted({r.profile for r in records}):
+        rows.extend(_rank([server_row(r) for r in records if r.profile == profile]))
+    return pd.DataFrame(rows, columns=COLUMNS)

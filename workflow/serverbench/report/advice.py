@@ -1,0 +1,126 @@
+"""The page's "Your deployment" (an ``advise`` run opens with it), its lines in answers.md and
+on the console: per server the recommended setting or why none is, the servers ranked, what
+the rule of thumb gave, and the points searched as a chart (capacity at the objective against
+workers × threads, the tree's memory under it below).
+"""
+
+from __future__ import annotations
+
+import json
+
+import altair as alt
+import pandas as pd
+from markupsafe import Markup
+
+from serverbench.record.advice import Verdict
+from serverbench.record.vocabulary import Outcome
+
+CHART_ID = "chart-advice"
+CHART_TITLE = "The settings searched: capacity at the objective and memory, by workers × threads"
+
+
+def _setting(row: dict) -> str:
+    threads = f" × {int(row['threads'])} threads" if row["threads"] and int(row["threads"]) > 1 else ""
+    model = f"{row['model']}, " if row["model"] != row["server"] else ""
+    return f"{model}{int(row['workers'])} workers{threads}"
+
+
+def _rule(row: dict) -> str:
+    if pd.isna(row.get("rule_workers")):
+        return ""
+    rule = {"model": row["rule_model"], "server": row["server"], "workers": row["rule_workers"]}
+    said = f"the rule of thumb ({_setting({**rule, 'threads': row['rule_threads']})})"
+    if not row.get("rule_capacity_rps"):
+        return f"; {said} met the objective at no rate offered"
+    gain = f", {row['gain']:.2f}× of it" if not pd.isna(row.get("gain")) else ""
+    return f"; {said} gave {row['rule_capacity_rps']:.0f} req/s ({row['rule_memory_mb']} MB){gain}"
+
+
+def server_sentence(row: dict) -> str:
+    """One line per server: what to run, or why it is not recommended."""
+    objective = f"p99 ≤ {row['objective_p99_ms']:g} ms"
+    if row["verdict"] == Verdict.NOT_MEASURED:
+        return f"{row['server']}: not measured ({row['reason']})."
+    if row["verdict"] == Verdict.NOT_RECOMMENDED:
+        setting = f" (best setting {_setting(row)})" if not pd.isna(row.get("model")) else ""
+        return f"{row['server']}: not recommended: {row['reason']}{setting}{_rule(row)}."
+    interval = (
+        f"{row['capacity_rps']:.0f}–{row['capacity_missed_rps']:.0f}"
+        if not pd.isna(row["capacity_missed_rps"])
+        else f"at least {row['capacity_rps']:.0f}"
+    )
+    tied = json.loads(row["equivalent_settings"]) if isinstance(row["equivalent_settings"], str) else []
+    tie = f"; not told apart from {', '.join(tied)}, which use more memory" if tied else ""
+    bound = "; the memory budget bound it" if row["bound_by"] == "memory budget" else ""
+    return (
+        f"#{int(row['rank'])} {row['server']}: {_setting(row)}: {row['capacity_rps']:.0f} req/s with {objective} "
+        f"(capacity {interval} req/s), {row['memory_mb']} MB PSS under that load{bound}{tie}{_rule(row)}."
+    )
+
+
+def ranking_sentence(rows: list[dict]) -> str | None:
+    ranked = [r for r in rows if r["verdict"] == Verdict.RECOMMENDED]
+    if not ranked:
+        return None
+    words = [ranked[0]["server"]]
+    for row, after in zip(ranked, ranked[1:], strict=False):
+        words.append(("≈ " if row["vs_next"] == Outcome.EQUIVALENT else "> ") + after["server"])
+    return "Ranked by capacity at the objective (≈: their intervals overlap): " + " ".join(words) + "."
+
+
+def advice_chart(points: pd.DataFrame) -> dict:
+    """The points searched: capacity at the objective over workers × threads (its interval as a
+    rule), and the tree's PSS under that load below, a colour per server."""
+    data = points[points["status"] == "ok"].copy()
+    data["workers × threads"] = data["workers"] * data["threads"]
+    data["missed"] = data["capacity_missed_rps"].fillna(data["capacity_rps"])
+    base = alt.Chart(data).encode(
+        x=alt.X("workers × threads:Q", scale=alt.Scale(type="log")),
+        color=alt.Color("server:N"),
+        shape=alt.Shape("model:N"),
+        tooltip=["server", "model", "workers", "threads", "capacity_rps", "capacity_missed_rps", "memory_mb"],
+    )
+    capacity = (
+        base.mark_rule().encode(y=alt.Y("capacity_rps:Q", title="req/s at the objective"), y2="missed:Q")
+        + base.mark_point(filled=True).encode(y="capacity_rps:Q")
+    ).properties(height=220)
+    memory = base.mark_point().encode(y=alt.Y("memory_mb:Q", title="PSS under load (MB)")).properties(height=140)
+    spec = alt.vconcat(capacity, memory).to_json()
+    return {"id": CHART_ID, "title": CHART_TITLE, "spec": Markup(spec.replace("</", "<\\/")), "links": {}}
+
+
+def advice_context(points_csv, recommendations_csv) -> dict:
+    """What the page's "Your deployment" shows."""
+    ranked = pd.read_csv(recommendations_csv)
+    rows = ranked.to_dict("records")
+    first = rows[0] if rows else {}
+    budget = first.get("memory_budget_mb")
+    return {
+        "inputs": (
+            f"p99 ≤ {first.get('objective_p99_ms', float('nan')):g} ms, "
+            + (f"at most {budget:g} MB of PSS" if not pd.isna(budget) else "no memory budget")
+            + f", {first.get('cpus')} CPU(s) for the server"
+        ),
+        "sentences": [server_sentence(row) for row in rows],
+        "ranking": ranking_sentence(rows),
+        "chart": advice_chart(pd.read_csv(points_csv)) if rows else None,
+    }
+
+
+def advice_markdown(context: dict) -> str:
+    lines = ["## Your deployment", "", f"Objective and limits: {context['inputs']}.", ""]
+    lines += [f"- {text}" for text in context["sentences"]]
+    if context["ranking"]:
+        lines += ["", context["ranking"]]
+    return "\n".join(lines) + "\n\n"
+
+
+def print_advice(recommendations_csv) -> None:
+    """The console's lines after an advise run: one per server."""
+    try:
+        rows = pd.read_csv(recommendations_csv).to_dict("records")
+    except FileNotFoundError:
+        return
+    print("\nYour deployment (results/advice_recommendations.csv, configurations in results/advice/configurations):")
+    for row in rows:
+        print(f"  {server_sentence(row)}")

@@ -1,0 +1,67 @@
+"""Each server's recommended setting as the user deploys it: the catalogue's ``deploy``
+template (a ``gunicorn.conf.py``, a uWSGI ini, Starman's command line) rendered with the
+setting, the app's own paths (its files in this repository, not a run's copy) and an
+address, into ``results/advice/SERVER/``, beside ``run.json``: the argv that starts it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jinja2
+import pandas as pd
+
+from serverbench import REPO_ROOT, files
+from serverbench.plan import apps
+from serverbench.plan.catalogue import server_entry
+
+DEFAULT_ADDRESS = ("127.0.0.1", 8000)
+
+
+def _note(row: dict) -> str:
+    return (
+        f"{row['workers']} workers × {row['threads']} threads: {row['capacity_rps']:.0f} req/s with "
+        f"p99 ≤ {row['objective_p99_ms']:g} ms on {row['cpus']} CPU(s), {row['memory_mb']} MB PSS under that load"
+    )
+
+
+def render(config: dict, profile: str, row: dict, address: tuple[str, int] = DEFAULT_ADDRESS) -> tuple[str, list]:
+    """The configuration's text and the argv that starts it ({file} left for its path), for one
+    recommendation row (a server's chosen model, workers, threads)."""
+    entry = server_entry(config, row["model"])
+    if entry.deploy is None:
+        raise ValueError(f"the catalogue gives {row['model']} no `deploy`")
+    name, spec = apps.chosen(config, profile)
+    values = {
+        **apps.app_values(config, spec, entry.language, str(REPO_ROOT / "apps")),
+        **entry.deploy.vars,
+        "app": name,
+        "host": address[0],
+        "port": address[1],
+        "workers": int(row["workers"]),
+        "threads": int(row["threads"]),
+        "capacity_note": _note(row),
+    }
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(REPO_ROOT)), undefined=jinja2.StrictUndefined, keep_trailing_newline=True
+    )
+    return environment.get_template(entry.deploy.template).render(values), list(entry.deploy.run)
+
+
+def write_configurations(config: dict, table: pd.DataFrame, out_dir) -> list[Path]:
+    """Every server with a chosen setting: its configuration and run.json in out_dir/SERVER/."""
+    written = []
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for row in table.to_dict("records"):
+        if pd.isna(row.get("model")) or server_entry(config, row["model"]).deploy is None:
+            continue
+        text, run = render(config, row["profile"], row)
+        entry = server_entry(config, row["model"])
+        folder = out_dir / row["server"]
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / entry.deploy.file
+        files.write_atomic(path, text)
+        files.write_json(folder / "run.json", {"argv": [part.replace("{file}", str(path)) for part in run]})
+        written.append(path)
+    return written

@@ -1,0 +1,61 @@
+"""advice.csv: every setting the advise profile searched, one row per (profile, server, setting).
+
+A row is a point: the server and worker model, workers and threads, its capacity at the
+objective as an interval (``capacity_rps`` the highest offered rate whose p99 met the
+objective, ``capacity_missed_rps`` the lowest that did not; empty: none missed), what held
+it (``limit``), the server tree's PSS under that load, whether it fits the budget, whether it
+is the rule of thumb's setting, and the open-loop runs it rests on (``steps``, JSON). A
+setting that could not be measured is a row with its status and reason.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pandas as pd
+
+from serverbench import files
+from serverbench.record.advice import AdviceRecord, load_advice
+
+MB = 1024 * 1024
+COLUMNS = [
+    "profile", "server", "language", "app", "workload", "model", "workers", "threads", "status", "reason",
+    "capacity_rps", "capacity_missed_rps", "limit", "memory_mb", "within_budget", "rule_of_thumb", "peak_rps",
+    "connections", "objective_p99_ms", "memory_budget_mb", "cpus", "seconds", "steps",
+]  # fmt: skip
+
+
+def _mb(value: int | None) -> float | None:
+    return None if value is None else round(value / MB, 1)
+
+
+def point_rows(record: AdviceRecord) -> list[dict]:
+    budget = _mb(record.memory_budget_bytes)
+    rows = []
+    for point in record.points:
+        memory = _mb(point.memory_bytes)
+        rows.append(
+            {
+                "profile": record.profile, "server": record.server, "language": record.language,
+                "app": record.app, "workload": record.workload, "model": point.model,
+                "workers": point.workers, "threads": point.threads, "status": point.status,
+                "reason": point.reason, "capacity_rps": point.met_rps, "capacity_missed_rps": point.missed_rps,
+                "limit": point.limit, "memory_mb": memory,
+                "within_budget": budget is None or (memory is not None and memory <= budget),
+                "rule_of_thumb": point.rule_of_thumb, "peak_rps": point.peak_rps,
+                "connections": point.connections, "objective_p99_ms": record.objective_p99_ms,
+                "memory_budget_mb": budget, "cpus": record.cpus, "seconds": point.seconds,
+                "steps": json.dumps([asdict(step) for step in point.steps]),
+            }
+        )  # fmt: skip
+    return rows
+
+
+def read_records(paths) -> list[AdviceRecord]:
+    return [load_advice(files.read_json(path)) for path in sorted(map(str, paths))]
+
+
+def advice_table(records: list[AdviceRecord]) -> pd.DataFrame:
+    rows = [row for record in records for row in point_rows(record)]
+    return pd.DataFrame(rows, columns=COLUMNS)
