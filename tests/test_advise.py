@@ -16,14 +16,16 @@ import subprocess
 import time
 import urllib.request
 
+import pandas as pd
 import psutil
 import pytest
-from conftest import add_server, require
+import yaml
+from conftest import add_server, require, run_snakemake
 from serverbench import REPO_ROOT
 from serverbench.cell.advise import run_advise
 from serverbench.decide.advice import recommendations
-from serverbench.plan import search
 from serverbench.plan import config as cfg
+from serverbench.plan import search
 from serverbench.record.advice import Bound, ReloadOutcome, Verdict, load_advice
 from serverbench.report.deploy import render
 
@@ -109,16 +111,19 @@ def test_threads_are_searched_at_the_best_workers_only_while_they_help():
 
 
 def test_a_cpu_bound_app_is_advised_about_as_many_workers_as_cpus(tmp_path, no_leftovers):
-    """Spinning the CPU, more workers than the one CPU add no capacity, nor do threads."""
+    """Spinning the CPU, more workers than the one CPU add no capacity, nor do threads. Three
+    workers cannot do three times one's work on one CPU; a capacity moves by a quarter between
+    two runs of a setting where the host's CPU slows in episodes (docs/advise.md), so the
+    comparison's margin is a quarter."""
     require("gunicorn", "oha")
-    config = advise_config("spin", gthread([1, 4], [1, 4]))
+    config = advise_config("spin", gthread([1, 4], [1, 4]), margin=0.25)
     record, row = advise(config, "planted-gthread", tmp_path)
     points = {(p.workers, p.threads): p for p in record.points}
     assert all(p.status == "ok" for p in record.points), [p.reason for p in record.points]
     one = points[(1, 1)]
     assert one.met_rps > 0
     for (workers, threads), point in points.items():
-        assert not capacity(point).clearly_above(capacity(one)), (workers, threads, point.met_rps, one.met_rps)
+        assert not capacity(point).clearly_above(capacity(one), 0.25), (workers, threads, point.met_rps, one.met_rps)
     assert row["verdict"] == Verdict.RECOMMENDED and row["workers"] <= 2 and row["threads"] == 1
     assert row["rule_workers"] == 3  # 2 × 1 CPU + 1
 
@@ -218,3 +223,34 @@ def test_a_recommended_configuration_serves_the_app_with_its_settings(
     body, processes = serve_and_count([part.replace("{file}", str(path)) for part in run], port)
     assert body == b"Hello World!"
     assert processes == workers  # the master's children: one a worker
+
+
+@pytest.mark.e2e
+def test_the_advise_profile_runs_through_the_workflow_to_its_page_and_configurations(tmp_path):
+    """Through Snakemake, the whole run: a search job per server, advice.csv, the recommendations,
+    each server's configuration, the page and answers.md opening with "Your deployment", and the
+    console's line per server."""
+    require("uwsgi", "starman", "oha")
+    results = tmp_path / "results"
+    configfile = tmp_path / "advise.yaml"
+    quick = {**QUICK, "max_points": 2, "rate_steps": 2, "objective_p99_ms": 100, "memory_budget_mb": 400}
+    configfile.write_text(yaml.safe_dump({"profiles": {"advise": {"advise": quick, "time_wait_max": 10**6}}}))
+    done = run_snakemake(
+        ["--cores", "4", "--configfile", "config.yaml", str(configfile)],
+        ["profile=advise", "servers=[uwsgi, starman]", f"results={results}"],
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    points = pd.read_csv(results / "advice.csv")
+    assert set(points["server"]) == {"uwsgi", "starman"} and (points["status"] == "ok").all()
+    ranked = pd.read_csv(results / "advice_recommendations.csv").set_index("server")
+    for server, file in (("uwsgi", "uwsgi.ini"), ("starman", "starman.sh")):
+        row = ranked.loc[server]
+        assert row["points"] >= 2 and row["rule_workers"] == 3
+        if row["verdict"] == Verdict.RECOMMENDED:
+            text = (results / "advice" / "configurations" / server / file).read_text()
+            assert str(int(row["workers"])) in text
+    page = (results / "index.html").read_text()
+    assert page.index("Your deployment") < page.index("<h2>Answers</h2>")
+    assert (results / "answers.md").read_text().startswith("## Your deployment")
+    assert "Your deployment" in done.stdout and "uwsgi:" in done.stdout and "starman:" in done.stdout

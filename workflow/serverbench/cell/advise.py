@@ -71,7 +71,8 @@ class Advising:
         for model in models:
             space = space_of(self.config, model, cpus)
             self.rules.add(space.start)
-            found = search.Search(space, self.measure, self.budget, self.profile.advise["max_points"]).run()
+            spec = self.profile.advise
+            found = search.Search(space, self.measure, self.budget, spec["max_points"], spec["margin"]).run()
             measured.extend(found)
         return measured
 
@@ -173,7 +174,7 @@ def run_advise(config: dict, profile_name: str, server: str, json_path, log_path
     advising.log_path.write_bytes(b"")
     Path(advising.raw.path).write_bytes(b"")
     measured = advising.search_all(models)
-    chosen = search.best(measured, advising.budget)
+    chosen = search.best(measured, advising.budget, profile.advise["margin"])
     reload = advising.reload_check(chosen.setting if chosen else None)
     points = list(advising.points.values())
     status, reason = overall(points)
@@ -181,6 +182,7 @@ def run_advise(config: dict, profile_name: str, server: str, json_path, log_path
         schema=ADVICE_SCHEMA, profile=profile_name, server=server, language=entry.language,
         app=apps.app_name(config, profile_name), workload=advising.workload,
         objective_p99_ms=float(profile.advise["objective_p99_ms"]), memory_budget_bytes=advising.budget,
+        margin=profile.advise["margin"],
         cpus=len(profile.server_cpus), memory_limit_bytes=profile.memory_limit, models=models,
         status=status, reason=reason, points=tuple(points), reload=reload,
         raw=Path(advising.raw.path).name, seconds=round(time.monotonic() - started, 2),

@@ -11,11 +11,11 @@ behind another's keep-alive on a server that gives a worker to a connection (Sta
 ``SENT_SHARE`` of the requests due were sent (a client that could not send on schedule hides
 the wait of those it never sent), and p99 is within the objective.
 
-The rates: first the closed loop's own rate at the same connections (``peak_s``), then
-halving down until one meets the objective, then bisecting between met and missed until
-they are ``resolution`` apart or ``rate_steps`` runs are spent; the highest rate that met it is
-offered once more, and must meet it again. Each run's raw output goes
-to the raw file; the server tree's PSS is read late in each run.
+The rates: first the closed loop's own rate at the same connections (``peak_s``), then a
+quarter more while every rate met the objective, or halving down until one meets it, then
+bisecting between met and missed until they are ``resolution`` apart or ``rate_steps`` runs
+are spent; the highest rate that met it is offered once more, and must meet it again. Each
+run's raw output goes to the raw file; the server tree's PSS is read late in each run.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from serverbench.record.advice import Limit, Step
 
 SENT_SHARE = 0.95  # of the requests due: fewer sent, and the client hid the wait
 MEMORY_AT = 0.75  # of a run: when the server tree's PSS is read
-GROWTH_WHEN_ALL_MET = 1.25  # the closed loop's rate met the objective: offer this much more once
+GROWTH_WHEN_ALL_MET = 1.25  # every rate offered met the objective: the next offers this much more
 
 
 @dataclass
@@ -110,9 +110,8 @@ class ObjectiveProbe:
             found.met = max(lower, default=0.0)
 
     def _next_rate(self, found: Found) -> float | None:
-        if found.missed is None:  # everything offered met it: once more, higher, then stop
-            grown = found.met * GROWTH_WHEN_ALL_MET
-            return None if len(found.steps) > 1 else grown
+        if found.missed is None:  # everything offered met it: offer more, until one misses
+            return found.met * GROWTH_WHEN_ALL_MET
         if found.met == 0:
             return found.missed / 2
         if found.missed / found.met - 1 <= self.spec["resolution"]:

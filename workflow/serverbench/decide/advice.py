@@ -1,5 +1,5 @@
 """The recommendation: per server the setting of most capacity at the objective within the
-budget (of those its intervals do not tell apart, the one using the least memory: the same
+budget (of those its intervals do not tell apart, beyond the record's margin, the one using the least memory: the same
 reading the search steered by, ``plan.search.best``), then the servers ranked.
 
 Beside each: what the rule of thumb's setting gave at the same objective, what held the
@@ -26,7 +26,7 @@ COLUMNS = [
     "profile", "server", "language", "rank", "verdict", "reason", "model", "workers", "threads",
     "capacity_rps", "capacity_missed_rps", "memory_mb", "bound_by", "equivalent_settings",
     "rule_model", "rule_workers", "rule_threads", "rule_capacity_rps", "rule_memory_mb", "gain",
-    "reload", "reload_failed", "vs_next", "objective_p99_ms", "memory_budget_mb", "cpus", "points",
+    "reload", "reload_failed", "vs_next", "objective_p99_ms", "memory_budget_mb", "margin", "cpus", "points",
 ]  # fmt: skip
 
 
@@ -65,13 +65,14 @@ def _why_not(record: AdviceRecord, chosen: Measured | None, points: list[Measure
 def server_row(record: AdviceRecord) -> dict:
     """One server's recommendation (the module's docstring), as a row of advice_recommendations.csv."""
     points = [measured(p) for p in record.points]
-    chosen = best(points, record.memory_budget_bytes)
+    chosen = best(points, record.memory_budget_bytes, record.margin)
     verdict, reason = _why_not(record, chosen, points)
     rule = _rule(record)
     row = {
         "profile": record.profile, "server": record.server, "language": record.language, "verdict": verdict,
         "reason": reason, "objective_p99_ms": record.objective_p99_ms,
-        "memory_budget_mb": _mb(record.memory_budget_bytes), "cpus": record.cpus, "points": len(points),
+        "memory_budget_mb": _mb(record.memory_budget_bytes), "margin": record.margin, "cpus": record.cpus,
+        "points": len(points),
         "rule_model": rule.model if rule else None, "rule_workers": rule.workers if rule else None,
         "rule_threads": rule.threads if rule else None, "rule_capacity_rps": rule.met_rps if rule else None,
         "rule_memory_mb": _mb(rule.memory_bytes) if rule else None,
@@ -85,8 +86,9 @@ def server_row(record: AdviceRecord) -> dict:
 
 def _chosen(chosen: Measured, points: list[Measured], record: AdviceRecord, rule: Point | None) -> dict:
     budget = record.memory_budget_bytes
-    tied = [p for p in points if p.eligible(budget) and not p.capacity.told_apart(chosen.capacity)]
-    over = [p for p in points if p.ok and not p.fits(budget) and p.capacity.clearly_above(chosen.capacity)]
+    margin = record.margin
+    tied = [p for p in points if p.eligible(budget) and not p.capacity.told_apart(chosen.capacity, margin)]
+    over = [p for p in points if p.ok and not p.fits(budget) and p.capacity.clearly_above(chosen.capacity, margin)]
     setting = chosen.setting
     return {
         "model": setting.model, "workers": setting.workers, "threads": setting.threads,
@@ -101,12 +103,12 @@ def _rank(rows: list[dict]) -> list[dict]:
     """Recommended servers by capacity, each said ``equivalent`` to the next where the intervals
     overlap (else ``higher``); the others after them, unranked."""
     chosen = sorted((r for r in rows if r["verdict"] is Verdict.RECOMMENDED), key=lambda r: -r["capacity_rps"])
-    for rank, (row, after) in enumerate(zip(chosen, [*chosen[1:], None], strict=True), start=1):
+    for rank, (row, after) in enumerate(zip(chosen, [*chosen[1:], None], strict=False), start=1):
         row["rank"] = rank
         if after is not None:
             mine = Capacity(row["capacity_rps"], row["capacity_missed_rps"])
             theirs = Capacity(after["capacity_rps"], after["capacity_missed_rps"])
-            row["vs_next"] = Outcome.HIGHER if mine.clearly_above(theirs) else Outcome.EQUIVALENT
+            row["vs_next"] = Outcome.HIGHER if mine.clearly_above(theirs, row["margin"]) else Outcome.EQUIVALENT
     others = [r for r in rows if r["verdict"] is not Verdict.RECOMMENDED]
     return chosen + sorted(others, key=lambda r: r["server"])
 

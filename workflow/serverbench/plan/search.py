@@ -14,8 +14,9 @@ adaptive, never a full grid:
 
 "Clearly" is the intervals' word: a capacity is an interval (the highest offered rate that met
 the objective, the lowest that missed it), and one setting does more than another only where
-its interval lies wholly above the other's. The same reading decides the recommendation
-(``decide.advice``), so the search steers by the rule its answer is judged by.
+its interval lies wholly above the other's widened by a margin (``advise.margin``, 10%: what
+a repeat of one setting moved by, docs/advise.md). The same reading decides the
+recommendation (``decide.advice``), so the search steers by the rule its answer is judged by.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from serverbench.plan import scaling
 
 DEFAULT_RESOLUTION = 0.05  # a capacity whose missed rate is unknown: its upper end this share above the met one
+DEFAULT_MARGIN = 0.10  # the schema's default of advise.margin
 
 
 @dataclass(frozen=True, order=True)
@@ -83,12 +85,14 @@ class Capacity:
     def upper(self, resolution: float = DEFAULT_RESOLUTION) -> float:
         return self.missed if self.missed is not None else self.met * (1 + resolution)
 
-    def clearly_above(self, other: Capacity, resolution: float = DEFAULT_RESOLUTION) -> bool:
-        """This capacity is told apart from ``other`` and higher: its interval wholly above."""
-        return self.met > other.upper(resolution)
+    def clearly_above(self, other: Capacity, margin: float = DEFAULT_MARGIN) -> bool:
+        """This capacity is told apart from ``other`` and higher: its interval wholly above the
+        other's widened by ``margin`` (a share: what a repeat of the same setting may move by,
+        docs/advise.md)."""
+        return self.met > other.upper() * (1 + margin)
 
-    def told_apart(self, other: Capacity, resolution: float = DEFAULT_RESOLUTION) -> bool:
-        return self.clearly_above(other, resolution) or other.clearly_above(self, resolution)
+    def told_apart(self, other: Capacity, margin: float = DEFAULT_MARGIN) -> bool:
+        return self.clearly_above(other, margin) or other.clearly_above(self, margin)
 
 
 @dataclass(frozen=True)
@@ -114,14 +118,14 @@ def rule_of_thumb(formula, cpus: int) -> int:
     return scaling.evaluate(formula, {"cpus": cpus, "host_cpus": cpus})
 
 
-def best(points: list[Measured], budget_bytes: int | None) -> Measured | None:
+def best(points: list[Measured], budget_bytes: int | None, margin: float = DEFAULT_MARGIN) -> Measured | None:
     """The eligible point of most capacity, and of those not told apart from it the one using
     the least memory (then the fewest workers × threads)."""
     eligible = [p for p in points if p.eligible(budget_bytes)]
     if not eligible:
         return None
     top = max(eligible, key=lambda p: p.capacity.met)
-    tied = [p for p in eligible if not top.capacity.clearly_above(p.capacity)]
+    tied = [p for p in eligible if not top.capacity.clearly_above(p.capacity, margin)]
     return min(tied, key=lambda p: (p.memory_bytes or 0, p.setting.concurrency, p.setting))
 
 
@@ -129,8 +133,16 @@ class Search:
     """One worker model's adaptive search (the module's docstring); ``measure`` measures a
     setting, at most ``max_points`` settings are measured."""
 
-    def __init__(self, space: Space, measure: Callable[[Setting], Measured], budget_bytes: int | None, max_points: int):
+    def __init__(
+        self,
+        space: Space,
+        measure: Callable[[Setting], Measured],
+        budget_bytes: int | None,
+        max_points: int,
+        margin: float = DEFAULT_MARGIN,
+    ):
         self.space, self.measure, self.budget, self.max_points = space, measure, budget_bytes, max_points
+        self.margin = margin
         self.points: dict[Setting, Measured] = {}
 
     def run(self) -> list[Measured]:
@@ -150,7 +162,7 @@ class Search:
         return self.points[setting]
 
     def _best(self) -> Measured:
-        found = best(list(self.points.values()), self.budget)
+        found = best(list(self.points.values()), self.budget, self.margin)
         return found or self.points[self.space.start]
 
     def _walk_workers(self) -> None:
@@ -172,13 +184,13 @@ class Search:
 
     def _grows(self, found: Measured, current: Measured) -> bool:
         """More workers go on while they clearly do more within the budget."""
-        return found.capacity.clearly_above(current.capacity) and found.fits(self.budget)
+        return found.capacity.clearly_above(current.capacity, self.margin) and found.fits(self.budget)
 
     def _shrinks(self, found: Measured, current: Measured) -> bool:
         """Fewer workers go on while they do no clearly less, or while the last did not fit the budget."""
         if not current.fits(self.budget):
             return True
-        return found.fits(self.budget) and not current.capacity.clearly_above(found.capacity)
+        return found.fits(self.budget) and not current.capacity.clearly_above(found.capacity, self.margin)
 
     def _walk_threads(self) -> None:
         if self.space.threads is None:
@@ -191,7 +203,7 @@ class Search:
             found = self.at(nxt)
             if found is None or not found.ok or not found.fits(self.budget):
                 break
-            if not found.capacity.clearly_above(current.capacity):
+            if not found.capacity.clearly_above(current.capacity, self.margin):
                 break
             current = found
 
@@ -209,10 +221,11 @@ class Search:
         below = [w for w in sorted(beside) if w < setting.workers]
         above = [w for w in sorted(beside) if w > setting.workers]
         wanted = []
-        if below and not chosen.capacity.clearly_above(beside[below[-1]].capacity):
+        if below and not chosen.capacity.clearly_above(beside[below[-1]].capacity, self.margin):
             wanted.append(below[-1])
         if above and (
-            not beside[above[0]].fits(self.budget) or chosen.capacity.clearly_above(beside[above[0]].capacity)
+            not beside[above[0]].fits(self.budget)
+            or chosen.capacity.clearly_above(beside[above[0]].capacity, self.margin)
         ):
             wanted.append(above[0])
         for neighbour in wanted:

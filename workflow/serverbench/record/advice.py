@@ -99,6 +99,7 @@ class AdviceRecord:
     workload: str
     objective_p99_ms: float
     memory_budget_bytes: int | None
+    margin: float  # capacities told apart only beyond it (plan.search)
     cpus: int  # the server's CPUs (the machine emulated)
     memory_limit_bytes: int | None  # the server cgroup's limit
     models: tuple[str, ...]

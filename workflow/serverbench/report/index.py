@@ -17,6 +17,7 @@ from serverbench.decide.conformance import framing_rows, met_column, truth
 from serverbench.decide.seeds import claims_in_brief
 from serverbench.record.flags import FLAG_HELP
 from serverbench.report import seeds as seed_report
+from serverbench.report.advice import advice_context, advice_markdown
 from serverbench.report.answers import (
     answers,
     answers_markdown,
@@ -28,7 +29,6 @@ from serverbench.report.answers import (
 )
 from serverbench.report.machine import hosts_sentence, steadiness_sentence
 from serverbench.report.names import CHARTS
-from serverbench.report.advice import advice_context, advice_markdown
 from serverbench.report.operations import operations_context, operations_markdown
 from serverbench.report.spread import spread_context
 from serverbench.report.work import work_context, work_markdown
