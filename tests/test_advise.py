@@ -9,6 +9,7 @@ reload. The search's policy is tested on planted figures first.
 
 from __future__ import annotations
 
+import email.utils
 import json
 import os
 import socket
@@ -22,6 +23,7 @@ import pytest
 import yaml
 from conftest import add_server, require, run_snakemake
 from serverbench import REPO_ROOT
+from serverbench.cell import verify
 from serverbench.cell.advise import run_advise
 from serverbench.decide.advice import recommendations
 from serverbench.plan import config as cfg
@@ -254,3 +256,15 @@ def test_the_advise_profile_runs_through_the_workflow_to_its_page_and_configurat
     assert page.index("Your deployment") < page.index("<h2>Answers</h2>")
     assert (results / "answers.md").read_text().startswith("## Your deployment")
     assert "Your deployment" in done.stdout and "uwsgi:" in done.stdout and "starman:" in done.stdout
+
+
+def test_the_header_rules_find_a_missing_server_header_and_a_stale_date():
+    """TechEmpower's rules as the verifier reads them: Server and Date on every answer, a Date
+    that is the answer's time."""
+    now = 1_800_000_000.0
+    fresh = email.utils.formatdate(now, usegmt=True)
+    assert verify.header_problems({"server": "x", "date": fresh}, ["Server", "Date"], now) == []
+    assert verify.header_problems({"date": fresh}, ["Server", "Date"], now) == ["no Server header"]
+    stale = email.utils.formatdate(now - 3600, usegmt=True)
+    assert "is not the time of the answer" in verify.header_problems({"server": "x", "date": stale}, ["Date"], now)[0]
+    assert "not an HTTP date" in verify.header_problems({"date": "yesterday"}, ["Date"], now)[0]

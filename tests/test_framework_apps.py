@@ -321,3 +321,25 @@ def test_profiles_that_differ_only_in_their_app_probe_each_server_once():
     assert matrix.conformance_profile("apps-flask", "gunicorn-gthread") == "apps-hello"
     assert matrix.conformance_profile("apps-dancer2", "starman") == "apps-hello"
     assert matrix.conformance_profile("apps-hello", "unit-perl") == "apps-hello"
+
+
+@pytest.mark.parametrize(
+    ("app", "server", "program"),
+    [
+        ("flask", "gunicorn-gthread", "gunicorn"),
+        ("django", "gunicorn-gthread", "gunicorn"),
+        ("dancer2", "starman", "starman"),
+        ("mojolicious", "starman", "starman"),
+    ],
+)
+def test_each_framework_app_meets_techempowers_header_rules(base_config, tmp_path, no_leftovers, app, server, program):
+    """Server and Date on the answer, the Date the answer's time, as TechEmpower's verifier asks
+    (under gunicorn and Starman, which send a Date; Mojolicious sets its Server header itself)."""
+    require_framework(app)
+    require(program)
+    base_config["app"] = app
+    base_config["profiles"]["default"]["workloads"] = ["plaintext"]
+    paths = [str(tmp_path / f"plaintext.{suffix}") for suffix in ("json", "load.txt", "server.log")]
+    record = run_cell(base_config, Cell("default", "wrk", server, 10, 1, "plaintext"), *paths)
+    assert record["status"] == "ok", record["reason"]
+    assert record["verify"]["rule_problems"] == [], record["verify"]["headers"]

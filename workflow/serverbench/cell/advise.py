@@ -93,6 +93,8 @@ class Advising:
         if not check.ok:
             launch.check_alive("verification")
             raise CellFailed(f"wrong answer: {check.reason}{launch.log_note()}")
+        if check.rule_problems:  # a recommendation never rests on an answer that breaks the rules
+            raise CellFailed(f"the answer breaks the workload's header rules: {'; '.join(check.rule_problems)}")
         return workload["path"]
 
     def measure(self, setting: search.Setting) -> search.Measured:

@@ -14,7 +14,8 @@ the wait of those it never sent), and p99 is within the objective.
 The rates: first the closed loop's own rate at the same connections (``peak_s``), then a
 quarter more while every rate met the objective, or halving down until one meets it, then
 bisecting between met and missed until they are ``resolution`` apart or ``rate_steps`` runs
-are spent; the highest rate that met it is offered once more, and must meet it again. Each
+are spent; the highest rate that met it is offered once more, and must meet it again (if not, the next lower rate that met it is the
+capacity, or 85% of it offered, twice at most). Each
 run's raw output goes to the raw file; the server tree's PSS is read late in each run.
 """
 
@@ -31,6 +32,7 @@ from serverbench.record.advice import Limit, Step
 
 SENT_SHARE = 0.95  # of the requests due: fewer sent, and the client hid the wait
 MEMORY_AT = 0.75  # of a run: when the server tree's PSS is read
+BACK_OFF, BACK_OFF_STEPS = 0.85, 2  # a capacity not confirmed, nothing lower offered: offer 85% of it, twice at most
 GROWTH_WHEN_ALL_MET = 1.25  # every rate offered met the objective: the next offers this much more
 
 
@@ -104,10 +106,19 @@ class ObjectiveProbe:
         lucky run near the knee does not make a capacity)."""
         step = self._step(found.met, connections)
         found.steps.append(step)
-        if not step.met:
-            found.missed = found.met
-            lower = [s.offered_rps for s in found.steps if s.met and s.offered_rps < found.met]
-            found.met = max(lower, default=0.0)
+        if step.met:
+            return
+        found.missed = found.met
+        lower = [s.offered_rps for s in found.steps if s.met and s.offered_rps < found.met]
+        found.met = max(lower, default=0.0)
+        rate = found.missed
+        for _ in range(BACK_OFF_STEPS if not lower else 0):  # nothing lower was offered: offer less
+            rate = round(rate * BACK_OFF, 1)
+            step = self._step(rate, connections)
+            found.steps.append(step)
+            if step.met:
+                found.met = rate
+                return
 
     def _next_rate(self, found: Found) -> float | None:
         if found.missed is None:  # everything offered met it: offer more, until one misses

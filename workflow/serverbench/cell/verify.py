@@ -9,13 +9,17 @@ notice: wrk then counts every answer as a read error).
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import http.client
 import json
 import re
+import time
 from html.parser import HTMLParser
 
 from serverbench.record.model import Verification
+
+DATE_SKEW_S = 60  # a Date further than this from the harness's clock is not the answer's time
 
 
 def _request(conn: http.client.HTTPConnection, path: str, sent: dict | None = None):
@@ -129,6 +133,20 @@ def _html_problems(body: bytes, expected: str) -> list[str]:
     return []
 
 
+def header_problems(headers: dict[str, str], required: list[str], now: float | None = None) -> list[str]:
+    """Each required header present (``headers`` keyed in lower case); a Date an HTTP date within
+    DATE_SKEW_S of ``now`` (a Date fixed at start-up, or in the wrong format, fails)."""
+    problems = [f"no {name} header" for name in required if name.lower() not in headers]
+    if "date" in (name.lower() for name in required) and "date" in headers:
+        try:
+            sent = email.utils.parsedate_to_datetime(headers["date"]).timestamp()
+        except (TypeError, ValueError):
+            return [*problems, f"Date {headers['date']!r} is not an HTTP date"]
+        if abs(sent - (now if now is not None else time.time())) > DATE_SKEW_S:
+            problems.append(f"Date {headers['date']!r} is not the time of the answer")
+    return problems
+
+
 def verify(
     host: str, port: int, expect: dict, path: str = "/", timeout: float = 5.0, sent: dict | None = None
 ) -> Verification:
@@ -164,6 +182,7 @@ def verify(
         result.problems.append("no Content-Type header")
     elif expect.get("content_type") and result.content_type.split(";")[0].strip() != expect["content_type"]:
         result.problems.append(f"Content-Type {result.content_type!r}, expected {expect['content_type']!r}")
+    result.rule_problems = header_problems(result.headers, expect.get("headers") or [])
     if result.content_length is None and not result.chunked and result.http_version != "HTTP/1.0":
         result.problems.append("neither Content-Length nor chunked encoding")
 

@@ -22,7 +22,8 @@ CHART_TITLE = "The settings searched: capacity at the objective and memory, by w
 def _setting(row: dict) -> str:
     threads = f" × {int(row['threads'])} threads" if row["threads"] and int(row["threads"]) > 1 else ""
     model = f"{row['model']}, " if row["model"] != row["server"] else ""
-    return f"{model}{int(row['workers'])} workers{threads}"
+    workers = int(row["workers"])
+    return f"{model}{workers} worker{'s' if workers != 1 else ''}{threads}"
 
 
 def _rule(row: dict) -> str:

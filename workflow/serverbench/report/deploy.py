@@ -20,7 +20,7 @@ DEFAULT_ADDRESS = ("127.0.0.1", 8000)
 
 def _note(row: dict) -> str:
     return (
-        f"{row['workers']} workers × {row['threads']} threads: {row['capacity_rps']:.0f} req/s with "
+        f"{row['workers']} workers, {row['threads']} threads each: {row['capacity_rps']:.0f} req/s with "
         f"p99 ≤ {row['objective_p99_ms']:g} ms on {row['cpus']} CPU(s), {row['memory_mb']} MB PSS under that load"
     )
 
