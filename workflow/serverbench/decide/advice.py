@@ -46,8 +46,10 @@ def _rule(record: AdviceRecord) -> Point | None:
 
 
 def _why_not(record: AdviceRecord, chosen: Measured | None, points: list[Measured]) -> tuple[Verdict, str | None]:
-    if record.status is not Status.OK:
+    if record.status is Status.SKIPPED:
         return Verdict.NOT_MEASURED, record.reason
+    if record.status is Status.FAILED:
+        return Verdict.NOT_RECOMMENDED, f"no setting could be measured: {record.reason}"
     objective = f"p99 ≤ {record.objective_p99_ms:g} ms"
     if chosen is None:
         if not any(p.capacity.met > 0 for p in points if p.ok):

@@ -140,8 +140,8 @@ class Verdict(StrEnum):
     """What the advice says of a server."""
 
     RECOMMENDED = "recommended"  # its best setting, within the budget, reloads without failing requests
-    NOT_RECOMMENDED = "not recommended"  # measured, and the reason why not (objective never met, reload)
-    NOT_MEASURED = "not measured"  # could not be measured here (failed or skipped, with the reason)
+    NOT_RECOMMENDED = "not recommended"  # the reason why not (objective never met, reload, no setting started)
+    NOT_MEASURED = "not measured"  # could not be measured here (skipped: the app lacks its language)
 
 
 class Bound(StrEnum):
