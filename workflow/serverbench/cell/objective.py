@@ -14,9 +14,10 @@ the wait of those it never sent), and p99 is within the objective.
 The rates: first the closed loop's own rate at the same connections (``peak_s``), then a
 quarter more while every rate met the objective, or halving down until one meets it, then
 bisecting between met and missed until they are ``resolution`` apart or ``rate_steps`` runs
-are spent; the highest rate that met it is offered once more, and must meet it again (if not, the next lower rate that met it is the
-capacity, or 85% of it offered, twice at most). Each
-run's raw output goes to the raw file; the server tree's PSS is read late in each run.
+are spent. The highest rate that met it is offered once more and must meet it again; if not,
+the next lower rate that met it is the capacity (or, where none was offered, 85% of it,
+twice at most). Each run's raw output goes to the raw file; the server tree's PSS is read
+late in each run.
 """
 
 from __future__ import annotations
