@@ -71,10 +71,11 @@ def test_old_records_give_the_same_summary():
 
 
 def pruned(value):
-    """A JSON value without its nulls and empty objects (fields the model declares and the old record lacked)."""
+    """A JSON value without its nulls and empty objects and lists (fields the model declares and the old
+    record lacked)."""
     if isinstance(value, dict):
         kept = {key: pruned(item) for key, item in value.items()}
-        return {key: item for key, item in kept.items() if item is not None and item != {}}
+        return {key: item for key, item in kept.items() if item is not None and item != {} and item != []}
     return value
 
 

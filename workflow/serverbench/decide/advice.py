@@ -40,8 +40,8 @@ def _mb(value: int | None) -> float | None:
 
 
 def _rule(record: AdviceRecord) -> Point | None:
-    """The rule of thumb's setting of the server's own worker model."""
-    found = [p for p in record.points if p.rule_of_thumb and p.model == record.server]
+    """The rule of thumb's setting of the server's own worker model, where it could be measured."""
+    found = [p for p in record.points if p.rule_of_thumb and p.model == record.server and p.status is Status.OK]
     return found[0] if found else None
 
 
