@@ -17,7 +17,8 @@ from serverbench.decide.conformance import framing_rows, met_column, truth
 from serverbench.decide.seeds import claims_in_brief
 from serverbench.record.flags import FLAG_HELP
 from serverbench.report import seeds as seed_report
-from serverbench.report.advice import advice_context, advice_markdown
+from serverbench.report.advice import advice_markdown
+from serverbench.report.advice_page import advice_context
 from serverbench.report.answers import (
     answers,
     answers_markdown,

@@ -1,0 +1,53 @@
+"""The page's "Your deployment" (an ``advise`` run opens with it): the sentences of
+``report.advice``, the inputs, and the points searched as a chart (capacity at the objective
+against workers × threads, the tree's memory under it below)."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+from markupsafe import Markup
+
+from serverbench.report.advice import ranking_sentence, server_sentence
+
+CHART_ID = "chart-advice"
+CHART_TITLE = "The settings searched: capacity at the objective and memory, by workers × threads"
+
+
+def advice_chart(points: pd.DataFrame) -> dict:
+    """The points searched: capacity at the objective over workers × threads (its interval as a
+    rule), and the tree's PSS under that load below, a colour per server."""
+    data = points[points["status"] == "ok"].copy()
+    data["workers × threads"] = data["workers"] * data["threads"]
+    data["missed"] = data["capacity_missed_rps"].fillna(data["capacity_rps"])
+    base = alt.Chart(data).encode(
+        x=alt.X("workers × threads:Q", scale=alt.Scale(type="log")),
+        color=alt.Color("server:N"),
+        shape=alt.Shape("model:N"),
+        tooltip=["server", "model", "workers", "threads", "capacity_rps", "capacity_missed_rps", "memory_mb"],
+    )
+    capacity = (
+        base.mark_rule().encode(y=alt.Y("capacity_rps:Q", title="req/s at the objective"), y2="missed:Q")
+        + base.mark_point(filled=True).encode(y="capacity_rps:Q")
+    ).properties(height=220)
+    memory = base.mark_point().encode(y=alt.Y("memory_mb:Q", title="PSS under load (MB)")).properties(height=140)
+    spec = alt.vconcat(capacity, memory).to_json()
+    return {"id": CHART_ID, "title": CHART_TITLE, "spec": Markup(spec.replace("</", "<\\/")), "links": {}}
+
+
+def advice_context(points_csv, recommendations_csv) -> dict:
+    """What the page's "Your deployment" shows."""
+    ranked = pd.read_csv(recommendations_csv)
+    rows = ranked.to_dict("records")
+    first = rows[0] if rows else {}
+    budget = first.get("memory_budget_mb")
+    return {
+        "inputs": (
+            f"p99 ≤ {first.get('objective_p99_ms', float('nan')):g} ms, "
+            + (f"at most {budget:g} MB of PSS" if not pd.isna(budget) else "no memory budget")
+            + f", {first.get('cpus')} CPU(s) for the server"
+        ),
+        "sentences": [server_sentence(row) for row in rows],
+        "ranking": ranking_sentence(rows),
+        "chart": advice_chart(pd.read_csv(points_csv)) if rows else None,
+    }
