@@ -205,6 +205,7 @@ def serve_and_count(argv: list[str], port: int) -> tuple[bytes, int]:
         ("gunicorn", 3, 1, "gunicorn"),
         ("gunicorn-gthread", 2, 4, "gunicorn"),
         ("uwsgi", 2, 1, "uwsgi"),
+        ("uwsgi-threaded", 2, 4, "uwsgi"),
         ("starman", 2, 1, "starman"),
         ("uwsgi-psgi", 2, 1, "/usr/bin/uwsgi-core"),
     ],

@@ -36,7 +36,7 @@ def snakemake(*args, timeout=1500):
 def smoke(tmp_path_factory):
     results = tmp_path_factory.mktemp("smoke") / "results"
     before = server_processes()
-    # Only the table (the charts and the page are tested elsewhere): 36 servers are the point here.
+    # Only the table (the charts and the page are tested elsewhere): every catalogue server is the point here.
     # The request framing checks are left out (tests/test_framing.py, and the e2e run's two servers).
     targets = [str(results / "summary.csv"), str(results / "conformance.csv")]
     done = snakemake(*targets, "--config", "profile=smoke", f"results={results}", "conformance_framing=False")
