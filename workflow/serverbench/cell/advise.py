@@ -28,10 +28,9 @@ from serverbench.plan import apps, search
 from serverbench.plan.catalogue import SearchSpec, server_entry
 from serverbench.plan.config import effective_profile
 from serverbench.plan.shapes import Profile, Target
-from serverbench.record.advice import ADVICE_SCHEMA, AdviceRecord, Point, ReloadCheck, ReloadOutcome
+from serverbench.record.advice import ADVICE_SCHEMA, MB, AdviceRecord, Point, ReloadCheck, ReloadOutcome
 from serverbench.record.vocabulary import Status
 
-MB = 1024 * 1024
 FAILURES = (OSError, servers.ServerError, loadgen.ToolMissing)
 
 

@@ -17,10 +17,9 @@ import json
 import pandas as pd
 
 from serverbench.plan.search import Capacity, Measured, Setting, best
-from serverbench.record.advice import AdviceRecord, Bound, Point, ReloadOutcome, Verdict
+from serverbench.record.advice import AdviceRecord, Bound, Point, ReloadOutcome, Verdict, megabytes
 from serverbench.record.vocabulary import Outcome, Status
 
-MB = 1024 * 1024
 RELOAD_OK = (ReloadOutcome.CLEAN, ReloadOutcome.NOT_DECLARED)
 COLUMNS = [
     "profile", "server", "language", "rank", "verdict", "reason", "model", "workers", "threads",
@@ -33,10 +32,6 @@ COLUMNS = [
 def measured(point: Point) -> Measured:
     setting = Setting(point.model, point.workers, point.threads)
     return Measured(setting, Capacity(point.met_rps, point.missed_rps), point.memory_bytes, point.status is Status.OK)
-
-
-def _mb(value: int | None) -> float | None:
-    return None if value is None else round(value / MB, 1)
 
 
 def _rule(record: AdviceRecord) -> Point | None:
@@ -73,11 +68,11 @@ def server_row(record: AdviceRecord) -> dict:
     row = {
         "profile": record.profile, "server": record.server, "language": record.language, "verdict": verdict,
         "reason": reason, "objective_p99_ms": record.objective_p99_ms,
-        "memory_budget_mb": _mb(record.memory_budget_bytes), "margin": record.margin, "cpus": record.cpus,
+        "memory_budget_mb": megabytes(record.memory_budget_bytes), "margin": record.margin, "cpus": record.cpus,
         "points": len(points),
         "rule_model": rule.model if rule else None, "rule_workers": rule.workers if rule else None,
         "rule_threads": rule.threads if rule else None, "rule_capacity_rps": rule.met_rps if rule else None,
-        "rule_memory_mb": _mb(rule.memory_bytes) if rule else None,
+        "rule_memory_mb": megabytes(rule.memory_bytes) if rule else None,
         "reload": record.reload.outcome if record.reload else None,
         "reload_failed": record.reload.failed if record.reload else None,
     }  # fmt: skip
@@ -95,7 +90,7 @@ def _chosen(chosen: Measured, points: list[Measured], record: AdviceRecord, rule
     return {
         "model": setting.model, "workers": setting.workers, "threads": setting.threads,
         "capacity_rps": chosen.capacity.met, "capacity_missed_rps": chosen.capacity.missed,
-        "memory_mb": _mb(chosen.memory_bytes), "bound_by": Bound.BUDGET if over else Bound.OBJECTIVE,
+        "memory_mb": megabytes(chosen.memory_bytes), "bound_by": Bound.BUDGET if over else Bound.OBJECTIVE,
         "equivalent_settings": json.dumps(sorted(p.setting.label() for p in tied if p.setting != setting)),
         "gain": round(chosen.capacity.met / rule.met_rps, 3) if rule and rule.met_rps else None,
     }  # fmt: skip

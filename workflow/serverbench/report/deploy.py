@@ -54,10 +54,10 @@ def write_configurations(config: dict, table: pd.DataFrame, out_dir) -> list[Pat
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for row in table.to_dict("records"):
-        if pd.isna(row.get("model")) or server_entry(config, row["model"]).deploy is None:
+        entry = None if pd.isna(row.get("model")) else server_entry(config, row["model"])
+        if entry is None or entry.deploy is None:
             continue
         text, run = render(config, row["profile"], row)
-        entry = server_entry(config, row["model"])
         folder = out_dir / row["server"]
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / entry.deploy.file

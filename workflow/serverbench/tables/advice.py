@@ -16,9 +16,8 @@ from dataclasses import asdict
 import pandas as pd
 
 from serverbench import files
-from serverbench.record.advice import AdviceRecord, load_advice
+from serverbench.record.advice import AdviceRecord, load_advice, megabytes
 
-MB = 1024 * 1024
 COLUMNS = [
     "profile", "server", "language", "app", "workload", "model", "workers", "threads", "status", "reason",
     "capacity_rps", "capacity_missed_rps", "limit", "memory_mb", "within_budget", "rule_of_thumb", "peak_rps",
@@ -26,15 +25,11 @@ COLUMNS = [
 ]  # fmt: skip
 
 
-def _mb(value: int | None) -> float | None:
-    return None if value is None else round(value / MB, 1)
-
-
 def point_rows(record: AdviceRecord) -> list[dict]:
-    budget = _mb(record.memory_budget_bytes)
+    budget = megabytes(record.memory_budget_bytes)
     rows = []
     for point in record.points:
-        memory = _mb(point.memory_bytes)
+        memory = megabytes(point.memory_bytes)
         rows.append(
             {
                 "profile": record.profile, "server": record.server, "language": record.language,
