@@ -3,6 +3,7 @@
 #   /        Hello World!
 #   /json    a small object serialised per request
 #   /big     a 100 KiB body
+#   /large   an 8 MiB body (more than the socket buffers hold: the front profile's slow readers)
 #   /cpu     about 1 ms of CPU work (iterated SHA-256)
 #   /sleep   a 10 ms wait
 #   /echo    the request's body back (POST; conformance probes send chunked
@@ -18,6 +19,7 @@ use Time::HiRes ();
 
 my $body       = 'Hello World!';
 my $big        = '0123456789abcdef' x 6400;    # 100 KiB
+my $large      = '0123456789abcdef' x 524288;  # 8 MiB
 my $cpu_rounds = 3000;
 my $json       = JSON::PP->new->canonical(1);
 
@@ -36,6 +38,7 @@ my %routes = (
             'application/json' );
     },
     '/big' => sub { text($big) },
+    '/large' => sub { text($large) },
     '/cpu' => sub {
         my $digest = 'serverbench';
         $digest = sha256($digest) for 1 .. $cpu_rounds;

@@ -8,6 +8,7 @@ every server can keep the connection alive.
     /        Hello World!
     /json    a small object serialised per request
     /big     a 100 KiB body
+    /large   an 8 MiB body (more than the socket buffers hold: the front profile's slow readers)
     /cpu     about 1 ms of CPU work (iterated SHA-256)
     /sleep   a 10 ms wait
     /echo    the request's body back (POST; conformance probes send chunked
@@ -34,6 +35,7 @@ from extra_work import extra_work  # noqa: E402
 
 BODY = b"Hello World!"
 BIG = b"0123456789abcdef" * 6400  # 100 KiB
+LARGE = b"0123456789abcdef" * 524288  # 8 MiB
 CPU_ROUNDS = 3000  # about 1 ms here; the answer is the final digest
 
 
@@ -68,6 +70,7 @@ def _echo(environ):
 ROUTES = {
     "/json": _json,
     "/big": lambda: _text(BIG),
+    "/large": lambda: _text(LARGE),
     "/cpu": _cpu,
     "/sleep": _sleep,
     # Which process answered: the operations check counts each worker's share of the answers.

@@ -70,7 +70,7 @@ wildcard_constraints:
     profile=r"[A-Za-z0-9_.-]+",
     workload=r"[A-Za-z0-9_.-]+",
     tool=r"[A-Za-z0-9_.-]+",
-    server=r"[A-Za-z0-9_.-]+",
+    server=r"[A-Za-z0-9_.+-]+",
     concurrency=r"\d+",
     repeat=r"\d+",
     fraction=r"[0-9]+(\.[0-9]+)?",

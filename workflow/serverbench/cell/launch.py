@@ -9,6 +9,7 @@ started until ``stop``: whatever fails, the cell calls ``stop`` once.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import pwd
 import re
@@ -176,7 +177,7 @@ class Launch:
             self.values["venv"] = containers.IMAGE_VENV
         self.argv = render(self.config, self.spec.command, self.values)
         found.server.argv = self.argv
-        found.server.files = servers.render_files(self.spec.files, self.values, self.rundir)
+        found.server.files = servers.render_files(self.spec.files, self._template_values(), self.rundir)
         found.server.host, found.server.port = host, port
         found.limits = self._limits()
         if self.in_docker:
@@ -184,6 +185,11 @@ class Launch:
         elif shutil.which(self.argv[0], path=self.env["PATH"]) is None:
             raise CellSkipped(f"server program {self.argv[0]!r} not found on PATH")
         self._probe_versions()
+
+    def _template_values(self) -> dict:
+        """The templates' variables: the placeholders, and a front's settings as ``front``."""
+        fronted = self.spec.fronted
+        return {**self.values, "front": dataclasses.asdict(fronted)} if fronted else self.values
 
     def _start_database(self) -> None:
         """The app's database, where it uses one (``database: true``): the profile's engine,

@@ -51,6 +51,28 @@ class Deploy:
 
 
 @dataclass(frozen=True)
+class Behind:
+    """How a server runs behind a front (the schema's ``behind``)."""
+
+    protocol: str
+    command: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Fronted:
+    """A deployment of ``server`` behind ``front`` (the schema's ``fronted``, written by
+    plan.config.expand_fronts)."""
+
+    server: str
+    front: str
+    protocol: str
+    upstream_keepalive: bool
+    workers: int = 1
+    timeouts: dict[str, float] = field(default_factory=dict)
+    version: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
 class ServerEntry:
     name: str
     language: str
@@ -80,6 +102,9 @@ class ServerEntry:
     work_pairs: int = 1
     search: SearchSpec | None = None  # what the advise profile searches; None: its start only
     deploy: Deploy | None = None  # the configuration a user deploys it with
+    behind: Behind | None = None  # how it runs behind a front (config `fronts`)
+    timeouts: dict[str, float] = field(default_factory=dict)  # what it applies to a client, seconds by name
+    fronted: Fronted | None = None  # this deployment is a server behind a front
 
     @classmethod
     def from_spec(cls, name: str, spec: dict) -> ServerEntry:
@@ -95,6 +120,13 @@ class ServerEntry:
             values["search"] = SearchSpec.from_spec(values["search"])
         if "deploy" in values:
             values["deploy"] = Deploy(**{**values["deploy"], "run": tuple(values["deploy"]["run"])})
+        if "behind" in values:
+            values["behind"] = Behind(values["behind"]["protocol"], tuple(values["behind"]["command"]))
+        if "fronted" in values:
+            fronted = dict(values["fronted"])
+            if fronted.get("version"):
+                fronted["version"] = tuple(fronted["version"])
+            values["fronted"] = Fronted(**fronted)
         if "work_stop" in values:
             values["work_stop"] = WorkStop(values["work_stop"])
         return cls(name=name, **values)

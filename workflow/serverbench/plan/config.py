@@ -193,8 +193,8 @@ def requested_profile(config: dict, name: str) -> dict:
             **profile["advise"],
             **{key: config[key] for key in ADVISE_OVERRIDES if config.get(key) is not None},
         }
-    if profile["servers"] == "all":
-        profile["servers"] = list(config["catalogue"])
+    if profile["servers"] == "all":  # the catalogue as written: deployments behind a front are named
+        profile["servers"] = [name for name, entry in config["catalogue"].items() if not is_fronted(entry)]
     return profile
 
 
@@ -244,9 +244,60 @@ def expand_aliases(config: dict) -> None:
                 continue
             if original not in catalogue or {"alias_of", "variant_of"} & set(catalogue[original]):
                 raise ConfigError(f"catalogue.{name}.{key}", f"{original!r} is not a catalogue server (nor a copy)")
-            copied = {k: v for k, v in catalogue[original].items() if k not in ("product", "family")}
+            # Its own way of running behind a front, if any: the original's would drop what the copy changes.
+            copied = {k: v for k, v in catalogue[original].items() if k not in ("product", "family", "behind")}
             catalogue[name] = {**copied, **entry}
             break
+
+
+FRONTED = "{server}+{front}"  # a deployment's name: an app server behind a front
+BACKEND_SOCKET = "{rundir}/backend.sock"  # where every app server behind a front accepts (its `behind`)
+
+
+def fronted_name(server: str, front: str) -> str:
+    return FRONTED.format(server=server, front=front)
+
+
+def fronted_entry(name: str, entry: dict, front_name: str, front: dict) -> dict:
+    """The catalogue entry of ``name`` behind ``front``: its ``behind`` command as the backend,
+    the front's command before it, the front's template for the protocol as front.conf."""
+    protocol = entry["behind"]["protocol"]
+    keys = ("language", "version", "interpreter", "interpreter_from_log", "env", "workloads", "expect", "timeouts")
+    return {
+        **{key: entry[key] for key in keys if key in entry},
+        "description": f"{name} behind {front_name} ({protocol} on a Unix socket)",
+        "command": list(front["command"]),
+        "backend": list(entry["behind"]["command"]),
+        "backend_socket": BACKEND_SOCKET,
+        "files": {"front.conf": front["protocols"][protocol]},
+        "fronted": {
+            "server": name,
+            "front": front_name,
+            "protocol": protocol,
+            "upstream_keepalive": protocol in (front.get("upstream_keepalive") or []),
+            "workers": front.get("workers", 1),
+            "timeouts": dict(front.get("timeouts") or {}),
+            **({"version": list(front["version"])} if front.get("version") else {}),
+        },
+    }
+
+
+def expand_fronts(config: dict) -> None:
+    """A deployment SERVER+FRONT for every catalogue server with ``behind`` and every front of
+    ``fronts`` speaking its protocol (an entry of that name written in the catalogue wins)."""
+    catalogue = config.get("catalogue") or {}
+    for front_name, front in (config.get("fronts") or {}).items():
+        if not isinstance(front, dict):
+            continue
+        for name, entry in list(catalogue.items()):
+            behind = entry.get("behind") if isinstance(entry, dict) else None
+            if not isinstance(behind, dict) or behind.get("protocol") not in (front.get("protocols") or {}):
+                continue
+            catalogue.setdefault(fronted_name(name, front_name), fronted_entry(name, entry, front_name, front))
+
+
+def is_fronted(entry: dict) -> bool:
+    return "fronted" in entry
 
 
 def _workload_sets(config: dict) -> dict[str, dict]:
@@ -280,6 +331,7 @@ def validate(config: dict) -> dict:
     read_catalogue(config)
     normalise_overrides(config)
     expand_aliases(config)
+    expand_fronts(config)
     _check_schema(config)
     if config["app"] not in config["apps"]:
         raise ConfigError("app", f"{config['app']!r} is not one of apps: {', '.join(sorted(config['apps']))}")
@@ -307,6 +359,8 @@ def validate(config: dict) -> dict:
         for key in ("backend", "interpreter"):
             if key in server:
                 _check_argv(f"catalogue.{name}.{key}", server[key], SERVER_PLACEHOLDERS)
+        if "behind" in server:
+            _check_argv(f"catalogue.{name}.behind.command", server["behind"]["command"], SERVER_PLACEHOLDERS)
         if "backend" in server and "backend_socket" not in server:
             raise ConfigError(f"catalogue.{name}", "a server with a backend needs backend_socket")
         control = server.get("control")
@@ -320,6 +374,11 @@ def validate(config: dict) -> dict:
                 f"catalogue.{name}.language",
                 f"unknown language {server['language']!r}; known: {', '.join(sorted(config['languages']))}",
             )
+    for name, front in config["fronts"].items():
+        _check_argv(f"fronts.{name}.command", front["command"], SERVER_PLACEHOLDERS)
+        for protocol, template in front["protocols"].items():
+            if not (REPO_ROOT / template).is_file():
+                raise ConfigError(f"fronts.{name}.protocols.{protocol}", f"template {template!r} not found")
     for name, tool in config["load_tools"].items():
         _check_argv(f"load_tools.{name}.command", tool["command"], TOOL_PLACEHOLDERS)
     for name, path in (config.get("programs") or {}).items():
