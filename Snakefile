@@ -15,6 +15,7 @@ include: "workflow/rules/bench.smk"
 include: "workflow/rules/work.smk"
 include: "workflow/rules/operations.smk"
 include: "workflow/rules/advise.smk"
+include: "workflow/rules/front.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/charts.smk"
 
@@ -32,6 +33,7 @@ localrules:
     work_table,
     operations_table,
     advice_table,
+    front_table,
     conformance_table,
     seeds,
     chart,
@@ -52,6 +54,7 @@ rule all:
         *OPERATIONS_TABLES,
         *ADVICE_TABLES,
         *ADVICE_CONFIGS,
+        *FRONT_TABLES,
         *CHART_FILES,
         *SCREENSHOTS,
 
@@ -65,6 +68,7 @@ onsuccess:
     print_answers(f"{RESULTS}/verdicts.csv", f"{RESULTS}/conformance.csv")
     print_work(f"{RESULTS}/work_verdicts.csv")
     print_advice(f"{RESULTS}/advice_recommendations.csv")
+    print_front(f"{RESULTS}/front_verdicts.csv")
 
 
 onerror:

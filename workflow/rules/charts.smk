@@ -50,6 +50,8 @@ rule index:
         operations=OPERATIONS_TABLES,
         # advice.csv and advice_recommendations.csv where a profile asks for advice.
         advice=ADVICE_TABLES,
+        # front.csv and front_verdicts.csv where a profile asks whether a front is needed.
+        front=FRONT_TABLES,
     output:
         index=report(f"{RESULTS}/index.html", category="Overview"),
         answers=f"{RESULTS}/answers.md",

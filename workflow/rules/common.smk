@@ -6,11 +6,12 @@ from pathlib import Path
 from serverbench.host import engine as sbengine
 from serverbench.plan import apps as sbapps
 from serverbench.plan import config as sbconfig
-from serverbench.plan.config import config_hash
+from serverbench.plan.config import config_hash, is_fronted
 from serverbench.plan.languages import title as language_title
 from serverbench.plan.matrix import Matrix, kept_seed
 from serverbench.plan.shapes import CELL_PATH, RATE_CELL_PATH
 from serverbench.report.advice import print_advice
+from serverbench.report.front import print_front
 from serverbench.report.answers import print_answers
 from serverbench.report.work import print_work
 from serverbench.report.names import CHARTS
@@ -252,6 +253,28 @@ def advise_results(wildcards=None):
         }
     )
     return [f"{RESULTS}/advice/{profile}/{server}.json" for profile, server in pairs]
+
+
+def front_results(wildcards=None):
+    """Every (profile, server) front job of the profiles with `front`: each server of the
+    profile that is not itself a deployment behind a front."""
+    pairs = sorted(
+        {
+            (cell.profile, cell.server)
+            for cell in MATRIX.cells
+            if MATRIX.profiles[cell.profile].front
+            and not is_fronted(config["catalogue"][cell.server])
+        }
+    )
+    return [f"{RESULTS}/front/{profile}/{server}.json" for profile, server in pairs]
+
+
+# front.csv and front_verdicts.csv, where a profile of the run asks whether a front is needed.
+FRONT_TABLES = (
+    [f"{RESULTS}/front.csv", f"{RESULTS}/front_verdicts.csv"]
+    if front_results()
+    else []
+)
 
 
 # advice.csv and the recommendations, where a profile of the run asks for advice.

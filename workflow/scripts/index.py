@@ -29,4 +29,5 @@ write_index(
     work_margin=snakemake.config["work_lens"]["margin"],  # noqa: F821
     operations_csvs=list(snakemake.input.operations),  # noqa: F821
     advice_csvs=list(snakemake.input.advice),  # noqa: F821
+    front_csvs=list(snakemake.input.front),  # noqa: F821
 )

@@ -94,6 +94,7 @@ class Profile:
     rounds_at_once: int
     work: bool | list[str]  # every workload's work counted, or only these workloads'
     advise: dict | None  # your deployment, decided (cell.advise): objective, budget, steps; None: not asked
+    front: dict | None  # does it need a front? (cell.front): clients, rounds, slow kinds; None: not asked
     operations: dict | None  # a server in operation (cell.operations): its lives and reloads; None: not asked
     duration: float
     requests: int

@@ -38,6 +38,7 @@ class Kind(StrEnum):
     KNEE_RATIO = "knee ratio"
     P99_AT_FRACTION = "p99 at fraction"
     P99_AT_EQUAL_LOAD = "p99 at equal load"
+    FRONT = "front"  # a server behind a front against itself bare (decide.front)
 
 
 # The one order in which the page and the console list comparisons of several kinds: the
@@ -59,6 +60,7 @@ class Metric(StrEnum):
     WORK = "work"
     LATENCY = "latency"
     OPERATIONS = "operations"
+    KEPT = "rate kept beside slow clients"  # the normal clients' share of their rate alone (decide.front)
 
 
 class Outcome(StrEnum):

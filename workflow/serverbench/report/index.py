@@ -28,6 +28,7 @@ from serverbench.report.answers import (
     lead_paragraph,
     margin_sentence,
 )
+from serverbench.report.front import front_context, front_markdown
 from serverbench.report.machine import hosts_sentence, steadiness_sentence
 from serverbench.report.names import CHARTS
 from serverbench.report.operations import operations_context, operations_markdown
@@ -198,6 +199,7 @@ def write_index(
     work_margin: float = 0.005,
     operations_csvs=None,
     advice_csvs=None,
+    front_csvs=None,
 ) -> None:
     """One page: the answers, then charts, the sortable summary, failed and flagged cells, the
     environment. ``language_titles`` names each language in the headline."""
@@ -222,6 +224,8 @@ def write_index(
     context["operations"] = operations_context(*operations_csvs, titles=language_titles) if operations_csvs else None
     # advice_csvs: advice.csv and advice_recommendations.csv where a profile asks for advice: the page opens with it.
     context["advice"] = advice_context(*advice_csvs) if advice_csvs else None
+    # front_csvs: front.csv and front_verdicts.csv where a profile asks whether a front is needed.
+    context["front"] = front_context(*front_csvs) if front_csvs else None
     if answers_path:
         markdown = answers_markdown(verdicts, conformance, language_titles, lead=context["headline"])
         if context["advice"]:
@@ -230,6 +234,8 @@ def write_index(
             markdown += work_markdown(context["work"])
         if context["operations"]:
             markdown += operations_markdown(context["operations"])
+        if context["front"]:
+            markdown += front_markdown(context["front"])
         files.write_atomic(Path(answers_path), markdown)
     context["conformance"] = conformance_matrix(conformance) if conformance is not None else {}
     context["framing"] = framing_panel(conformance) if conformance is not None else None

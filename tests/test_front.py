@@ -1,0 +1,185 @@
+"""Does it need a front? (issue 70): real servers bare and behind nginx, beside real slow clients.
+
+Nothing here assumes the machine's speed: every expectation compares runs of one job with
+each other (the normal clients beside slow ones against the same clients alone, a moment
+before), or rests on what a slow client holds (a preforking server whose every worker reads
+a request that never ends answers nothing, whatever its speed). The decisions are tested on
+planted tables first.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import require, require_unitd, run_snakemake
+from serverbench import REPO_ROOT
+from serverbench.cell.front import conditions, deployments_of, run_front
+from serverbench.decide.front import front_verdicts
+from serverbench.plan import config as cfg
+from serverbench.plan.catalogue import server_entry
+from serverbench.plan.config import effective_profile
+from serverbench.record.front import FrontAnswer, Relative, SlowKind, load_front
+from serverbench.record.vocabulary import Metric, Outcome
+from serverbench.tables.front import front_table, work_rows
+
+QUICK = {"rounds": 2, "duration_s": 1, "settle_s": 0.3}
+
+
+def front_config(servers: list[str], **front) -> dict:
+    config = cfg.load(REPO_ROOT / "config.yaml", {"profile": "front", "servers": servers})
+    profile = config["profiles"]["front"]
+    profile.update(server_cpus=[0], client_cpus=[1], time_wait_max=10**6)
+    profile["front"] = {**profile["front"], **QUICK, **front}
+    return cfg.validate(config)
+
+
+def run(config: dict, server: str, tmp_path):
+    path = tmp_path / f"{server}.json"
+    written = run_front(config, "front", server, path, tmp_path / f"{server}.log")
+    record = load_front(json.loads(path.read_text()))
+    assert record.to_dict() == written and (tmp_path / f"{server}.raw.txt").stat().st_size > 0
+    return record
+
+
+def runs_of(record, deployment: str, kind: SlowKind):
+    return [r for r in record.runs if r.deployment == deployment and r.condition.kind is kind]
+
+
+def test_every_deployment_behind_a_front_is_made_from_config():
+    """A front in config and a server's `behind` make SERVER+FRONT: the app server on the front's
+    socket, the front's template for its protocol, upstream keep-alive where the protocol has it."""
+    config = cfg.load(REPO_ROOT / "config.yaml")
+    gunicorn = server_entry(config, "gunicorn+nginx")
+    assert gunicorn.backend[:3] == ("gunicorn", "--bind", "unix:{rundir}/backend.sock")
+    assert gunicorn.files == {"front.conf": "workflow/templates/front/nginx-http.conf"}
+    assert gunicorn.fronted.upstream_keepalive and gunicorn.fronted.timeouts["client_header_s"] == 60
+    uwsgi = server_entry(config, "uwsgi-psgi+nginx")
+    assert uwsgi.fronted.protocol == "uwsgi" and not uwsgi.fronted.upstream_keepalive
+    assert uwsgi.language == "perl" and "--uwsgi-socket" in uwsgi.backend
+    assert "unit-python+nginx" not in config["catalogue"]  # Unit declares no `behind`
+    assert not any("+" in name for name in cfg.requested_profile(config, "smoke")["servers"])  # `all`: as written
+
+
+def test_the_slow_counts_are_stated_against_what_the_server_holds_at_once():
+    spec = {"kinds": ["slow senders", "slow readers"], "counts": {"slow senders": ["fewer", "as many", "more"]}}
+    found = conditions(spec, holds=2)
+    assert [(c.kind, c.relative, c.count) for c in found] == [
+        (SlowKind.NONE, None, 0),
+        (SlowKind.SENDERS, Relative.FEWER, 1),
+        (SlowKind.SENDERS, Relative.AS_MANY, 2),
+        (SlowKind.SENDERS, Relative.MORE, 4),
+        (SlowKind.READERS, Relative.AS_MANY, 2),
+    ]
+
+
+def planted_table(bare_kept: list[float], fronted_kept: list[float] | None, alone=1000.0) -> pd.DataFrame:
+    """front.csv's rows of one server: its rate alone each round, and beside 2 slow senders."""
+    rows = []
+    deployments = [("planted", bare_kept)] + ([("planted+nginx", fronted_kept)] if fronted_kept else [])
+    for name, kept in deployments:
+        for number, share in enumerate(kept, start=1):
+            base = {"profile": "front", "server": "planted", "language": "python", "deployment": name,
+                    "fronted": name != "planted", "deployment_status": "ok", "round": number}  # fmt: skip
+            rows.append({**base, "kind": SlowKind.NONE, "relative": None, "slow_count": 0, "rps": alone})
+            rows.append(
+                {**base, "kind": SlowKind.SENDERS, "relative": "as many", "slow_count": 2, "rps": alone * share}
+            )
+    return pd.DataFrame(rows)
+
+
+def test_a_front_that_keeps_the_rate_bare_loses_is_needed():
+    config = cfg.load(REPO_ROOT / "config.yaml")
+    verdicts = front_verdicts(planted_table([0.0, 0.0, 0.02], [0.95, 0.97, 0.93]), work_rows([]), config)
+    saved = verdicts[(verdicts["metric"] == Metric.KEPT) & (verdicts["a"] == "planted+nginx")].iloc[0]
+    assert saved["outcome"] == Outcome.HIGHER and (verdicts["answer"] == FrontAnswer.NEEDS).all()
+    bare = verdicts[(verdicts["metric"] == Metric.KEPT) & (verdicts["a"] == "planted")].iloc[0]
+    assert bare["outcome"] == Outcome.LOWER
+
+
+def test_a_server_whose_rate_slow_clients_do_not_touch_does_not_need_one():
+    config = cfg.load(REPO_ROOT / "config.yaml")
+    verdicts = front_verdicts(planted_table([0.99, 1.01, 1.0], None), work_rows([]), config)
+    assert (verdicts["answer"] == FrontAnswer.NOT_NEEDED).all()
+    noisy = front_verdicts(planted_table([0.2, 1.3, 0.6], None), work_rows([]), config)
+    assert (noisy["answer"] == FrontAnswer.UNDETERMINED).all()  # an interval this wide decides nothing
+
+
+@pytest.mark.e2e
+def test_two_slow_senders_starve_two_preforking_workers_bare_and_not_behind_nginx(tmp_path, no_leftovers):
+    """gunicorn's sync workers, 2 of them, read the request in the worker: with 2 slow senders
+    connected, the fast clients are served nothing; nginx reads whole requests before passing
+    them on, so behind it they are served. The slow clients are not busy ones, and each held
+    its connection to the end (no timeout of 60 s or 30 s reached in 2 s)."""
+    require("gunicorn", "nginx", "oha")
+    config = front_config(["gunicorn", "gunicorn+nginx"], kinds=["slow senders"], counts={})
+    assert deployments_of(config, effective_profile(config, "front"), "gunicorn") == ["gunicorn", "gunicorn+nginx"]
+    record = run(config, "gunicorn", tmp_path)
+    assert [d.status for d in record.deployments] == ["ok", "ok"] and record.holds_at_once == 2
+    for beside in runs_of(record, "gunicorn", SlowKind.SENDERS):
+        assert beside.condition.count == 2 and not beside.requests  # nothing answered while they hold the workers
+        assert beside.slow.outcomes == {"held": 2} and beside.slow.busy_share < 0.5
+    for alone in runs_of(record, "gunicorn", SlowKind.NONE) + runs_of(record, "gunicorn+nginx", SlowKind.NONE):
+        assert alone.requests > 0 and alone.failed == 0
+    for beside in runs_of(record, "gunicorn+nginx", SlowKind.SENDERS):
+        assert beside.requests > 0 and beside.failed == 0 and beside.slow.outcomes == {"held": 2}
+    front = record.deployments[1]
+    assert front.front == "nginx" and front.protocol == "http" and front.front_version.startswith("nginx version")
+    assert front.front_timeouts["client_header_s"] == 60 and record.deployments[0].timeouts == {"worker_silent_s": 30}
+
+
+def _kept_shares(record, deployment: str) -> list[float]:
+    alone = {r.round: r.rps for r in runs_of(record, deployment, SlowKind.NONE)}
+    return [r.rps / alone[r.round] for r in runs_of(record, deployment, SlowKind.SENDERS)]
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("server", ["unit-python", "nginx-baseline"])
+def test_a_server_with_an_event_driven_front_of_its_own_is_unaffected_by_slow_senders(server, tmp_path, no_leftovers):
+    """Unit's router and nginx read requests themselves: twice as many slow senders as workers
+    leave the normal clients served, at about the rate they had alone a moment before."""
+    require("nginx", "oha")
+    if server.startswith("unit"):
+        require_unitd()
+    config = front_config([server], kinds=["slow senders"], counts={"slow senders": ["more"]})
+    record = run(config, server, tmp_path)
+    assert [d.status for d in record.deployments] == ["ok"]
+    beside = runs_of(record, server, SlowKind.SENDERS)
+    assert beside and all(r.requests > 0 and r.failed == 0 and r.slow.outcomes == {"held": 4} for r in beside)
+    assert max(_kept_shares(record, server)) > 0.5  # the preforking server bare keeps 0
+
+
+@pytest.mark.e2e
+def test_the_front_profile_answers_through_the_workflow_with_the_fronts_work(tmp_path):
+    """Through Snakemake: the front job, the work lens on both deployments (the front's
+    instructions and syscalls counted in its deployment's), front.csv, the verdicts, the page's
+    section, answers.md and the console's line."""
+    require("gunicorn", "nginx", "oha", "valgrind", "perf", "h2load")
+    results = tmp_path / "results"
+    configfile = tmp_path / "front.yaml"
+    quick = {**QUICK, "kinds": ["slow senders"], "counts": {}}
+    configfile.write_text(yaml.safe_dump({"profiles": {"front": {"front": quick, "time_wait_max": 10**6}}}))
+    done = run_snakemake(
+        ["--cores", "4", "--configfile", "config.yaml", str(configfile)],
+        ["profile=front", "servers=[gunicorn-gthread, gunicorn-gthread+nginx]", f"results={results}"],
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = pd.read_csv(results / "front.csv")
+    assert set(table["deployment"]) == {"gunicorn-gthread", "gunicorn-gthread+nginx"}
+    verdicts = pd.read_csv(results / "front_verdicts.csv")
+    work = verdicts[verdicts["metric"] == Metric.WORK].iloc[0]
+    assert work["a"] == "gunicorn-gthread+nginx" and work["outcome"] == Outcome.MORE_WORK
+    counted = pd.read_csv(results / "work.csv").set_index("server")
+    assert (
+        counted.loc["gunicorn-gthread+nginx", "syscalls_per_request"]
+        > counted.loc["gunicorn-gthread", "syscalls_per_request"]
+    )
+    assert set(verdicts["answer"]) <= set(FrontAnswer)
+    page = (results / "index.html").read_text()
+    assert "Does it need a front?" in page and "gunicorn-gthread (python)" in page
+    assert "## Does it need a front?" in (results / "answers.md").read_text()
+    assert "Does it need a front?" in done.stdout and "gunicorn-gthread (python):" in done.stdout
+    assert len(front_table([load_front(json.loads((results / "front/front/gunicorn-gthread.json").read_text()))]))

@@ -1,0 +1,14 @@
+"""front.csv (serverbench.tables.front) and front_verdicts.csv (serverbench.decide.front)."""
+
+import sys
+
+from serverbench import files
+from serverbench.decide.front import front_verdicts
+from serverbench.tables.front import front_table, read_records, work_rows
+
+with open(snakemake.log[0], "w") as sys.stderr:  # noqa: F821 (injected by Snakemake)
+    table = front_table(read_records(snakemake.input.records))  # noqa: F821
+    files.write_atomic(snakemake.output.table, table.to_csv(index=False))  # noqa: F821
+    work = work_rows(list(snakemake.input.work))  # noqa: F821
+    verdicts = front_verdicts(table, work, snakemake.config)  # noqa: F821
+    files.write_atomic(snakemake.output.verdicts, verdicts.to_csv(index=False))  # noqa: F821
