@@ -165,18 +165,18 @@ def test_the_front_profile_answers_through_the_workflow_with_the_fronts_work(tmp
         ["--cores", "4", "--configfile", "config.yaml", str(configfile)],
         ["profile=front", "servers=[gunicorn-gthread, gunicorn-gthread+nginx]", f"results={results}"],
         timeout=900,
+        work=True,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     table = pd.read_csv(results / "front.csv")
     assert set(table["deployment"]) == {"gunicorn-gthread", "gunicorn-gthread+nginx"}
     verdicts = pd.read_csv(results / "front_verdicts.csv")
-    work = verdicts[verdicts["metric"] == Metric.WORK].iloc[0]
-    assert work["a"] == "gunicorn-gthread+nginx" and work["outcome"] == Outcome.MORE_WORK
-    counted = pd.read_csv(results / "work.csv").set_index("server")
-    assert (
-        counted.loc["gunicorn-gthread+nginx", "syscalls_per_request"]
-        > counted.loc["gunicorn-gthread", "syscalls_per_request"]
-    )
+    work = verdicts[verdicts["metric"] == Metric.WORK].set_index("count")
+    assert set(work.index) == {"instructions_per_request", "syscalls_per_request"}
+    assert (work["a"] == "gunicorn-gthread+nginx").all()
+    assert work.loc["syscalls_per_request", "outcome"] == Outcome.MORE_WORK  # nginx's reads and writes on top
+    counted = json.loads((results / "work/front/hello/gunicorn-gthread+nginx.json").read_text())
+    assert counted["instructions"]["by_object"]["/usr/sbin/nginx"] > 0  # the front's instructions are counted in
     assert set(verdicts["answer"]) <= set(FrontAnswer)
     page = (results / "index.html").read_text()
     assert "Does it need a front?" in page and "gunicorn-gthread (python)" in page

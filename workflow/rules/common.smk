@@ -271,9 +271,7 @@ def front_results(wildcards=None):
 
 # front.csv and front_verdicts.csv, where a profile of the run asks whether a front is needed.
 FRONT_TABLES = (
-    [f"{RESULTS}/front.csv", f"{RESULTS}/front_verdicts.csv"]
-    if front_results()
-    else []
+    [f"{RESULTS}/front.csv", f"{RESULTS}/front_verdicts.csv"] if front_results() else []
 )
 
 

@@ -17,6 +17,7 @@ import shutil
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -47,6 +48,10 @@ from serverbench.record.sections import (
 
 # An app's setup makes fixtures (10,000 rows in a fraction of a second here); a minute is a hang.
 APP_SETUP_TIMEOUT = 60
+
+
+def no_wrapper(member: int) -> list[str]:
+    return []
 
 
 def server_values(profile: Profile, host: str, port: int, rundir: Path, app: dict) -> dict:
@@ -120,8 +125,9 @@ class Launch:
         self.image: str | None = None
         self.values: dict = {}
         self.argv: list[str] = []
-        # A prefix every server process starts under (the work lens: valgrind, perf trace).
-        self.wrapper: list[str] = []
+        # The prefix each server process starts under (the work lens: valgrind, perf trace), by
+        # its place among them (a backend 0, its front 1): each perf writes a file of its own.
+        self.wrapper: Callable[[int], list[str]] = no_wrapper
 
     @property
     def in_docker(self) -> bool:
@@ -297,8 +303,8 @@ class Launch:
         if self.spec.backend:
             backend_argv = render(self.config, self.spec.backend, self.values)
             self.found.server.backend_argv = backend_argv
-            members.append(self._process(backend_argv, env))
-        members.append(self._process(self._front_argv(), env))
+            members.append(self._process(backend_argv, env, 0))
+        members.append(self._process(self._front_argv(), env, len(members)))
         self.server = servers.ServerGroup(members)
         try:
             for member in members:
@@ -313,9 +319,9 @@ class Launch:
         except servers.ServerError as exc:
             raise CellFailed(f"server did not start: {exc}{self.log_note()}") from None
 
-    def _process(self, argv: list[str], env: dict) -> servers.ServerProcess:
+    def _process(self, argv: list[str], env: dict, member: int) -> servers.ServerProcess:
         return servers.ServerProcess(
-            self.network.wrap([*self.wrapper, *argv]), self.log_path, self.isolation, REPO_ROOT, env
+            self.network.wrap([*self.wrapper(member), *argv]), self.log_path, self.isolation, REPO_ROOT, env
         )
 
     def _front_argv(self) -> list[str]:

@@ -253,6 +253,10 @@ class ServerGroup:
                 return member.exit_code()
         return None
 
+    def all_exited(self) -> bool:
+        """Whether every member has ended (``exit_code`` says whether one has)."""
+        return all(member.exit_code() is not None for member in self.members)
+
     def tree(self) -> list[psutil.Process]:
         alive = {}
         for member in self.members:

@@ -135,5 +135,6 @@ def stop_counted(launch: Launch, grace: float, children_first: bool = False) -> 
     else:
         _signal(processes, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while launch.server.exit_code() is None and time.monotonic() < deadline:
+    # Every member (a backend and its front): each perf wrapper writes once its server has ended.
+    while not launch.server.all_exited() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -94,7 +94,8 @@ def ladder(
 class ServerSession:
     """One server started for a ``Target`` and always stopped (the module's docstring).
 
-    ``wrapper``: a prefix every server process starts under (the work lens's counters);
+    ``wrapper``: the prefix each server process starts under, by its place among them (a
+    backend 0, its front 1; the work lens's counters, a file each);
     ``before_stop``: called with the launch before it is stopped (the timed cell's phase
     clock, the work lens's return to the normal scheduling class); ``ladder=False``: the
     block's exceptions go on to the caller (after the cleanup), whose own ladder records them.
@@ -108,7 +109,7 @@ class ServerSession:
         log_path,
         env: dict | None = None,
         *,
-        wrapper: list[str] | None = None,
+        wrapper: Callable[[int], list[str]] | None = None,
         before_stop: Callable[[Launch], None] | None = None,
         ladder: bool = True,
         failures: tuple[type[BaseException], ...] = (),
@@ -117,7 +118,7 @@ class ServerSession:
     ):
         self.config, self.target, self.profile = config, target, profile
         self.log_path, self.env = Path(log_path), env if env is not None else run_env()
-        self.wrapper, self.before_stop = list(wrapper or []), before_stop
+        self.wrapper, self.before_stop = wrapper, before_stop
         self.records = ladder
         self.failures, self.failed_prefix, self.harness_errors = failures, failed_prefix, harness_errors
         self.ending = Ending()
@@ -130,7 +131,8 @@ class ServerSession:
     def __enter__(self) -> ServerSession:
         self.rundir = make_rundir()
         self.launch = Launch(self.config, self.target, self.profile, self.rundir, self.log_path, self.env)
-        self.launch.wrapper = self.wrapper
+        if self.wrapper is not None:
+            self.launch.wrapper = self.wrapper
         if self.records:
             self._exits.enter_context(
                 ladder(self.ending, self.failures, self.failed_prefix, self.harness_errors, self.log_path)

@@ -57,6 +57,7 @@ number of the record traces to its source, as a cell's do.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gzip
 import shutil
 import tempfile
@@ -94,14 +95,20 @@ INSTRUCTIONS, COUNTERS, NAMES = "instructions", "counters", "names"
 OTHER_LIFE_FAILED = "the other life of the pair failed"
 
 
-def wrapper(lens: str, out: Path, priority: int | None = None) -> list[str]:
-    """The prefix a server starts under in a life of ``lens``, writing into ``out``, at
+def wrapper(lens: str, out: Path, priority: int | None = None, member: int = 0) -> list[str]:
+    """The prefix a server's process ``member`` (a backend 0, its front 1) starts under in a
+    life of ``lens``, writing into ``out`` (perf: a file per member, read together), at
     SCHED_FIFO ``priority`` (``work_lens.realtime_priority``). perf runs one above its
     server: at the server's own it waited for the server to block before it read its
     buffers, and perf trace lost events (docs/work.md)."""
     if lens == INSTRUCTIONS:
         return [*servertree.realtime(priority), "setarch", "-R", *VALGRIND, f"--callgrind-out-file={out}/callgrind.%p"]
-    counter = perfcount.stat_argv(out / "stat.csv") if lens == COUNTERS else perfcount.trace_argv(out / "trace.txt")
+    suffix = f".{member}" if member else ""
+    counter = (
+        perfcount.stat_argv(out / f"stat{suffix}.csv")
+        if lens == COUNTERS
+        else perfcount.trace_argv(out / f"trace{suffix}.txt")
+    )
     server_at = counter.index("--") + 1
     above = priority + 1 if priority else None
     return [*servertree.realtime(above), *counter[:server_at], *servertree.realtime(priority), *counter[server_at:]]
@@ -187,7 +194,7 @@ class Lives:
             profile,
             self.log_path,
             self.env,
-            wrapper=wrapper(lens, out, self.priority),
+            wrapper=functools.partial(wrapper, lens, out, self.priority),
             before_stop=servertree.normal_class,
             ladder=False,  # the record's ladder (run_work) says how the lens ended
         )
@@ -289,10 +296,16 @@ class Lives:
                 raise CellFailed(f"process(es) {lost} of the server wrote no counts (killed before they could?)")
             return
         try:
+            # A file per process started (a backend and its front: both counted).
             if lens == COUNTERS:
-                life.counters.update(perfcount.read_stat(out / "stat.csv"))
+                summed: dict[str, float] = {}
+                for path in [out / "stat.csv", *sorted(out.glob("stat.*.csv"))]:
+                    for name, value in perfcount.read_stat(path).items():
+                        summed[name] = summed.get(name, 0.0) + value
+                life.counters.update(summed)
             else:
-                life.threads = perfcount.read_trace(out / "trace.txt")
+                life.threads = [t for path in [out / "trace.txt", *sorted(out.glob("trace.*.txt"))]
+                                for t in perfcount.read_trace(path)]  # fmt: skip
         except perfcount.PerfError as exc:
             raise CellFailed(str(exc)) from None
 

@@ -7,9 +7,9 @@ same rounds:
 - **the front's cost with fast clients** (metric speed): the normal clients' rate behind the
   front over bare, round by round; a t interval of the mean log ratio, read against the
   profile's ``cost_margin`` as two things measured in one run (faster, slower, equivalent);
-- **the front's work** (metric work, where the run counted work): instructions per request
-  of the deployment (the front's among them) over the bare server's, widened by the servers'
-  declared spread, read against the work lens's margin (more work, less work);
+- **the front's work** (metric work, where the run counted work): instructions and syscalls
+  per request of the deployment (the front's among them) over the bare server's, each widened
+  by the servers' declared spread, read against the work lens's margin (more work, less work);
 - **what it saves with slow clients** (metric ``rate kept``), one per slow condition: the
   share of their rate alone the normal clients keep beside the slow clients, each round on
   each deployment; the difference front − bare, a t interval of its mean, read against
@@ -110,24 +110,39 @@ def saving(runs, a: str, b: str | None, condition: tuple, margin: float, server_
     )  # fmt: skip
 
 
-def work(work_table: pd.DataFrame, a: str, b: str, config: dict, server_row) -> Comparison | None:
-    """Instructions per request behind the front over bare, where the run counted both."""
+WORK_COUNTS = ("instructions_per_request", "syscalls_per_request")
+
+
+def work(work_table: pd.DataFrame, a: str, b: str, config: dict, server_row) -> list[Comparison]:
+    """Instructions and syscalls per request behind the front (its own counted in) over bare,
+    where the run counted both; each widened by the servers' declared spread."""
     rows = work_table[(work_table["profile"] == server_row["profile"]) & (work_table["server"].isin([a, b]))]
-    figures = rows.set_index("server")["instructions_per_request"]
-    if a not in figures or b not in figures or not figures[b] > 0:
-        return None
+    counted = rows.set_index("server")
+    if a not in counted.index or b not in counted.index:
+        return []
     margin = float(config["work_lens"]["margin"])
-    made = _made(server_row, a, b, Metric.WORK, (("slow", SlowKind.NONE),), margin)
     spread = max(server_entry(config, name).work_spread or 0.0 for name in (a, b))
-    ratio = float(figures[a] / figures[b])
-    low, high = ratio / (1 + spread), ratio * (1 + spread)
-    side = margins.side(low, high, margin, margins.Question.IN_ONE_RUN)
-    syscalls = rows.set_index("server")["syscalls_per_request"]
-    why = Reason("syscalls", f"syscalls per request {syscalls[a]:.3g} against {syscalls[b]:.3g}")
-    return Comparison(
-        outcome=margins.outcome(side, above=Outcome.MORE_WORK, below=Outcome.LESS_WORK), estimate=ratio,
-        a_value=float(figures[a]), b_value=float(figures[b]), low=low, high=high, reasons=(why,), **made,
-    )  # fmt: skip
+    found = []
+    for count in WORK_COUNTS:
+        figure_a, figure_b = float(counted.loc[a, count]), float(counted.loc[b, count])
+        if not figure_b > 0:
+            continue
+        made = _made(server_row, a, b, Metric.WORK, (("slow", SlowKind.NONE), ("count", count)), margin)
+        ratio = figure_a / figure_b
+        low, high = ratio / (1 + spread), ratio * (1 + spread)
+        side = margins.side(low, high, margin, margins.Question.IN_ONE_RUN)
+        found.append(
+            Comparison(
+                outcome=margins.outcome(side, above=Outcome.MORE_WORK, below=Outcome.LESS_WORK),
+                estimate=ratio,
+                a_value=figure_a,
+                b_value=figure_b,
+                low=low,
+                high=high,
+                **made,
+            )  # fmt: skip
+        )
+    return found
 
 
 def answer(comparisons: list[Comparison], fronted: bool) -> FrontAnswer:
@@ -154,9 +169,7 @@ def _server_comparisons(runs: pd.DataFrame, work_table, config, margin: float, c
     for front in fronts:
         found.append(cost(ok, front, bare, cost_margin, server_row))
         found.extend(saving(ok, front, bare, condition, margin, server_row) for condition in conditions)
-        counted = work(work_table, front, bare, config, server_row)
-        if counted is not None:
-            found.append(counted)
+        found.extend(work(work_table, front, bare, config, server_row))
     return found
 
 

@@ -48,12 +48,16 @@ def cost_cell(rows: pd.DataFrame) -> str:
     return f"{row['ratio']:.2f}× ({row['ci_low']:.2f}–{row['ci_high']:.2f}: {row['outcome']})"
 
 
+WORK_WORDS = {"instructions_per_request": "instructions", "syscalls_per_request": "syscalls"}
+
+
 def work_cell(rows: pd.DataFrame) -> str:
+    """Each work count behind the front over bare: "1.00× instructions (equivalent), 1.60× syscalls (more work)"."""
     work = rows[rows["metric"] == Metric.WORK]
     if work.empty:
         return "–"
-    row = work.iloc[0]
-    return f"{row['ratio']:.2f}× instructions ({row['outcome']}; {row['why']})"
+    said = [f"{row['ratio']:.2f}× {WORK_WORDS[row['count']]} ({row['outcome']})" for _, row in work.iterrows()]
+    return ", ".join(said)
 
 
 def server_sentence(server: str, rows: pd.DataFrame, table: pd.DataFrame) -> str:
