@@ -15,11 +15,14 @@ same rounds:
   each deployment; the difference front − bare, a t interval of its mean, read against
   ``margin`` on the difference scale (higher: the front saves).
 
-A server measured bare only (a front of its own: Unit's router) gets the share it keeps
-against 1 (equivalent: the slow clients do not touch it). The answer: it *needs a front*
-where the front's deployment kept clearly more beside some slow clients; it *does not need
-one* where the bare server kept its rate beside every slow client measured; otherwise the
-run could not tell.
+Bare, each server also gets the share it keeps against 1, per condition and pooled over
+every slow sender, body and reader measured (``EVERY_SLOW_KIND``: each round of each
+condition a figure, so the interval is narrow where the slow clients do not touch it). The
+answer: it *needs a front* where the front's deployment kept clearly more beside some slow
+clients; it *does not need one* where, bare, the pooled share is equivalent to 1 and no slow
+kind took a clear share (clients that connect per request are load, not slow clients: they
+are reported, not counted here), or where the front kept no more anywhere; otherwise the run
+could not tell.
 """
 
 from __future__ import annotations
@@ -91,13 +94,26 @@ def kept(runs: pd.DataFrame, deployment: str, kind: str, relative, count: int) -
     return share[np.isfinite(share)]
 
 
-def saving(runs, a: str, b: str | None, condition: tuple, margin: float, server_row) -> Comparison:
-    """The share kept beside slow clients: a against b (front − bare), or a against 1 (bare only)."""
+EVERY_SLOW_KIND = "every slow kind"  # the pooled comparison: slow senders, bodies and readers together
+SLOW_KINDS = (SlowKind.SENDERS, SlowKind.BODY, SlowKind.READERS)
+
+
+def pooled(runs: pd.DataFrame, deployment: str, conditions: list[tuple]) -> pd.Series:
+    """The shares kept beside every slow sender, body and reader measured, by (condition, round)."""
+    parts = {condition: kept(runs, deployment, *condition) for condition in conditions if condition[0] in SLOW_KINDS}
+    return pd.concat(parts) if parts else pd.Series(dtype=float)
+
+
+def saving(runs, a: str, b: str | None, condition: tuple, margin: float, server_row, every=None) -> Comparison:
+    """The share kept beside slow clients: a against b (front − bare), or a against 1 (bare
+    only); ``every``: the conditions pooled (``EVERY_SLOW_KIND``), each round of each a pair."""
     kind, relative, count = condition
     named = (("slow", kind), ("relative", relative), ("slow_count", int(count)))
     made = _made(server_row, a, b or "its rate alone", Metric.KEPT, named, margin)
-    share_a = kept(runs, a, kind, relative, count)
-    share_b = kept(runs, b, kind, relative, count) if b else pd.Series(1.0, index=share_a.index)
+    share_a = pooled(runs, a, every) if every else kept(runs, a, kind, relative, count)
+    share_b = pd.Series(1.0, index=share_a.index)
+    if b:
+        share_b = pooled(runs, b, every) if every else kept(runs, b, kind, relative, count)
     both = pd.concat([share_a, share_b], axis=1, keys=["a", "b"]).dropna()
     if len(both) < 2:
         why = Reason("too_few", f"{len(both)} round(s) with both measured: no interval")
@@ -150,8 +166,10 @@ def answer(comparisons: list[Comparison], fronted: bool) -> FrontAnswer:
     kept_rows = [c for c in comparisons if c.metric == Metric.KEPT]
     if fronted and any(c.outcome == Outcome.HIGHER for c in kept_rows):
         return FrontAnswer.NEEDS
-    bare_kept = [c for c in kept_rows if c.b == "its rate alone"]
-    if bare_kept and all(c.outcome == Outcome.EQUIVALENT for c in bare_kept):
+    every = [c for c in kept_rows if c.b == "its rate alone" and dict(c.condition)["slow"] == EVERY_SLOW_KIND]
+    bare_lower = [c for c in kept_rows if c.b == "its rate alone" and c.outcome == Outcome.LOWER]
+    slow_lower = [c for c in bare_lower if dict(c.condition)["slow"] in (*SLOW_KINDS, EVERY_SLOW_KIND)]
+    if every and every[0].outcome == Outcome.EQUIVALENT and not slow_lower:
         return FrontAnswer.NOT_NEEDED
     if fronted and kept_rows and all(c.outcome in (Outcome.EQUIVALENT, Outcome.LOWER) for c in kept_rows):
         return FrontAnswer.NOT_NEEDED
@@ -166,6 +184,9 @@ def _server_comparisons(runs: pd.DataFrame, work_table, config, margin: float, c
     conditions = [(kind, None if pd.isna(relative) else relative, count) for kind, relative, count in slow]
     fronts = [name for name in ok["deployment"].unique() if name != bare]
     found = [saving(ok, bare, None, condition, margin, server_row) for condition in conditions]
+    if any(condition[0] in SLOW_KINDS for condition in conditions):
+        every = (EVERY_SLOW_KIND, None, 0)
+        found.append(saving(ok, bare, None, every, margin, server_row, every=conditions))
     for front in fronts:
         found.append(cost(ok, front, bare, cost_margin, server_row))
         found.extend(saving(ok, front, bare, condition, margin, server_row) for condition in conditions)

@@ -326,32 +326,8 @@ def _check_patterns(config: dict) -> None:
                 raise ConfigError(f"{where}.{name}.expect.matches", f"not a regular expression: {exc}") from None
 
 
-def validate(config: dict) -> dict:
-    """Check a config (after reading command-line numbers); raise ConfigError."""
-    read_catalogue(config)
-    normalise_overrides(config)
-    expand_aliases(config)
-    expand_fronts(config)
-    _check_schema(config)
-    if config["app"] not in config["apps"]:
-        raise ConfigError("app", f"{config['app']!r} is not one of apps: {', '.join(sorted(config['apps']))}")
-    for name, profile in config["profiles"].items():
-        for index, app in enumerate(profile.get("apps") or []):
-            if app not in config["apps"]:
-                known = ", ".join(sorted(config["apps"]))
-                raise ConfigError(f"profiles.{name}.apps[{index}]", f"{app!r} is not one of apps: {known}")
-        if profile.get("app") is not None and profile["app"] not in config["apps"]:
-            raise ConfigError(f"profiles.{name}.app", f"{profile['app']!r} is not one of apps")
-    apps.expand_app_profiles(config)
-    for name, app in config["apps"].items():
-        for language in set(app) - {"description", "workloads", "setup", "database"} - set(config["languages"]):
-            raise ConfigError(f"apps.{name}.{language}", f"not a language of `languages`: {language!r}")
-        if "setup" in app:
-            _check_argv(f"apps.{name}.setup", app["setup"], APP_SETUP_PLACEHOLDERS)
-            if "database" in placeholders(app["setup"]) and not app.get("database"):
-                raise ConfigError(f"apps.{name}.setup", "names {database}, but the app has no `database: true`")
-    _check_patterns(config)
-    _check_mixes(config)
+def _check_catalogue(config: dict) -> None:
+    """Every server's argvs, backend, control file, templates and language; every front's."""
     for name, server in config["catalogue"].items():
         _check_argv(f"catalogue.{name}.command", server["command"], SERVER_PLACEHOLDERS)
         if "env" in server:
@@ -379,6 +355,35 @@ def validate(config: dict) -> dict:
         for protocol, template in front["protocols"].items():
             if not (REPO_ROOT / template).is_file():
                 raise ConfigError(f"fronts.{name}.protocols.{protocol}", f"template {template!r} not found")
+
+
+def validate(config: dict) -> dict:
+    """Check a config (after reading command-line numbers); raise ConfigError."""
+    read_catalogue(config)
+    normalise_overrides(config)
+    expand_aliases(config)
+    expand_fronts(config)
+    _check_schema(config)
+    if config["app"] not in config["apps"]:
+        raise ConfigError("app", f"{config['app']!r} is not one of apps: {', '.join(sorted(config['apps']))}")
+    for name, profile in config["profiles"].items():
+        for index, app in enumerate(profile.get("apps") or []):
+            if app not in config["apps"]:
+                known = ", ".join(sorted(config["apps"]))
+                raise ConfigError(f"profiles.{name}.apps[{index}]", f"{app!r} is not one of apps: {known}")
+        if profile.get("app") is not None and profile["app"] not in config["apps"]:
+            raise ConfigError(f"profiles.{name}.app", f"{profile['app']!r} is not one of apps")
+    apps.expand_app_profiles(config)
+    for name, app in config["apps"].items():
+        for language in set(app) - {"description", "workloads", "setup", "database"} - set(config["languages"]):
+            raise ConfigError(f"apps.{name}.{language}", f"not a language of `languages`: {language!r}")
+        if "setup" in app:
+            _check_argv(f"apps.{name}.setup", app["setup"], APP_SETUP_PLACEHOLDERS)
+            if "database" in placeholders(app["setup"]) and not app.get("database"):
+                raise ConfigError(f"apps.{name}.setup", "names {database}, but the app has no `database: true`")
+    _check_patterns(config)
+    _check_mixes(config)
+    _check_catalogue(config)
     for name, tool in config["load_tools"].items():
         _check_argv(f"load_tools.{name}.command", tool["command"], TOOL_PLACEHOLDERS)
     for name, path in (config.get("programs") or {}).items():
