@@ -6,7 +6,8 @@ from pathlib import Path
 from serverbench.host import engine as sbengine
 from serverbench.plan import apps as sbapps
 from serverbench.plan import config as sbconfig
-from serverbench.plan.config import config_hash, is_fronted
+from serverbench.plan.config import config_hash
+from serverbench.plan.fronts import is_fronted
 from serverbench.plan.languages import title as language_title
 from serverbench.plan.matrix import Matrix, kept_seed
 from serverbench.plan.shapes import CELL_PATH, RATE_CELL_PATH

@@ -61,7 +61,7 @@ class Behind:
 @dataclass(frozen=True)
 class Fronted:
     """A deployment of ``server`` behind ``front`` (the schema's ``fronted``, written by
-    plan.config.expand_fronts)."""
+    plan.fronts.expand_fronts)."""
 
     server: str
     front: str
