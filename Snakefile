@@ -16,6 +16,7 @@ include: "workflow/rules/work.smk"
 include: "workflow/rules/operations.smk"
 include: "workflow/rules/advise.smk"
 include: "workflow/rules/front.smk"
+include: "workflow/rules/releases.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/charts.smk"
 
@@ -34,6 +35,7 @@ localrules:
     operations_table,
     advice_table,
     front_table,
+    releases_table,
     conformance_table,
     seeds,
     chart,
@@ -55,6 +57,7 @@ rule all:
         *ADVICE_TABLES,
         *ADVICE_CONFIGS,
         *FRONT_TABLES,
+        *RELEASE_TABLES,
         *CHART_FILES,
         *SCREENSHOTS,
 
@@ -69,6 +72,7 @@ onsuccess:
     print_work(f"{RESULTS}/work_verdicts.csv")
     print_advice(f"{RESULTS}/advice_recommendations.csv")
     print_front(f"{RESULTS}/front_verdicts.csv")
+    print_releases(f"{RESULTS}/release_verdicts.csv")
 
 
 onerror:

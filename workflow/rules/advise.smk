@@ -8,6 +8,8 @@
 rule advise:
     input:
         database=cell_database,
+        # Every release the run measures, installed first (config `releases`).
+        releases=release_installs,
     output:
         f"{RESULTS}/advice/{{profile}}/{{server}}.json",
     log:

@@ -52,6 +52,8 @@ rule index:
         advice=ADVICE_TABLES,
         # front.csv and front_verdicts.csv where a profile asks whether a front is needed.
         front=FRONT_TABLES,
+        # releases.csv and release_verdicts.csv where the run measures releases of a server.
+        releases=RELEASE_TABLES,
     output:
         index=report(f"{RESULTS}/index.html", category="Overview"),
         answers=f"{RESULTS}/answers.md",

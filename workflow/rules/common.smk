@@ -8,11 +8,13 @@ from serverbench.plan import apps as sbapps
 from serverbench.plan import config as sbconfig
 from serverbench.plan.config import config_hash
 from serverbench.plan.fronts import is_fronted
+from serverbench.plan.releases import install_record_name, releases_in
 from serverbench.plan.languages import title as language_title
 from serverbench.plan.matrix import Matrix, kept_seed
 from serverbench.plan.shapes import CELL_PATH, RATE_CELL_PATH
 from serverbench.report.advice import print_advice
 from serverbench.report.front import print_front
+from serverbench.report.releases import print_releases
 from serverbench.report.answers import print_answers
 from serverbench.report.work import print_work
 from serverbench.report.names import CHARTS
@@ -72,7 +74,8 @@ wildcard_constraints:
     profile=r"[A-Za-z0-9_.-]+",
     workload=r"[A-Za-z0-9_.-]+",
     tool=r"[A-Za-z0-9_.-]+",
-    server=r"[A-Za-z0-9_.+-]+",
+    server=r"[A-Za-z0-9_.+@-]+",
+    package=r"[A-Za-z0-9_.-]+",
     concurrency=r"\d+",
     repeat=r"\d+",
     fraction=r"[0-9]+(\.[0-9]+)?",
@@ -273,6 +276,24 @@ def front_results(wildcards=None):
 # front.csv and front_verdicts.csv, where a profile of the run asks whether a front is needed.
 FRONT_TABLES = (
     [f"{RESULTS}/front.csv", f"{RESULTS}/front_verdicts.csv"] if front_results() else []
+)
+
+
+def release_installs(wildcards=None):
+    """Every release the run measures, installed: every server-starting job waits for all of
+    them, so no install runs beside a measurement."""
+    servers = sorted({cell.server for cell in MATRIX.cells})
+    return [
+        f"{RESULTS}/releases/install/{install_record_name(spec)}"
+        for spec in releases_in(config, servers)
+    ]
+
+
+# releases.csv and release_verdicts.csv, where the run measures releases of a server.
+RELEASE_TABLES = (
+    [f"{RESULTS}/releases.csv", f"{RESULTS}/release_verdicts.csv"]
+    if release_installs()
+    else []
 )
 
 

@@ -5,6 +5,9 @@
 
 
 rule conformance:
+    input:
+        # Every release the run measures, installed first (config `releases`).
+        releases=release_installs,
     output:
         f"{RESULTS}/conformance/{{profile}}/{{server}}.json",
     log:

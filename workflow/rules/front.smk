@@ -6,6 +6,9 @@
 
 
 rule front:
+    input:
+        # Every release the run measures, installed first (config `releases`).
+        releases=release_installs,
     output:
         f"{RESULTS}/front/{{profile}}/{{server}}.json",
     log:

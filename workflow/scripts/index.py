@@ -30,4 +30,5 @@ write_index(
     operations_csvs=list(snakemake.input.operations),  # noqa: F821
     advice_csvs=list(snakemake.input.advice),  # noqa: F821
     front_csvs=list(snakemake.input.front),  # noqa: F821
+    release_csvs=list(snakemake.input.releases),  # noqa: F821
 )

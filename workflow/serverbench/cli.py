@@ -1,16 +1,17 @@
-"""The ``serverbench`` command: ``serverbench compare A B``, ``serverbench seeds RESULTS``
-(the workflow itself runs with snakemake). Each command's module in report/ declares its
-arguments (``add_arguments``) and runs them (``run``); the usage is argparse's, so it
-names every option."""
+"""The ``serverbench`` command: ``serverbench compare A B``, ``serverbench seeds RESULTS``,
+``serverbench bisect SERVER GOOD BAD --check CHECK`` (the workflow itself runs with
+snakemake). Each command's module in report/ declares its arguments
+(``add_arguments``) and runs them (``run``); the usage is argparse's, so it names every
+option."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from serverbench.report import compare, seeds
+from serverbench.report import bisect, compare, seeds
 
-COMMANDS = {"compare": compare, "seeds": seeds}
+COMMANDS = {"compare": compare, "seeds": seeds, "bisect": bisect}
 
 
 def parser() -> argparse.ArgumentParser:

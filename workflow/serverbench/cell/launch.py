@@ -31,6 +31,7 @@ from serverbench.host import containers, engine, images, sysctls
 from serverbench.host.cgroups import Isolation, raise_nofile
 from serverbench.host.containers import DockerIsolation
 from serverbench.host.netns import Network, NetworkError
+from serverbench.host.releases import not_installed_reason, release_env
 from serverbench.host.runenv import SetupFailed, readable_app, resolve_program, run_setup, version_of
 from serverbench.plan import apps
 from serverbench.plan.catalogue import ServerEntry, server_entry
@@ -118,6 +119,9 @@ class Launch:
         self.found = Launched()
         self.spec = server_entry(config, target.server)
         self.rundir, self.log_path, self.env = rundir, Path(log_path), env
+        # The server's own environment: a release runs from its prefix, its programs first on
+        # PATH (the load tools and probes keep the harness's).
+        self.program_env = release_env(self.spec.release, env) if self.spec.release else env
         self.network: Network | None = None
         self.isolation: Isolation | None = None
         self.server: servers.ServerGroup | None = None
@@ -153,6 +157,9 @@ class Launch:
     def prepare(self) -> None:
         """Network, placeholders, argv, templates, limits; the image in docker mode."""
         found = self.found
+        missing = not_installed_reason(self.spec.release) if self.spec.release else None
+        if missing:
+            raise CellSkipped(missing)
         app_name, app = apps.chosen(self.config, self.target.profile)
         language = self.spec.language
         if apps.hosts_apps(self.config, language) and language not in app:
@@ -188,7 +195,7 @@ class Launch:
         found.limits = self._limits()
         if self.in_docker:
             self.image = self._docker_image()
-        elif shutil.which(self.argv[0], path=self.env["PATH"]) is None:
+        elif shutil.which(self.argv[0], path=self.program_env["PATH"]) is None:
             raise CellSkipped(f"server program {self.argv[0]!r} not found on PATH")
         self._probe_versions()
 
@@ -267,8 +274,8 @@ class Launch:
 
         language = self.config["languages"][self.spec.language]
         interpreter = self.spec.interpreter or language.get("version")
-        self.found.server.version = version_of(inside(render(self.config, self.spec.version)), self.env)
-        self.found.server.interpreter = version_of(inside(render(self.config, interpreter)), self.env)
+        self.found.server.version = version_of(inside(render(self.config, self.spec.version)), self.program_env)
+        self.found.server.interpreter = version_of(inside(render(self.config, interpreter)), self.program_env)
 
     def isolate(self) -> None:
         limits = {
@@ -296,7 +303,7 @@ class Launch:
 
     def start(self) -> None:
         """Start the backend (if any), then the server; configure it by API where it has one."""
-        env = {**self.env, **server_env(self.spec, self.values)}
+        env = {**self.program_env, **server_env(self.spec, self.values)}
         if self.database is not None:  # where the server passes its environment on to the app
             env[DATABASE_VARIABLE] = str(self.database.descriptor_path)
         members = []

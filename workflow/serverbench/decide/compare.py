@@ -43,6 +43,7 @@ from statsmodels.robust.scale import mad
 from serverbench.decide import fullspeed, inference, margins
 from serverbench.decide.comparability import why_not_comparable
 from serverbench.decide.margins import margin_for
+from serverbench.decide.releases import by_server_of_release
 from serverbench.record.vocabulary import Outcome
 
 MATCH = ["profile", "workload", "tool", "server", "concurrency"]
@@ -93,10 +94,10 @@ def read_set(path: Path) -> ResultSet:
     environment = path / "environment.json"
     windows = path / "windows.csv"
     return ResultSet(
-        pd.read_csv(path / "runs.csv"),
-        pd.read_csv(path / "summary.csv"),
+        by_server_of_release(pd.read_csv(path / "runs.csv")),
+        by_server_of_release(pd.read_csv(path / "summary.csv")),
         json.loads(environment.read_text()) if environment.exists() else {},
-        pd.read_csv(windows) if windows.exists() else None,
+        by_server_of_release(pd.read_csv(windows)) if windows.exists() else None,
     )
 
 

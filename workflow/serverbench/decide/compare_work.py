@@ -25,6 +25,7 @@ from serverbench.decide import work as work_lens
 from serverbench.decide.compare import changes_against
 from serverbench.decide.judgement import NOT_COMPARABLE
 from serverbench.decide.margins import Question, Side
+from serverbench.decide.releases import by_server_of_release
 
 BETWEEN_RUNS = Question.BETWEEN_RUNS
 
@@ -51,9 +52,11 @@ def has_work(results: Path) -> bool:
 
 
 def _spreads(work: pd.DataFrame, config: dict) -> dict[tuple, float]:
-    """Each (profile, workload)'s A/A spread of one run (absent: no twin measured)."""
+    """Each (profile, workload)'s A/A spread of one run (absent: no twin measured). A server the
+    config does not know (a catalogue of the run's own) has no twin declared here."""
     found = {}
-    for key, rows in work[work["status"] == "ok"].groupby(work_lens.CONDITION):
+    known = work["server"].isin(config["catalogue"]) & (work["status"] == "ok")
+    for key, rows in work[known].groupby(work_lens.CONDITION):
         spread = work_lens.aa_spread(rows, config)
         if spread is not None:
             found[key] = spread
@@ -61,9 +64,13 @@ def _spreads(work: pd.DataFrame, config: dict) -> dict[tuple, float]:
 
 
 def _mismatch(a: pd.Series, b: pd.Series) -> str:
+    """What differs that must not; the server's version may where the runs hold two releases
+    of it (the release is the change compared)."""
+    releases = a.get("release") != b.get("release")
     return "; ".join(
         f"{column}: A {a[column]!r}, B {b[column]!r}"
         for column in MUST_MATCH
+        if not (releases and column == "server_version")
         if column in a.index and column in b.index
         if not (pd.isna(a[column]) and pd.isna(b[column])) and a[column] != b[column]
     )
@@ -96,7 +103,8 @@ def _side(merged: pd.Series, columns, suffix: str) -> pd.Series:
 def compare_work(a_dir: Path, b_dir: Path, config: dict, share: float | None = None) -> pd.DataFrame:
     """Every server counted in both runs: its change in work per request, B/A."""
     share = config["work_lens"]["margin"] if share is None else share
-    a, b = pd.read_csv(Path(a_dir) / "work.csv"), pd.read_csv(Path(b_dir) / "work.csv")
+    # Two runs of two releases of a server compare as two runs of two commits: by its name.
+    a, b = (by_server_of_release(pd.read_csv(Path(d) / "work.csv")) for d in (a_dir, b_dir))
     spreads = [_spreads(a, config), _spreads(b, config)]
     both = a.merge(b, on=KEY, suffixes=("_a", "_b"))
     common = [column for column in a.columns if column in b.columns]  # runs of older schemas lack some

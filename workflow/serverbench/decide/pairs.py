@@ -7,13 +7,16 @@
 - *A/A*: a catalogue alias (``alias_of``) against its original: the same
   server twice, whose outcome must never be faster or slower;
 - *variant*: a catalogue variant (``variant_of``: another version or
-  configuration of a server) against its original, in the same rounds.
+  configuration of a server) against its original, in the same rounds;
+- *release*, *release step*: a server's release (``SERVER@VERSION``, config
+  ``releases``) against the baseline release, and against the release before it.
 Languages come from the catalogue (``plan.languages``): any two compared ones.
 """
 
 from __future__ import annotations
 
 from serverbench.plan import languages
+from serverbench.plan.releases import release_pairs
 
 AA = "A/A"
 VARIANT = "variant"
@@ -41,6 +44,7 @@ def declared_pairs(config: dict, servers: list[str]) -> list[tuple[str, str, str
         found = {server: catalogue[server][key] for server in servers if catalogue[server].get(key)}
         pairs += [(kind, copy, original) for copy, original in found.items() if original in servers]
         copies.update(found)
+    pairs += release_pairs(config, servers)
     ceiling = spec["ceiling"]
     if ceiling in servers:
         pairs += [("ceiling", server, ceiling) for server in servers if server not in (ceiling, *copies)]

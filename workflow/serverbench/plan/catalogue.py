@@ -73,6 +73,22 @@ class Fronted:
 
 
 @dataclass(frozen=True)
+class Release:
+    """This entry is server ``of`` at one release of its package (the schema's ``release``,
+    written by plan.releases.expand_releases): installed by pip into ``prefix``."""
+
+    of: str
+    package: str
+    version: str
+    requirement: str
+    distribution: str
+    prefix: str
+    find_links: str | None = None
+    index_url: str | None = None
+    baseline: str | None = None  # the package's declared baseline version, where it names one
+
+
+@dataclass(frozen=True)
 class ServerEntry:
     name: str
     language: str
@@ -105,6 +121,7 @@ class ServerEntry:
     behind: Behind | None = None  # how it runs behind a front (config `fronts`)
     timeouts: dict[str, float] = field(default_factory=dict)  # what it applies to a client, seconds by name
     fronted: Fronted | None = None  # this deployment is a server behind a front
+    release: Release | None = None  # this entry is a server at one release of its package
 
     @classmethod
     def from_spec(cls, name: str, spec: dict) -> ServerEntry:
@@ -127,6 +144,8 @@ class ServerEntry:
             if fronted.get("version"):
                 fronted["version"] = tuple(fronted["version"])
             values["fronted"] = Fronted(**fronted)
+        if "release" in values:
+            values["release"] = Release(**values["release"])
         if "work_stop" in values:
             values["work_stop"] = WorkStop(values["work_stop"])
         return cls(name=name, **values)

@@ -22,6 +22,7 @@ import yaml
 from serverbench import REPO_ROOT
 from serverbench.plan import apps, scaling
 from serverbench.plan.fronts import expand_fronts, is_fronted
+from serverbench.plan.releases import ReleaseError, expand_releases
 from serverbench.plan.shapes import DEFAULT_WORKLOAD, Profile
 from serverbench.plan.tools import is_open_loop, takes_whole_seconds
 
@@ -194,8 +195,9 @@ def requested_profile(config: dict, name: str) -> dict:
             **profile["advise"],
             **{key: config[key] for key in ADVISE_OVERRIDES if config.get(key) is not None},
         }
-    if profile["servers"] == "all":  # the catalogue as written: deployments behind a front are named
-        profile["servers"] = [name for name, entry in config["catalogue"].items() if not is_fronted(entry)]
+    if profile["servers"] == "all":  # the catalogue as written: deployments behind a front and releases are named
+        made = [name for name, entry in config["catalogue"].items() if is_fronted(entry) or "release" in entry]
+        profile["servers"] = [name for name in config["catalogue"] if name not in made]
     return profile
 
 
@@ -314,6 +316,12 @@ def validate(config: dict) -> dict:
     normalise_overrides(config)
     expand_aliases(config)
     expand_fronts(config)
+    _check_schema(config)
+    # After the check: a server's own error is named at the server, not at a release of it.
+    try:
+        expand_releases(config)
+    except ReleaseError as exc:
+        raise ConfigError("releases", str(exc)) from None
     _check_schema(config)
     if config["app"] not in config["apps"]:
         raise ConfigError("app", f"{config['app']!r} is not one of apps: {', '.join(sorted(config['apps']))}")

@@ -39,6 +39,8 @@ class Kind(StrEnum):
     P99_AT_FRACTION = "p99 at fraction"
     P99_AT_EQUAL_LOAD = "p99 at equal load"
     FRONT = "front"  # a server behind a front against itself bare (decide.front)
+    RELEASE = "release"  # a server's release against its baseline release (plan.releases)
+    RELEASE_STEP = "release step"  # a server's release against the release before it
 
 
 # The one order in which the page and the console list comparisons of several kinds: the
@@ -46,7 +48,17 @@ class Kind(StrEnum):
 KIND_ORDER: dict[str, int] = {
     kind: rank
     for rank, kind in enumerate(
-        (Kind.SAME_SERVER, Kind.FAMILY, Kind.VARIANT, Kind.AA, Kind.NAMED, Kind.CEILING, Kind.SEED)
+        (
+            Kind.SAME_SERVER,
+            Kind.FAMILY,
+            Kind.VARIANT,
+            Kind.AA,
+            Kind.NAMED,
+            Kind.RELEASE,
+            Kind.RELEASE_STEP,
+            Kind.CEILING,
+            Kind.SEED,
+        )
     )
 }
 LATENCY_KINDS = (Kind.KNEE, Kind.KNEE_RATIO, Kind.P99_AT_FRACTION, Kind.P99_AT_EQUAL_LOAD)
@@ -79,6 +91,8 @@ class Outcome(StrEnum):
     HIGHER_P99 = "higher p99"
     EQUIVALENT = "equivalent"
     UNDETERMINED = "undetermined"
+    CHANGED = "changed"  # a check of categories (conformance's met or not) came out otherwise
+    SAME = "same"  # ... and the same
     NOT_COMPARABLE = "not comparable"
     NOT_TESTED = "not tested"  # described (chosen after seeing the data), not tested
     PENDING = ""  # not yet decided (Holm's procedure and the margin give a timed comparison its outcome)

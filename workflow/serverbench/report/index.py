@@ -32,6 +32,7 @@ from serverbench.report.front import front_context, front_markdown
 from serverbench.report.machine import hosts_sentence, steadiness_sentence
 from serverbench.report.names import CHARTS
 from serverbench.report.operations import operations_context, operations_markdown
+from serverbench.report.releases import releases_context, releases_markdown
 from serverbench.report.spread import spread_context
 from serverbench.report.work import work_context, work_markdown
 
@@ -183,6 +184,19 @@ def seeds_context(side_csv, claims_csv) -> dict | None:
     return {"blocks": blocks, "claims": _table(brief, ["seed", "quote", "in_seed", "in_run", "why"])}
 
 
+def write_answers(path: Path, context: dict, verdicts, conformance, language_titles) -> None:
+    """answers.md: the page's sentences, each lens's section after the Answers (advice first)."""
+    markdown = answers_markdown(verdicts, conformance, language_titles, lead=context["headline"])
+    if context["advice"]:
+        markdown = advice_markdown(context["advice"]) + markdown
+    sections = (("work", work_markdown), ("operations", operations_markdown), ("front", front_markdown),
+                ("releases", releases_markdown))  # fmt: skip
+    for key, markdown_of in sections:
+        if context[key]:
+            markdown += markdown_of(context[key])
+    files.write_atomic(path, markdown)
+
+
 def write_index(
     summary_csv,
     verdicts_csv,
@@ -200,6 +214,7 @@ def write_index(
     operations_csvs=None,
     advice_csvs=None,
     front_csvs=None,
+    release_csvs=None,
 ) -> None:
     """One page: the answers, then charts, the sortable summary, failed and flagged cells, the
     environment. ``language_titles`` names each language in the headline."""
@@ -226,17 +241,10 @@ def write_index(
     context["advice"] = advice_context(*advice_csvs) if advice_csvs else None
     # front_csvs: front.csv and front_verdicts.csv where a profile asks whether a front is needed.
     context["front"] = front_context(*front_csvs) if front_csvs else None
+    # release_csvs: releases.csv and release_verdicts.csv where the run measured releases of a server.
+    context["releases"] = releases_context(*release_csvs) if release_csvs else None
     if answers_path:
-        markdown = answers_markdown(verdicts, conformance, language_titles, lead=context["headline"])
-        if context["advice"]:
-            markdown = advice_markdown(context["advice"]) + markdown
-        if context["work"]:
-            markdown += work_markdown(context["work"])
-        if context["operations"]:
-            markdown += operations_markdown(context["operations"])
-        if context["front"]:
-            markdown += front_markdown(context["front"])
-        files.write_atomic(Path(answers_path), markdown)
+        write_answers(Path(answers_path), context, verdicts, conformance, language_titles)
     context["conformance"] = conformance_matrix(conformance) if conformance is not None else {}
     context["framing"] = framing_panel(conformance) if conformance is not None else None
     context["seeds"] = seeds_context(seeds_csv, seed_claims_csv)
