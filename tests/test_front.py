@@ -162,7 +162,14 @@ def test_the_front_profile_answers_through_the_workflow_with_the_fronts_work(tmp
     quick = {**QUICK, "kinds": ["slow senders"], "counts": {}}
     configfile.write_text(yaml.safe_dump({"profiles": {"front": {"front": quick, "time_wait_max": 10**6}}}))
     done = run_snakemake(
-        ["--cores", "4", "--configfile", "config.yaml", str(configfile)],
+        [
+            "--cores",
+            "4",
+            "--configfile",
+            "config.yaml",
+            str(REPO_ROOT / "tests/data/short-work-lives.yaml"),
+            str(configfile),
+        ],
         ["profile=front", "servers=[gunicorn-gthread, gunicorn-gthread+nginx]", f"results={results}"],
         timeout=900,
         work=True,

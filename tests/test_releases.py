@@ -141,11 +141,11 @@ def planted_run(tmp_path_factory, wheels) -> Path:
     profile = {**QUICK_PROFILE, "description": "two planted releases", "repeats": 1, "work": True,
                "servers": ["tinyserve@1.0", "tinyserve@2.0", "tinyserve@9.9"], "operations": OPERATIONS}  # fmt: skip
     config["profiles"] = {"rel": profile}
-    config["work_lens"] = {"requests": [100, 600], "counter_requests": [500, 5500]}
     (where / "releases.yaml").write_text(yaml.safe_dump(config))
     results = where / "results"
+    short_lives = str(REPO_ROOT / "tests/data/short-work-lives.yaml")
     done = run_snakemake(
-        ["--cores", "4", "--configfile", "config.yaml", str(where / "releases.yaml")],
+        ["--cores", "4", "--configfile", "config.yaml", short_lives, str(where / "releases.yaml")],
         ["profile=rel", f"results={results}"],
         timeout=900,
         conformance=True,
