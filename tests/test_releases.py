@@ -28,6 +28,7 @@ from serverbench.plan import config as cfg
 from serverbench.plan.catalogue import server_entry
 from serverbench.plan.releases import base_server, split_name
 from serverbench.record.vocabulary import Kind, Outcome, Status
+from serverbench.report.bisect import between, listed_versions
 
 TINY = REPO_ROOT / "tests" / "apps" / "tinyserve"
 # sum(range(N)) per answer: about 1% of tinyserve's user-space instructions per request
@@ -226,3 +227,10 @@ def test_bisect_names_the_first_release_that_changed_a_check(tmp_path, wheels):
     outcomes = [s["outcome"] for s in found["steps"]]
     assert outcomes[0] == outcomes[2] == Outcome.LOWER and outcomes[1] in (Outcome.EQUIVALENT, Outcome.UNDETERMINED)
     assert "First release that changed reload_longest_gap_s: tinyserve@2.0" in done.stdout
+
+
+def test_bisect_lists_the_releases_between_from_pypi_and_from_a_wheel_directory(wheels):
+    """PyPI's JSON API for a package of PyPI (final releases, in order), the wheels for one of find_links."""
+    listed = between(listed_versions("gunicorn", {}), "20.1.0", "23.0.0")
+    assert listed == ["20.1.0", "21.0.0", "21.0.1", "21.1.0", "21.2.0", "22.0.0", "23.0.0"]
+    assert listed_versions("tinyserve", {"find_links": str(wheels)}) == ["1.0", "1.1", "2.0"]

@@ -61,7 +61,7 @@ class Step:
     sentence: str | None
 
 
-def listed_versions(spec: dict) -> list[str]:
+def listed_versions(package: str, spec: dict) -> list[str]:
     """Every final release the package's source offers (its wheel directory, else PyPI)."""
     found = set()
     if spec.get("find_links"):
@@ -73,7 +73,7 @@ def listed_versions(spec: dict) -> list[str]:
                 continue
             found.add(version)
     else:
-        url = PYPI_JSON.format(distribution=spec.get("pip"))
+        url = PYPI_JSON.format(distribution=spec.get("pip") or package)
         with urllib.request.urlopen(url, timeout=30) as answer:
             releases = json.load(answer)["releases"]
         for text, uploads in releases.items():
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         package = package_of(config, args.server)
         if package is None:
             raise BisectError(f"{args.server!r} is not a server of any package in config `releases`")
-        candidates = between(listed_versions(config["releases"][package]), args.good, args.bad)
+        candidates = between(listed_versions(package, config["releases"][package]), args.good, args.bad)
         status, steps = bisect(args, config, candidates)
     except BisectError as exc:
         sys.stderr.write(f"serverbench bisect: {exc}\n")
