@@ -177,8 +177,7 @@ def test_low_high_and_sweep_scaled_to_this_host(tmp_path):
         "concurrency=[50]",
         "duration=1",
         "requests=1000",
-        # One round: what is checked is each profile's shape in its records, not a comparison.
-        "repeats=1",
+        "repeats=2",
         outputs=("summary.csv", "runs.csv", "verdicts.csv", "seeds.csv", "seed_claims.csv"),
     )
     ran = summary[summary["status"] == "ok"]

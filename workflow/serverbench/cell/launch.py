@@ -119,9 +119,6 @@ class Launch:
         self.found = Launched()
         self.spec = server_entry(config, target.server)
         self.rundir, self.log_path, self.env = rundir, Path(log_path), env
-        # The server's own environment: a release runs from its prefix, its programs first on
-        # PATH (the load tools and probes keep the harness's).
-        self.program_env = release_env(self.spec.release, env) if self.spec.release else env
         self.network: Network | None = None
         self.isolation: Isolation | None = None
         self.server: servers.ServerGroup | None = None
@@ -132,6 +129,13 @@ class Launch:
         # The prefix each server process starts under (the work lens: valgrind, perf trace), by
         # its place among them (a backend 0, its front 1): each perf writes a file of its own.
         self.wrapper: Callable[[int], list[str]] = no_wrapper
+
+    @property
+    def program_env(self) -> dict:
+        """The server's own environment: a release runs from its prefix, its programs first on
+        PATH (the load tools and probes keep the harness's). Read from ``env`` each time: docker
+        mode sets the engine's DOCKER_HOST in it once the image is built."""
+        return release_env(self.spec.release, self.env) if self.spec.release else self.env
 
     @property
     def in_docker(self) -> bool:
