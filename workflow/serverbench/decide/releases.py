@@ -61,13 +61,12 @@ def _turned(row: dict, difference: bool) -> dict:
     """A comparison row of (b, a) read as (a, b)."""
     out = {**row, "a_value": row["b_value"], "b_value": row["a_value"]}
     out["outcome"] = TURNED.get(Outcome(row["outcome"]), row["outcome"]) if row["outcome"] else row["outcome"]
-    for key, low, high in (("estimate", "ci_low", "ci_high"),):
-        value, lo, hi = row[key], row[low], row[high]
-        if difference:
-            out[key], out[low], out[high] = -value, -hi, -lo
-        else:
-            inverse = [1 / v if v and not pd.isna(v) else math.nan for v in (value, hi, lo)]
-            out[key], out[low], out[high] = inverse
+    value, low, high = row["estimate"], row["ci_low"], row["ci_high"]
+    if difference:
+        out["estimate"], out["ci_low"], out["ci_high"] = -value, -high, -low
+    else:
+        inverse = [1 / v if v and not pd.isna(v) else math.nan for v in (value, high, low)]
+        out["estimate"], out["ci_low"], out["ci_high"] = inverse
     return out
 
 

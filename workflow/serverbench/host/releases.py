@@ -86,8 +86,13 @@ def read_installed(release: Release) -> InstallRecord | None:
     return record if record.requirement == release.requirement else None
 
 
+def interpreter(release: Release) -> str:
+    """The Python of the release's prefix."""
+    return str(Path(release.prefix) / "bin" / INTERPRETER)
+
+
 def pip_argv(release: Release) -> list[str]:
-    python = str(Path(release.prefix) / "bin" / INTERPRETER)
+    python = interpreter(release)
     argv = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-cache-dir"]
     if release.find_links:
         argv += ["--no-index", "--find-links", release.find_links]
@@ -97,7 +102,7 @@ def pip_argv(release: Release) -> list[str]:
 
 
 def _version_in(release: Release) -> str | None:
-    python = str(Path(release.prefix) / "bin" / INTERPRETER)
+    python = interpreter(release)
     probe = f"import importlib.metadata as m; print(m.version({release.distribution!r}))"
     done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
     return done.stdout.strip() or None if done.returncode == 0 else None

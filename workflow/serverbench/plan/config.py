@@ -317,12 +317,12 @@ def validate(config: dict) -> dict:
     expand_aliases(config)
     expand_fronts(config)
     _check_schema(config)
-    # After the check: a server's own error is named at the server, not at a release of it.
+    # After the check, from the checked entries: a server's own error is named at the server,
+    # not at a release of it (a release adds only the `release` section this code writes).
     try:
         expand_releases(config)
     except ReleaseError as exc:
         raise ConfigError("releases", str(exc)) from None
-    _check_schema(config)
     if config["app"] not in config["apps"]:
         raise ConfigError("app", f"{config['app']!r} is not one of apps: {', '.join(sorted(config['apps']))}")
     for name, profile in config["profiles"].items():

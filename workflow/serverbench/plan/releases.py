@@ -70,11 +70,16 @@ def package_of(config: dict, server: str) -> str | None:
     return None
 
 
+def distribution_of(package: str, spec: dict) -> str:
+    """The distribution pip installs for a package of ``releases`` (its ``pip``, else its name)."""
+    return spec.get("pip") or package
+
+
 def source_digest(spec: dict, package: str, version: str) -> str:
     """Eight hex digits naming where a release comes from: its requirement, its index
     options and the interpreter (a prefix is never reused for another source)."""
     source = {
-        "requirement": f"{spec.get('pip', package)}=={version}",
+        "requirement": f"{distribution_of(package, spec)}=={version}",
         "find_links": spec.get("find_links"),
         "index_url": spec.get("index_url"),
         "interpreter": f"{sys.version_info.major}.{sys.version_info.minor}",
@@ -93,8 +98,8 @@ def release_spec(config: dict, package: str, version: str) -> dict:
     return {
         "package": package,
         "version": version,
-        "requirement": f"{spec.get('pip', package)}=={version}",
-        "distribution": spec.get("pip", package),
+        "requirement": f"{distribution_of(package, spec)}=={version}",
+        "distribution": distribution_of(package, spec),
         "find_links": spec.get("find_links"),
         "index_url": spec.get("index_url"),
         "prefix": str(prefix_of(config, package, version)),

@@ -34,7 +34,7 @@ from serverbench import REPO_ROOT, files
 from serverbench.decide.releases import CHANGED, PREVIOUS, WORK_CHECK
 from serverbench.decide.releases import CONFORMANCE_CHECK as CONFORMANCE
 from serverbench.plan import config as cfg
-from serverbench.plan.releases import package_of, release_name
+from serverbench.plan.releases import distribution_of, package_of, release_name
 from serverbench.record.vocabulary import Outcome
 from serverbench.report.releases import change_sentence
 from serverbench.tables.releases import OPERATIONS_CHECKS
@@ -73,7 +73,7 @@ def listed_versions(package: str, spec: dict) -> list[str]:
                 continue
             found.add(version)
     else:
-        url = PYPI_JSON.format(distribution=spec.get("pip") or package)
+        url = PYPI_JSON.format(distribution=distribution_of(package, spec))
         with urllib.request.urlopen(url, timeout=30) as answer:
             releases = json.load(answer)["releases"]
         for text, uploads in releases.items():
