@@ -284,11 +284,12 @@ def test_a_collection_in_one_life_is_counted_apart(work_config, tmp_path):
     # One collection of a heap of 200,000 cycles over a span of 300 requests: tens of thousands
     # each, against gunicorn's own collections, which its twin's figure shows.
     assert collecting["collector_instructions_per_request"] > 20_000 + never["collector_instructions_per_request"]
-    # Outside the collector the two are alike, within what a collection changes after it (what it
-    # freed changes the allocations that follow: +0.85% in one benchmark, -3.9% once in make test);
-    # the collection itself (over 20,000 a request, 3.3%) would have pushed it above 2%.
-    outside = collecting["instructions_per_request"] / never["instructions_per_request"]
-    assert 0.94 < outside < 1.02, (collecting["instructions_per_request"], never["instructions_per_request"])
+    # Outside the collector the two differ by less than the collection itself: what it freed changes
+    # the allocations that follow (+0.85% in one benchmark, -3.9% once and +2.2% once in make test),
+    # a fixed band of 2% could not tell that from the collection counted in (over 20,000, 3.3%).
+    outside = collecting["instructions_per_request"] - never["instructions_per_request"]
+    collection = collecting["collector_instructions_per_request"] - never["collector_instructions_per_request"]
+    assert abs(outside) < collection, (collecting["instructions_per_request"], never["instructions_per_request"])
 
 
 def test_a_pair_unbalanced_by_a_collection_is_counted_again(work_config, tmp_path):
