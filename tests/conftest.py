@@ -164,10 +164,11 @@ def run_snakemake(
     env: dict | None = None,
     conformance: bool = False,
     work: bool = False,
+    screenshots: bool = False,
 ) -> subprocess.CompletedProcess:
     """The snakemake CLI from the repository root (so the workflow profile loads). The HTTP
-    probes and the work lens are left out unless asked for: test_e2e, test_catalogue,
-    test_conformance and test_work test them, and every other workflow test would only spend
+    probes, the work lens and the page's screenshots are left out unless asked for: test_e2e,
+    test_catalogue, test_conformance and test_work test them, and every other workflow test would only spend
     CI's time on them."""
     import sys
 
@@ -181,6 +182,7 @@ def run_snakemake(
             *config,
             f"conformance={conformance}",
             f"work={work}",
+            f"screenshots={screenshots}",
         ],
         cwd=REPO_ROOT,
         capture_output=True,

@@ -9,6 +9,10 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import QUICK_PROFILE, require, run_snakemake
+from serverbench import REPO_ROOT
+from serverbench.decide.adaptive import measuring_so_far, needs_another_round
+from serverbench.plan import config as cfg
+from snakemake.utils import update_config
 
 SINGLE = ["python", "{root}/tests/apps/single.py", "{port}"]
 PROFILE = {
@@ -75,3 +79,33 @@ def test_a_decided_profile_stops_early_and_an_open_one_adds_whole_rounds(tmp_pat
     assert (tmp_path / "starts-noisy").read_text() == (tmp_path / "starts-again").read_text() == "5"
     runs = pd.read_csv(results / "runs.csv")
     assert sorted(runs[runs["server"] == "noisy"]["repeat"]) == [1, 2, 3, 4, 5]
+    # The same three rounds judged under a measuring budget they have used up: no round more.
+    config = cfg.read(REPO_ROOT / "config.yaml")
+    update_config(config, extra)
+    config["profiles"]["never"]["measuring_budget"] = 1
+    config = cfg.validate(config)
+    first_three = sorted(str(p) for n in (1, 2, 3) for p in (results / "cells" / "never").rglob(f"r{n}.json"))
+    assert len(first_three) == 6
+    budgeted = needs_another_round(first_three, config, "never", 3)
+    assert budgeted["more"] is False and budgeted["open"] == 1, budgeted["why"]
+    assert "past its budget (1 s)" in budgeted["why"] and budgeted["measuring_s"] > 3
+
+
+def test_the_measuring_so_far_counts_from_the_jobs_before_the_rounds(tmp_path):
+    """From the first job's start (a work record's started_at) to the last cell's end; a
+    round's time is the rounds' own span over their number."""
+
+    def record(name, **fields):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(fields))
+        return path
+
+    cells = [
+        record("r1a", timing={"job_start": 100.0, "job_end": 103.0}),
+        record("r1b", timing={"job_start": 103.5, "job_end": 106.0}),
+        record("r2a", timing={"job_start": 106.5, "job_end": 110.0}),
+    ]
+    work = record("work", started_at=40.0)
+    assert measuring_so_far(cells, [work], 2) == (70.0, 5.0)
+    assert measuring_so_far(cells, [], 2) == (10.0, 5.0)
+    assert measuring_so_far([record("failed", timing={})], [work], 1) == (0.0, 0.0)

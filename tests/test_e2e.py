@@ -28,7 +28,12 @@ def tiny_run(tmp_path_factory):
     results = tmp_path_factory.mktemp("e2e") / "results"
     before = server_processes()
     done = run_snakemake(
-        ["--cores", "4", *SHORT_LIVES], [*TINY_MATRIX, f"results={results}"], timeout=900, conformance=True, work=True
+        ["--cores", "4", *SHORT_LIVES],
+        [*TINY_MATRIX, f"results={results}"],
+        timeout=900,
+        conformance=True,
+        work=True,
+        screenshots=True,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return results, done, server_processes() - before
@@ -215,6 +220,7 @@ def test_report_packs_the_run(tiny_run, tmp_path):
         timeout=600,
         conformance=True,
         work=True,
+        screenshots=True,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     with zipfile.ZipFile(report) as packed:

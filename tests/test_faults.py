@@ -106,6 +106,7 @@ def _snakemake(results, *extra, servers="[gunicorn, broken]", duration=2):
         f"results={results}",
         "conformance=False",
         "work=False",
+        "screenshots=False",
     ]
 
 

@@ -98,10 +98,12 @@ rule bench_rate:
 # Profiles with `precision`: after min_repeats rounds, one whole round more at a
 # time (every cell of the profile, in its own random order) until each declared
 # comparison is decided or could have detected a ratio of 1 + precision, or
-# max_repeats rounds are reached.
+# max_repeats rounds are reached, or one more would pass the measuring budget.
 checkpoint precision:
     input:
-        rounds_so_far,
+        rounds=rounds_so_far,
+        # Their jobs ran before the rounds: the measuring budget counts from their start.
+        before=measured_before_rounds,
     output:
         f"{RESULTS}/precision/{{profile}}/n{{n}}.json",
     log:

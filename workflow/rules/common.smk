@@ -2,6 +2,7 @@
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from serverbench.host import engine as sbengine
 from serverbench.plan import apps as sbapps
@@ -45,7 +46,7 @@ CELL_GROUP = CELL_PATH.rsplit("/", 1)[0]
 # CHARTS (imported): name -> title of every chart, from serverbench.report.names,
 # so parsing the workflow loads no charting library.
 # index.html as a reader sees it (a status only, where no browser is installed).
-SCREENSHOTS = [f"{RESULTS}/screenshots"]
+SCREENSHOTS = [f"{RESULTS}/screenshots"] if config["screenshots"] else []
 CHART_FILES = [
     f"{RESULTS}/charts/{name}.{ext}"
     for name in CHARTS
@@ -163,6 +164,23 @@ def rounds_so_far(wildcards):
         for n in range(1, int(wildcards.n) + 1)
         for cell in MATRIX.round_of(wildcards.profile, n)
     ]
+
+
+def measured_before_rounds(wildcards):
+    """A profile's work and conformance records (their jobs run before its rounds)."""
+    servers = {
+        cell.server for cell in MATRIX.cells if cell.profile == wildcards.profile
+    }
+    work = [
+        path
+        for path in work_results()
+        if path.startswith(f"{RESULTS}/work/{wildcards.profile}/")
+    ]
+    conformance = [
+        server_conformance(SimpleNamespace(profile=wildcards.profile, server=server))
+        for server in sorted(servers)
+    ]
+    return work + [path for path in conformance if path]
 
 
 def cell_results(wildcards=None):

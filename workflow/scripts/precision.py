@@ -10,9 +10,10 @@ from serverbench.files import write_atomic
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821, SIM115 (injected by Snakemake)
 
 decision = needs_another_round(
-    list(snakemake.input),  # noqa: F821 (injected by Snakemake)
+    list(snakemake.input.rounds),  # noqa: F821 (injected by Snakemake)
     snakemake.config,  # noqa: F821
     snakemake.wildcards.profile,  # noqa: F821
     int(snakemake.wildcards.n),  # noqa: F821
+    before_paths=list(snakemake.input.before),  # noqa: F821
 )
 write_atomic(snakemake.output[0], json.dumps(decision, indent=2) + "\n")  # noqa: F821

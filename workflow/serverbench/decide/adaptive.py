@@ -2,7 +2,8 @@
 one whole round more at a time (every cell of the profile, in its own random
 order) until each of its declared comparisons is settled — decided (*faster*,
 *slower*, *equivalent*) or sharp enough that it could have detected a ratio of
-``1 + precision`` — or ``max_repeats`` rounds are reached.
+``1 + precision`` — or ``max_repeats`` rounds are reached, or one more round would
+take the profile's measuring past its ``measuring_budget``.
 
 The decision follows the comparisons, not one cell's spread: a noisy cell
 whose comparison is already decided needs no more rounds, and a steady pair
@@ -14,7 +15,9 @@ run's verdicts (``decide.verdicts``) are drawn again over the whole run.
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pandas as pd
 
@@ -43,35 +46,66 @@ def comparison_state(row: pd.Series, precision: float) -> str:
     return "beyond rounds"
 
 
-def needs_another_round(record_paths: list, config: dict, profile_name: str, rounds: int) -> dict:
-    """Whether a profile whose first ``rounds`` rounds are ``record_paths`` needs one more."""
+def measuring_so_far(cell_paths: list, before_paths: list, rounds: int) -> tuple[float, float]:
+    """Seconds the profile's measuring has taken (from the first of its work, conformance
+    and cell jobs to its last cell, as their records time them) and one round's mean."""
+    cells = [json.loads(Path(path).read_text()).get("timing") or {} for path in cell_paths]
+    starts = [t["job_start"] for t in cells if t.get("job_start")]
+    ends = [t["job_end"] for t in cells if t.get("job_end")]
+    if not starts or not ends:
+        return 0.0, 0.0
+    before = [json.loads(Path(path).read_text()).get("started_at") for path in before_paths]
+    first = min([*starts, *(start for start in before if start)])
+    return max(ends) - first, (max(ends) - min(starts)) / rounds
+
+
+def needs_another_round(record_paths: list, config: dict, profile_name: str, rounds: int, before_paths=()) -> dict:
+    """Whether a profile whose first ``rounds`` rounds are ``record_paths`` needs one more
+    (``before_paths``: its work and conformance records, whose jobs ran before its rounds)."""
     profile = effective_profile(config, profile_name)
-    runs = load_runs(record_paths)
-    spec = config["comparisons"]
-    summary = summarise(runs, config["flags"], spec["confidence"], config["seed"], closed_loop_tools(config))
-    table = verdict_table(runs, summary, config, windows=window_series(record_paths))
-    table = table[~table["kind"].isin([*LATENCY_KINDS, BEST_OF_LANGUAGE, BEST_DEPLOYMENT])].copy()
-    table["state"] = [comparison_state(row, profile.precision) for _, row in table.iterrows()]
+    table = _open_comparisons(record_paths, config, profile.precision)
     open_ones = int((table["state"] == "open").sum())
     limit = profile.max_repeats or profile.repeats
     more = open_ones > 0 and rounds < limit
+    measured, per_round = measuring_so_far(record_paths, list(before_paths), rounds)
+    over_budget = bool(profile.measuring_budget) and measured + per_round > profile.measuring_budget
     if table.empty:
         why = "no declared comparison to sharpen"
     elif not open_ones:
         why = f"every comparison is decided or could have detected {1 + profile.precision:.3g}×"
     else:
         why = f"{open_ones} comparison(s) still open" + ("" if more else f" at max_repeats ({limit})")
+    if more and over_budget:
+        more = False
+        why += (
+            f"; one more round (about {per_round:.0f} s) would take the measuring from {measured:.0f} s"
+            f" past its budget ({profile.measuring_budget:.0f} s)"
+        )
     shown = table[[*SHOWN, "state"]].astype(object).where(table[[*SHOWN, "state"]].notna(), None)
     return {
         "profile": profile_name,
         "rounds": rounds,
         "precision": profile.precision,
         "max_repeats": limit,
+        "measuring_s": round(measured, 1),
+        "round_s": round(per_round, 1),
+        "measuring_budget": profile.measuring_budget,
         "comparisons": [_finite(row) for row in shown.to_dict("records")],
         "open": open_ones,
         "more": more,
         "why": why,
     }
+
+
+def _open_comparisons(record_paths: list, config: dict, precision: float) -> pd.DataFrame:
+    """The declared comparisons of the rounds so far, each with its state."""
+    runs = load_runs(record_paths)
+    spec = config["comparisons"]
+    summary = summarise(runs, config["flags"], spec["confidence"], config["seed"], closed_loop_tools(config))
+    table = verdict_table(runs, summary, config, windows=window_series(record_paths))
+    table = table[~table["kind"].isin([*LATENCY_KINDS, BEST_OF_LANGUAGE, BEST_DEPLOYMENT])].copy()
+    table["state"] = [comparison_state(row, precision) for _, row in table.iterrows()]
+    return table
 
 
 def _finite(row: dict) -> dict:

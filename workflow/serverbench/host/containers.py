@@ -43,7 +43,8 @@ def run_argv(
     command = [
         "docker",
         "run",
-        "--rm",
+        # Not --rm: a container that died (the kernel's OOM killer took its PID 1) keeps its
+        # State.OOMKilled until cleanup() removes it, after its cgroup went with it.
         "--name",
         name,
         "--init",  # a PID 1 that forwards SIGTERM and reaps workers
@@ -75,6 +76,10 @@ def run_argv(
 
 def inspect_argv(name: str) -> list[str]:
     return ["docker", "inspect", "--format", "{{.Id}} {{.State.Pid}}", name]
+
+
+def oom_killed_argv(name: str) -> list[str]:
+    return ["docker", "inspect", "--format", "{{.State.OOMKilled}}", name]
 
 
 def container_cgroups(container_id: str, version: int | None) -> list[Path]:
@@ -132,6 +137,18 @@ class DockerIsolation(Isolation):
         if not self.groups:
             self.problem = "container cgroup not found; monitoring sees the docker client only"
         return True
+
+    def _read_oom_kills(self) -> int | None:
+        """The cgroup's count while it exists; once the container is gone with its cgroup
+        (the OOM killer can take its PID 1 before a sample reads the group), the engine's
+        State.OOMKilled: at least one kill."""
+        counted = super()._read_oom_kills()
+        if counted is not None or not self.container_id:
+            return counted
+        done = subprocess.run(
+            oom_killed_argv(self.container), capture_output=True, text=True, timeout=10, env=self.docker_env
+        )
+        return {"true": 1, "false": 0}.get(done.stdout.strip()) if done.returncode == 0 else None
 
     def describe(self) -> dict:
         return {**super().describe(), "container": self.container, "container_id": self.container_id}

@@ -190,6 +190,9 @@ def requested_profile(config: dict, name: str) -> dict:
     for key in PROFILE_OVERRIDES:
         if config.get(key) is not None:
             profile[key] = config[key]
+    if config.get("repeats") is not None:
+        # Rounds asked for by number are exactly that many: none added for precision.
+        profile.update(precision=None, min_repeats=None, max_repeats=None, measuring_budget=None)
     if profile.get("advise"):
         profile["advise"] = {
             **profile["advise"],

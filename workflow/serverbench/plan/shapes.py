@@ -91,6 +91,7 @@ class Profile:
     precision: float | None
     min_repeats: int | None
     max_repeats: int | None
+    measuring_budget: float | None  # seconds (with precision): no round started that would pass it
     rounds_at_once: int
     work: bool | list[str]  # every workload's work counted, or only these workloads'
     advise: dict | None  # your deployment, decided (cell.advise): objective, budget, steps; None: not asked
@@ -183,6 +184,7 @@ class Profile:
             "repeats",
             "min_repeats",
             "max_repeats",
+            "measuring_budget",
             "rounds_at_once",
             "work",
             "operations",
