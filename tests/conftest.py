@@ -3,6 +3,8 @@ missing skips and names it."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 import shutil
 import subprocess
@@ -64,15 +66,23 @@ def require(*programs: str) -> None:
         missing(f"needs {', '.join(absent)} on PATH (install with scripts/install)")
 
 
+@functools.cache
+def _shipped_config() -> dict:
+    """config.yaml read and validated once a session (each test gets its own copy)."""
+    return cfg.load(REPO_ROOT / "config.yaml")
+
+
 @pytest.fixture
 def base_config() -> dict:
     """The shipped config.yaml, validated, with a short default profile."""
-    config = cfg.load(REPO_ROOT / "config.yaml")
+    config = copy.deepcopy(_shipped_config())
     profile = config["profiles"]["default"]
     # TIME_WAIT draining is tested on its own; here it would only make tests wait.
     profile.update(
         duration=1, warmup=1, repeats=1, concurrency=[10], ready_timeout=15, stop_grace=3, time_wait_max=10**6
     )
+    # Exactly one round: no rounds added for precision.
+    profile.update(precision=None, min_repeats=None, max_repeats=None, measuring_budget=None)
     return config
 
 
