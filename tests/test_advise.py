@@ -146,15 +146,18 @@ def test_an_io_bound_app_is_advised_far_above_the_rule_of_thumb(tmp_path, no_lef
 
 
 def test_a_memory_budget_caps_the_workers_and_says_so(tmp_path, no_leftovers):
-    """Each worker holds 40 MB: within a 150 MB budget two fit, where three would do more."""
+    """Each worker holds 40 MB: within a 100 MB budget one fits (about 70 MB with its master),
+    where two (about 120 MB) would serve about twice the waits. Twice, not 1.5 times (two
+    workers against three): a 1.5x gap shrank below the 10% margin when a slow episode of
+    the host pushed the 3-worker point's p99 past the objective early."""
     require("gunicorn", "oha")
     servers = {"heavy": {**gthread([1, 8], [1, 1])["planted-gthread"], "env": {"ADVISE_HOLD_MB": "40"}}}
-    config = advise_config("wait", servers, memory_budget_mb=150)
+    config = advise_config("wait", servers, memory_budget_mb=100)
     record, row = advise(config, "heavy", tmp_path)
     assert row["verdict"] == Verdict.RECOMMENDED, row["reason"]
-    assert row["workers"] < 3 and row["memory_mb"] <= 150
+    assert row["workers"] == 1 and row["memory_mb"] <= 100
     assert row["bound_by"] == Bound.BUDGET
-    over = [p for p in record.points if p.memory_bytes and p.memory_bytes > 150 * MB]
+    over = [p for p in record.points if p.memory_bytes and p.memory_bytes > 100 * MB]
     assert over and all(p.workers > row["workers"] for p in over)
 
 
