@@ -2,7 +2,6 @@
 import json
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 from serverbench.host import engine as sbengine
 from serverbench.plan import apps as sbapps
@@ -122,12 +121,17 @@ def conformance_results(wildcards=None):
     ]
 
 
+def conformance_path(profile, server):
+    """The conformance result a server's cells in ``profile`` wait for."""
+    probed_in = MATRIX.conformance_profile(profile, server)
+    return f"{RESULTS}/conformance/{probed_in}/{server}.json"
+
+
 def server_conformance(wildcards):
     """The server's conformance result, which its cells wait for (none with conformance off)."""
     if not config["conformance"]:
         return []
-    profile = MATRIX.conformance_profile(wildcards.profile, wildcards.server)
-    return f"{RESULTS}/conformance/{profile}/{wildcards.server}.json"
+    return conformance_path(wildcards.profile, wildcards.server)
 
 
 def cell_database(wildcards):
@@ -176,11 +180,9 @@ def measured_before_rounds(wildcards):
         for path in work_results()
         if path.startswith(f"{RESULTS}/work/{wildcards.profile}/")
     ]
-    conformance = [
-        server_conformance(SimpleNamespace(profile=wildcards.profile, server=server))
-        for server in sorted(servers)
-    ]
-    return work + [path for path in conformance if path]
+    if not config["conformance"]:
+        return work
+    return work + [conformance_path(wildcards.profile, s) for s in sorted(servers)]
 
 
 def cell_results(wildcards=None):

@@ -108,6 +108,7 @@ class DockerIsolation(Isolation):
     container_id: str | None = None
     method: str = "docker"
     docker_env: dict | None = None  # DOCKER_HOST of the engine the cell uses
+    engine_oom_kills: int | None = None  # State.OOMKilled once the container is gone (1 or 0)
 
     def setup(self) -> DockerIsolation:
         import resource
@@ -141,14 +142,18 @@ class DockerIsolation(Isolation):
     def _read_oom_kills(self) -> int | None:
         """The cgroup's count while it exists; once the container is gone with its cgroup
         (the OOM killer can take its PID 1 before a sample reads the group), the engine's
-        State.OOMKilled: at least one kill."""
+        State.OOMKilled, asked once: the container has exited, so its answer is final (the
+        monitor reads this every sample)."""
         counted = super()._read_oom_kills()
-        if counted is not None or not self.container_id:
+        gone = bool(self.groups) and not any(group.is_dir() for group in self.groups)
+        if counted is not None or not gone:
             return counted
-        done = subprocess.run(
-            oom_killed_argv(self.container), capture_output=True, text=True, timeout=10, env=self.docker_env
-        )
-        return {"true": 1, "false": 0}.get(done.stdout.strip()) if done.returncode == 0 else None
+        if self.engine_oom_kills is None:
+            done = subprocess.run(
+                oom_killed_argv(self.container), capture_output=True, text=True, timeout=10, env=self.docker_env
+            )
+            self.engine_oom_kills = {"true": 1, "false": 0}.get(done.stdout.strip()) if done.returncode == 0 else None
+        return self.engine_oom_kills
 
     def describe(self) -> dict:
         return {**super().describe(), "container": self.container, "container_id": self.container_id}
