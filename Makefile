@@ -28,7 +28,7 @@ test: install-test
 lint: install
 	ruff check workflow tests benchmarks apps
 	ruff format --check workflow tests benchmarks apps
-	snakefmt --check Snakefile workflow/rules
+	snakefmt --check Snakefile workflow/rules workflow/serverbench/lenses
 	snakemake --lint
 
 report: install

@@ -12,30 +12,29 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/conformance.smk"
 include: "workflow/rules/database.smk"
 include: "workflow/rules/bench.smk"
-include: "workflow/rules/work.smk"
-include: "workflow/rules/operations.smk"
-include: "workflow/rules/advise.smk"
-include: "workflow/rules/front.smk"
-include: "workflow/rules/releases.smk"
+include: "workflow/rules/install.smk"
+
+
+# Each lens's rules, from its folder (serverbench.registry).
+for lens in LENSES:
+
+    include: str(lens.rules)
+
+
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/charts.smk"
 
 
 # Steps that measure nothing run where snakemake runs: on a cluster only the
-# cells, probes, work counts and the steadiness check become scheduler jobs
-# (each light step would pay a job's start; docs/executors.md).
+# cells, probes, the lenses' jobs and the steadiness check become scheduler jobs
+# (each light step would pay a job's start; docs/executors.md). A lens marks its
+# own light rules (`localrule: True`).
 localrules:
     all,
     capacity,
     precision,
     collect,
     decide,
-    decide_work,
-    work_table,
-    operations_table,
-    advice_table,
-    front_table,
-    releases_table,
     conformance_table,
     seeds,
     chart,
@@ -52,12 +51,8 @@ rule all:
         f"{RESULTS}/verdicts.csv",
         f"{RESULTS}/conformance.csv",
         f"{RESULTS}/index.html",
-        *WORK_TABLES,
-        *OPERATIONS_TABLES,
-        *ADVICE_TABLES,
-        *ADVICE_CONFIGS,
-        *FRONT_TABLES,
-        *RELEASE_TABLES,
+        *ALL_LENS_TABLES,
+        *ALL_LENS_OUTPUTS,
         *CHART_FILES,
         *SCREENSHOTS,
 
@@ -69,10 +64,7 @@ onstart:
 onsuccess:
     docker_down()
     print_answers(f"{RESULTS}/verdicts.csv", f"{RESULTS}/conformance.csv")
-    print_work(f"{RESULTS}/work_verdicts.csv")
-    print_advice(f"{RESULTS}/advice_recommendations.csv")
-    print_front(f"{RESULTS}/front_verdicts.csv")
-    print_releases(f"{RESULTS}/release_verdicts.csv")
+    registry.print_consoles(config, RESULTS)
 
 
 onerror:

@@ -16,14 +16,14 @@ import pytest
 import yaml
 from conftest import require, require_unitd, run_snakemake
 from serverbench import REPO_ROOT
-from serverbench.cell.front import conditions, deployments_of, run_front
-from serverbench.decide.front import front_verdicts
+from serverbench.lenses.front.decide import front_verdicts
+from serverbench.lenses.front.measure import conditions, deployments_of, run_front
+from serverbench.lenses.front.record import FrontAnswer, Relative, SlowKind, load_front
+from serverbench.lenses.front.table import front_table, work_rows
 from serverbench.plan import config as cfg
 from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import effective_profile
-from serverbench.record.front import FrontAnswer, Relative, SlowKind, load_front
 from serverbench.record.vocabulary import Metric, Outcome
-from serverbench.tables.front import front_table, work_rows
 
 QUICK = {"rounds": 2, "duration_s": 1, "settle_s": 0.3}
 

@@ -31,15 +31,21 @@ def lint_imports(package_parent: Path) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_tree_shows_the_stages():
-    assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} == set(STAGES)
-    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "cli.py", "files.py"]
+def test_the_tree_shows_the_stages_and_the_lenses():
+    assert {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()} == {*STAGES, "lenses", "drive"}
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == [
+        "__init__.py",
+        "cli.py",
+        "files.py",
+        "lens.py",
+        "registry.py",
+    ]
 
 
 def test_the_layering_contract_holds():
     done = lint_imports(PACKAGE.parent)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 kept, 0 broken" in done.stdout
+    assert "4 kept, 0 broken" in done.stdout
 
 
 def planted(tmp_path: Path, module: str, line: str) -> Path:
@@ -56,6 +62,26 @@ def test_an_upward_import_breaks_the_contract(tmp_path):
     assert done.returncode != 0
     assert "Stages import only earlier stages BROKEN" in done.stdout
     assert "serverbench.record.model -> serverbench.report.names" in done.stdout
+
+
+def test_the_core_imports_no_lens(tmp_path):
+    done = lint_imports(planted(tmp_path, "report/answers.py", "from serverbench.lenses.front import report  # noqa"))
+    assert done.returncode != 0
+    assert "serverbench.report.answers -> serverbench.lenses.front.report" in done.stdout
+
+
+def test_lenses_do_not_import_each_other(tmp_path):
+    done = lint_imports(planted(tmp_path, "lenses/front/decide.py", "from serverbench.lenses import work  # noqa"))
+    assert done.returncode != 0
+    assert "Lenses do not import each other BROKEN" in done.stdout
+
+
+def test_inside_a_lens_the_stages_keep_their_order(tmp_path):
+    done = lint_imports(
+        planted(tmp_path, "lenses/front/record.py", "from serverbench.lenses.front import table  # noqa")
+    )
+    assert done.returncode != 0
+    assert "Inside a lens the stages keep their order BROKEN" in done.stdout
 
 
 def test_the_host_is_the_cell_stages_alone(tmp_path):
@@ -86,7 +112,13 @@ def test_parsing_the_workflow_loads_no_charting_library():
     common = (REPO_ROOT / "workflow" / "rules" / "common.smk").read_text()
     imports = [line for line in common.splitlines() if line.startswith("from serverbench")]
     assert any("report.names" in line for line in imports)
-    probe = "\n".join([*imports, "import sys", "print(sorted({'altair', 'scipy', 'statsmodels'} & set(sys.modules)))"])
+    # The parse also loads every lens (common.smk: registry.lenses).
+    loaded = [
+        "registry.lenses({})",
+        "import sys",
+        "print(sorted({'altair', 'scipy', 'statsmodels'} & set(sys.modules)))",
+    ]
+    probe = "\n".join([*imports, *loaded])
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

@@ -21,7 +21,7 @@ def test_snakemake_lint_is_clean():
 
 
 def test_snakefmt():
-    done = run(str(BIN / "snakefmt"), "--check", "Snakefile", "workflow/rules")
+    done = run(str(BIN / "snakefmt"), "--check", "Snakefile", "workflow/rules", "workflow/serverbench/lenses")
     assert done.returncode == 0, done.stdout + done.stderr
 
 

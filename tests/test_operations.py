@@ -14,12 +14,13 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import QUICK_PROFILE, REPO_ROOT, add_server, require, run_snakemake
+from serverbench import registry
 from serverbench.cell import reloads
-from serverbench.cell.operations import run_operations
-from serverbench.decide.operations import MIN_FIGURES, judge, operations_verdict_table
+from serverbench.lenses.operations.decide import MIN_FIGURES, judge, operations_verdict_table
+from serverbench.lenses.operations.measure import run_operations
+from serverbench.lenses.operations.table import operations_table
 from serverbench.record.vocabulary import Outcome
 from serverbench.report.index import write_index
-from serverbench.tables.operations import operations_table
 
 EQUIVALENT, UNDETERMINED = Outcome.EQUIVALENT, Outcome.UNDETERMINED
 STORED = REPO_ROOT / "tests" / "data" / "records-v1"
@@ -83,7 +84,7 @@ def test_a_server_that_drops_its_connections_on_reload_is_found(base_config, tmp
         {},
         tmp_path / "index.html",
         answers_path=tmp_path / "answers.md",
-        operations_csvs=[operations_csv, verdicts_csv],
+        sections=registry.sections(base_config, [operations_csv, verdicts_csv], {}),
     )
     page = (tmp_path / "index.html").read_text()
     answers = (tmp_path / "answers.md").read_text()

@@ -23,12 +23,12 @@ import pytest
 import yaml
 from conftest import QUICK_PROFILE, REPO_ROOT, run_snakemake
 from serverbench.decide.pairs import declared_pairs
+from serverbench.drive.bisect import between, listed_versions
 from serverbench.host.releases import install, not_installed_reason
 from serverbench.plan import config as cfg
 from serverbench.plan.catalogue import server_entry
 from serverbench.plan.releases import base_server, split_name
 from serverbench.record.vocabulary import Kind, Outcome, Status
-from serverbench.report.bisect import between, listed_versions
 
 TINY = REPO_ROOT / "tests" / "apps" / "tinyserve"
 # sum(range(N)) per answer: about 1% of tinyserve's user-space instructions per request

@@ -9,7 +9,7 @@ rule chart:
         latency=f"{RESULTS}/latency.csv",
         verdicts=f"{RESULTS}/verdicts.csv",
         # work.csv, work_detail.csv, work_verdicts.csv where a profile counts work (the forest's second panel).
-        work=WORK_TABLES,
+        work=LENS_TABLES["work"],
     output:
         html=report(
             f"{RESULTS}/charts/{{chart}}.html",
@@ -44,16 +44,8 @@ rule index:
         seeds=f"{RESULTS}/seeds.csv",
         seed_claims=f"{RESULTS}/seed_claims.csv",
         charts=CHART_FILES,
-        # work.csv, work_detail.csv, work_verdicts.csv where a profile counts work.
-        work=WORK_TABLES,
-        # operations.csv where a profile asks how its servers run.
-        operations=OPERATIONS_TABLES,
-        # advice.csv and advice_recommendations.csv where a profile asks for advice.
-        advice=ADVICE_TABLES,
-        # front.csv and front_verdicts.csv where a profile asks whether a front is needed.
-        front=FRONT_TABLES,
-        # releases.csv and release_verdicts.csv where the run measures releases of a server.
-        releases=RELEASE_TABLES,
+        # Every lens's tables the run makes: each lens's section of the page (serverbench.registry).
+        lenses=ALL_LENS_TABLES,
     output:
         index=report(f"{RESULTS}/index.html", category="Overview"),
         answers=f"{RESULTS}/answers.md",

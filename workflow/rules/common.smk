@@ -7,16 +7,12 @@ from serverbench.host import engine as sbengine
 from serverbench.plan import apps as sbapps
 from serverbench.plan import config as sbconfig
 from serverbench.plan.config import config_hash
-from serverbench.plan.fronts import is_fronted
 from serverbench.plan.releases import install_record_name, releases_in
 from serverbench.plan.languages import title as language_title
 from serverbench.plan.matrix import Matrix, kept_seed
 from serverbench.plan.shapes import CELL_PATH, RATE_CELL_PATH
-from serverbench.report.advice import print_advice
-from serverbench.report.front import print_front
-from serverbench.report.releases import print_releases
+from serverbench import registry
 from serverbench.report.answers import print_answers
-from serverbench.report.work import print_work
 from serverbench.report.names import CHARTS
 
 try:
@@ -171,18 +167,21 @@ def rounds_so_far(wildcards):
 
 
 def measured_before_rounds(wildcards):
-    """A profile's work and conformance records (their jobs run before its rounds)."""
+    """A profile's records of the lenses that run before its rounds (the work lens) and its
+    conformance records."""
+    before = [
+        path
+        for lens in LENSES
+        if lens.before_rounds
+        for path in LENS_RESULTS[lens.name]
+        if path.startswith(f"{RESULTS}/{lens.name}/{wildcards.profile}/")
+    ]
+    if not config["conformance"]:
+        return before
     servers = {
         cell.server for cell in MATRIX.cells if cell.profile == wildcards.profile
     }
-    work = [
-        path
-        for path in work_results()
-        if path.startswith(f"{RESULTS}/work/{wildcards.profile}/")
-    ]
-    if not config["conformance"]:
-        return work
-    return work + [conformance_path(wildcards.profile, s) for s in sorted(servers)]
+    return before + [conformance_path(wildcards.profile, s) for s in sorted(servers)]
 
 
 def cell_results(wildcards=None):
@@ -230,75 +229,6 @@ def cell_conditions(wildcards):
     )
 
 
-def work_results(wildcards=None):
-    """Every (profile, workload, server) work record the profiles' `work` asks for."""
-    triples = sorted(
-        {
-            (cell.profile, cell.workload, cell.server)
-            for cell in MATRIX.cells
-            if MATRIX.profiles[cell.profile].counts_work(cell.workload)
-        }
-    )
-    return [
-        f"{RESULTS}/work/{profile}/{workload}/{server}.json"
-        for profile, workload, server in triples
-    ]
-
-
-def operations_results(wildcards=None):
-    """Every (profile, server) operations result of the profiles with `operations`."""
-    pairs = sorted(
-        {
-            (cell.profile, cell.server)
-            for cell in MATRIX.cells
-            if MATRIX.profiles[cell.profile].operations
-        }
-    )
-    return [
-        f"{RESULTS}/operations/{profile}/{server}.json" for profile, server in pairs
-    ]
-
-
-# operations.csv, where a profile of the run asks how its servers run.
-OPERATIONS_TABLES = (
-    [f"{RESULTS}/operations.csv", f"{RESULTS}/operations_verdicts.csv"]
-    if operations_results()
-    else []
-)
-
-
-def advise_results(wildcards=None):
-    """Every (profile, server) settings search of the profiles with `advise`."""
-    pairs = sorted(
-        {
-            (cell.profile, cell.server)
-            for cell in MATRIX.cells
-            if MATRIX.profiles[cell.profile].advise
-        }
-    )
-    return [f"{RESULTS}/advice/{profile}/{server}.json" for profile, server in pairs]
-
-
-def front_results(wildcards=None):
-    """Every (profile, server) front job of the profiles with `front`: each server of the
-    profile that is not itself a deployment behind a front."""
-    pairs = sorted(
-        {
-            (cell.profile, cell.server)
-            for cell in MATRIX.cells
-            if MATRIX.profiles[cell.profile].front
-            and not is_fronted(config["catalogue"][cell.server])
-        }
-    )
-    return [f"{RESULTS}/front/{profile}/{server}.json" for profile, server in pairs]
-
-
-# front.csv and front_verdicts.csv, where a profile of the run asks whether a front is needed.
-FRONT_TABLES = (
-    [f"{RESULTS}/front.csv", f"{RESULTS}/front_verdicts.csv"] if front_results() else []
-)
-
-
 def release_installs(wildcards=None):
     """Every release the run measures, installed: every server-starting job waits for all of
     them, so no install runs beside a measurement."""
@@ -309,26 +239,27 @@ def release_installs(wildcards=None):
     ]
 
 
-# releases.csv and release_verdicts.csv, where the run measures releases of a server.
-RELEASE_TABLES = (
-    [f"{RESULTS}/releases.csv", f"{RESULTS}/release_verdicts.csv"]
-    if release_installs()
-    else []
-)
-
-
-# advice.csv and the recommendations, where a profile of the run asks for advice.
-ADVICE_TABLES = (
-    [f"{RESULTS}/advice.csv", f"{RESULTS}/advice_recommendations.csv"]
-    if advise_results()
-    else []
-)
-ADVICE_CONFIGS = [f"{RESULTS}/advice/configurations"] if advise_results() else []
-
-
-# The work lens's tables, where a profile of the run counts work.
-WORK_TABLES = (
-    [f"{RESULTS}/{name}.csv" for name in ("work", "work_detail", "work_verdicts")]
-    if work_results()
-    else []
-)
+# The lenses (serverbench.registry): each one's job results and tables, below RESULTS. A
+# lens's rules (its folder's rules.smk, included by the Snakefile) read these by its name.
+LENSES = registry.lenses(config)
+LENS_RESULTS = {
+    lens.name: [f"{RESULTS}/{path}" for path in lens.jobs(config, MATRIX)]
+    for lens in LENSES
+}
+# A lens's tables where the run gives it at least one job, else none.
+LENS_TABLES = {
+    lens.name: (
+        [f"{RESULTS}/{name}" for name in lens.tables] if LENS_RESULTS[lens.name] else []
+    )
+    for lens in LENSES
+}
+LENS_OUTPUTS = {
+    lens.name: (
+        [f"{RESULTS}/{name}" for name in lens.outputs]
+        if LENS_RESULTS[lens.name]
+        else []
+    )
+    for lens in LENSES
+}
+ALL_LENS_TABLES = [path for lens in LENSES for path in LENS_TABLES[lens.name]]
+ALL_LENS_OUTPUTS = [path for lens in LENSES for path in LENS_OUTPUTS[lens.name]]

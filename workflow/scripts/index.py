@@ -3,6 +3,7 @@
 import sys
 from pathlib import Path
 
+from serverbench import registry
 from serverbench.report.index import write_index
 
 # The rule's log is this job's stderr: warnings and a traceback land beside the run.
@@ -25,10 +26,5 @@ write_index(
     seeds_csv=snakemake.input.seeds,  # noqa: F821
     seed_claims_csv=snakemake.input.seed_claims,  # noqa: F821
     runs_csv=snakemake.input.runs,  # noqa: F821
-    work_csvs=list(snakemake.input.work),  # noqa: F821
-    work_margin=snakemake.config["work_lens"]["margin"],  # noqa: F821
-    operations_csvs=list(snakemake.input.operations),  # noqa: F821
-    advice_csvs=list(snakemake.input.advice),  # noqa: F821
-    front_csvs=list(snakemake.input.front),  # noqa: F821
-    release_csvs=list(snakemake.input.releases),  # noqa: F821
+    sections=registry.sections(snakemake.config, snakemake.input.lenses, snakemake.params.languages),  # noqa: F821
 )

@@ -1,6 +1,6 @@
 """The ``serverbench`` command: ``serverbench compare A B``, ``serverbench seeds RESULTS``,
 ``serverbench bisect SERVER GOOD BAD --check CHECK`` (the workflow itself runs with
-snakemake). Each command's module in report/ declares its arguments
+snakemake). Each command's module (report/, drive/) declares its arguments
 (``add_arguments``) and runs them (``run``); the usage is argparse's, so it names every
 option."""
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from serverbench.report import bisect, compare, seeds
+from serverbench.drive import bisect
+from serverbench.report import compare, seeds
 
 COMMANDS = {"compare": compare, "seeds": seeds, "bisect": bisect}
 

@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 
 from serverbench import files
-from serverbench.cell import loadgen, servers, verify
+from serverbench.cell import loadgen, servers
 from serverbench.cell.errors import CellFailed, interruptible
 from serverbench.cell.launch import placeholders_used
 from serverbench.cell.objective import Found, ObjectiveProbe, RawLog, connections_for
-from serverbench.cell.operations import reload_under_load
 from serverbench.cell.session import ServerSession
+from serverbench.cell.underload import reload_under_load
 from serverbench.plan import apps, search
 from serverbench.plan.catalogue import SearchSpec, server_entry
 from serverbench.plan.config import effective_profile
@@ -82,19 +82,12 @@ class Advising:
             log.write(f"serverbench: {setting.label()}\n")
         return ServerSession(self.config, target, lived, self.log_path, failures=FAILURES)
 
-    def _verified(self, launch) -> str:
+    def _verified(self, session: ServerSession) -> str:
         """The workload's path, once its answer is checked (a wrong answer fails the setting)."""
-        workload = apps.workloads(self.config, self.profile.name)[self.workload]
-        expect = launch.expected_answer_of(self.workload)
-        check = verify.verify(
-            launch.host, launch.port, expect, workload["path"], self.profile.timeout, apps.sent(workload)
-        )
-        if not check.ok:
-            launch.check_alive("verification")
-            raise CellFailed(f"wrong answer: {check.reason}{launch.log_note()}")
+        check = session.verify()[0]
         if check.rule_problems:  # a recommendation never rests on an answer that breaks the rules
             raise CellFailed(f"the answer breaks the workload's header rules: {'; '.join(check.rule_problems)}")
-        return workload["path"]
+        return apps.workloads(self.config, self.profile.name)[self.workload]["path"]
 
     def measure(self, setting: search.Setting) -> search.Measured:
         started = time.monotonic()
@@ -103,7 +96,7 @@ class Advising:
         session = self._session(setting)
         with session:
             launch = session.start()
-            path = self._verified(launch)
+            path = self._verified(session)
             probe = ObjectiveProbe(self.config, self.profile, launch, path, self.raw, setting.label())
             found = probe.capacity(connections)
         ending = session.ending

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from serverbench.cell import loadgen, parsers
 from serverbench.cell.launch import Launch
-from serverbench.cell.operations import memory
+from serverbench.cell.underload import memory
 from serverbench.plan.shapes import Profile
 from serverbench.record.advice import Limit, Step
 

@@ -14,17 +14,16 @@ import time
 from pathlib import Path
 
 from serverbench import files
-from serverbench.cell import rate, verify
+from serverbench.cell import rate
 from serverbench.cell.assemble import Files, Outcome, assemble
 from serverbench.cell.database import QueryAudit
-from serverbench.cell.errors import CellFailed, Interrupted, interruptible
+from serverbench.cell.errors import Interrupted, interruptible
 from serverbench.cell.launch import Launched
 from serverbench.cell.measure import Measure, Measured
 from serverbench.cell.session import HarnessErrors, ServerSession
 from serverbench.host.cgroups import HarnessPlacement
 from serverbench.host.cpuidle import IdleLatencyHold
 from serverbench.host.runenv import run_env
-from serverbench.plan import apps
 from serverbench.plan.config import effective_profile
 from serverbench.plan.shapes import Cell
 from serverbench.record.model import CellRecord
@@ -89,7 +88,7 @@ class CellRun:
         self.measured = measure.found
         session.start(begin)
         begin("verify")
-        check = self._verify(launch, profile.timeout)
+        check = self._verify(session, profile.timeout)
         if profile.warmup > 0:
             begin("warmup")
             measure.warm_up()
@@ -98,21 +97,15 @@ class CellRun:
         measure.load(check.keepalive, begin)
         self.raw_text = audit.end(measure.found.load, measure.raw_text)
 
-    def _verify(self, launch, timeout: float):
-        """Each path the workload requests answers as its check says (a mix: each of its
-        workloads, named where one fails); the first one's verification is the record's."""
-        checks = []
-        for name, spec in apps.endpoints(self.config, self.cell.profile, self.cell.workload):
-            expect = launch.expected_answer_of(name)
-            check = verify.verify(launch.host, launch.port, expect, spec["path"], timeout, apps.sent(spec))
-            checks.append(check)
-            if not check.ok:
-                self.outcome.verify = check
-                launch.check_alive("verification")
-                where = f"{name} ({spec['path']}) " if name != self.cell.workload else ""
-                raise CellFailed(f"wrong answer: {where}{check.reason}{launch.oom_note()}{launch.log_note()}")
-        self.outcome.verify = checks[0]
-        return checks[0]
+    def _verify(self, session: ServerSession, timeout: float):
+        """Each path the workload requests answers as its check says (the session's one
+        verification); the failing check, else the first, is the record's."""
+        try:
+            session.verify(timeout=timeout)
+        finally:
+            failing = [check for check in session.checks if not check.ok]
+            self.outcome.verify = (failing or session.checks or [None])[0]
+        return session.checks[0]
 
     def _write(self, placement, idle) -> CellRecord | None:
         """The record, assembled once and frozen, with the load tool's output beside it (none when interrupted)."""

@@ -28,9 +28,12 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from serverbench.cell import verify
 from serverbench.cell.errors import CellFailed, CellSkipped, Interrupted
 from serverbench.cell.launch import Launch
+from serverbench.cell.verify import Verification
 from serverbench.host.runenv import make_rundir, run_env
+from serverbench.plan import apps
 from serverbench.plan.shapes import Profile, Target
 from serverbench.record.vocabulary import Status
 
@@ -125,6 +128,7 @@ class ServerSession:
         self.rundir: Path | None = None
         self.launch: Launch | None = None
         self.stopped_server = False  # whether a server was running when the session stopped it
+        self.checks: list[Verification] = []  # the answers verified (verify), the failing one last
         self._prepared = False
         self._exits = contextlib.ExitStack()
 
@@ -164,6 +168,24 @@ class ServerSession:
                 begin("ready")
             launch.wait_ready()
         return launch
+
+    def verify(self, workload: str | None = None, timeout: float | None = None) -> list[Verification]:
+        """The answers checked once the server answers, before any load: each workload of the
+        target's (every endpoint of a mix, each named where it fails; ``workload`` one of the
+        app's other workloads), each check kept in ``checks``. A wrong answer raises CellFailed
+        with the server's state (exited, OOM-killed) and its log's last error."""
+        launch, name = self.launch, workload or self.target.workload
+        timeout = self.profile.timeout if timeout is None else timeout
+        self.checks = []
+        for endpoint, spec in apps.endpoints(self.config, self.target.profile, name):
+            expect = launch.expected_answer_of(endpoint)
+            check = verify.verify(launch.host, launch.port, expect, spec["path"], timeout, apps.sent(spec))
+            self.checks.append(check)
+            if not check.ok:
+                launch.check_alive("verification")
+                where = f"{endpoint} ({spec['path']}) " if endpoint != name else ""
+                raise CellFailed(f"wrong answer: {where}{check.reason}{launch.oom_note()}{launch.log_note()}")
+        return self.checks
 
     def _stop(self) -> None:
         launch = self.launch

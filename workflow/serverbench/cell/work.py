@@ -69,7 +69,7 @@ from pathlib import Path
 import psutil
 
 from serverbench import files
-from serverbench.cell import callgrind, fixedcount, perfcount, servertree, verify, workenv, workfigures
+from serverbench.cell import callgrind, fixedcount, perfcount, servertree, workenv, workfigures
 from serverbench.cell.errors import CellFailed, CellSkipped, interruptible
 from serverbench.cell.launch import Launch, placeholders_used
 from serverbench.cell.session import Ending, ServerSession, ladder
@@ -129,14 +129,10 @@ def _load(launch: Launch, client: fixedcount.Client, url_path: str, requests: in
     fixedcount.run(client, launch.network.wrap, url, requests, list(cpus), raw, connections, stall_s)
 
 
-def _client(launch: Launch, url_path: str, timeout: float) -> fixedcount.Client:
+def _client(session: ServerSession, timeout: float) -> fixedcount.Client:
     """The counted requests' client, by the server's keep-alive behaviour (checked, with the
-    answer, by the cells' own verification: a wrong answer is the life's reason)."""
-    check = verify.verify(launch.host, launch.port, launch.expected_answer, url_path, timeout)
-    if not check.ok:
-        launch.check_alive("verification")
-        raise CellFailed(f"wrong answer: {check.reason}")
-    return fixedcount.Client.for_server(check.keepalive)
+    answer, by the session's verification: a wrong answer is the life's reason)."""
+    return fixedcount.Client.for_server(session.verify(timeout=timeout)[0].keepalive)
 
 
 def _settle(port: int, timeout: float) -> None:
@@ -206,7 +202,7 @@ class Lives:
                     raise CellSkipped("the work lens runs servers on the host (isolation: cgroup), not in containers")
                 session.start()
                 self.found_server = launch.found.server
-                self._serve(launch, lens, hold_s, out, life, together)
+                self._serve(session, lens, hold_s, out, life, together)
         finally:
             self._keep(f"{lens}-{requests}{self.pair_suffix}", out)
         stop = launch.found.server.stop
@@ -220,13 +216,14 @@ class Lives:
                 process.command = process.command.replace(value, placeholder)
         return life
 
-    def _serve(self, launch: Launch, lens: str, hold_s: float, out: Path, life: Life, together=None) -> None:
+    def _serve(self, session: ServerSession, lens: str, hold_s: float, out: Path, life: Life, together=None) -> None:
         """Warm up, serve the counted requests, hold, note every process seen, stop."""
+        launch = session.launch
         life.seen = servertree.pids(launch)
         if self.client is None:
             # Once per server, in its first life (perf's: a worker's first answer under valgrind,
             # which the verification would meet, costs seconds); every later life has its client.
-            self.client = _client(launch, self.url_path, self.settings["ready_timeout"])
+            self.client = _client(session, self.settings["ready_timeout"])
         self._warm_up(launch, self.client, out)
         _settle(launch.port, self.settings["settle_timeout"])
         life.seen |= servertree.pids(launch)

@@ -15,10 +15,9 @@ from markupsafe import Markup
 from serverbench import files
 from serverbench.decide.conformance import framing_rows, met_column, truth
 from serverbench.decide.seeds import claims_in_brief
+from serverbench.lens import Place, Section
 from serverbench.record.flags import FLAG_HELP
 from serverbench.report import seeds as seed_report
-from serverbench.report.advice import advice_markdown
-from serverbench.report.advice_page import advice_context
 from serverbench.report.answers import (
     answers,
     answers_markdown,
@@ -28,13 +27,9 @@ from serverbench.report.answers import (
     lead_paragraph,
     margin_sentence,
 )
-from serverbench.report.front import front_context, front_markdown
 from serverbench.report.machine import hosts_sentence, steadiness_sentence
 from serverbench.report.names import CHARTS
-from serverbench.report.operations import operations_context, operations_markdown
-from serverbench.report.releases import releases_context, releases_markdown
 from serverbench.report.spread import spread_context
-from serverbench.report.work import work_context, work_markdown
 
 # The summary's columns the page's table shows (summary.csv has them all).
 PAGE_COLUMNS = [
@@ -43,7 +38,8 @@ PAGE_COLUMNS = [
     "server_rss_peak_mb", "server_pss_peak_mb", "server_cpu_percent", "keepalive", "flags",
 ]  # fmt: skip
 TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("serverbench.report", "templates"),
+    # The page's own templates, and a lens's section by its file's absolute path.
+    loader=jinja2.ChoiceLoader([jinja2.PackageLoader("serverbench.report", "templates"), jinja2.FileSystemLoader("/")]),
     autoescape=jinja2.select_autoescape(default=True),
     undefined=jinja2.StrictUndefined,
 )
@@ -184,17 +180,13 @@ def seeds_context(side_csv, claims_csv) -> dict | None:
     return {"blocks": blocks, "claims": _table(brief, ["seed", "quote", "in_seed", "in_run", "why"])}
 
 
-def write_answers(path: Path, context: dict, verdicts, conformance, language_titles) -> None:
-    """answers.md: the page's sentences, each lens's section after the Answers (advice first)."""
-    markdown = answers_markdown(verdicts, conformance, language_titles, lead=context["headline"])
-    if context["advice"]:
-        markdown = advice_markdown(context["advice"]) + markdown
-    sections = (("work", work_markdown), ("operations", operations_markdown), ("front", front_markdown),
-                ("releases", releases_markdown))  # fmt: skip
-    for key, markdown_of in sections:
-        if context[key]:
-            markdown += markdown_of(context[key])
-    files.write_atomic(path, markdown)
+def write_answers(path: Path, context: dict, verdicts, conformance, language_titles, sections) -> None:
+    """answers.md: the page's sentences in the page's order: the lenses that lead, the Answers,
+    then the lenses after them."""
+    lead = "".join(section.markdown for section in sections if section.place == Place.LEAD)
+    after = "".join(section.markdown for section in sections if section.place == Place.AFTER)
+    timed = answers_markdown(verdicts, conformance, language_titles, lead=context["headline"])
+    files.write_atomic(path, lead + timed + after)
 
 
 def write_index(
@@ -209,16 +201,13 @@ def write_index(
     seeds_csv=None,
     seed_claims_csv=None,
     runs_csv=None,
-    work_csvs=None,
-    work_margin: float = 0.005,
-    operations_csvs=None,
-    advice_csvs=None,
-    front_csvs=None,
-    release_csvs=None,
+    sections: list[Section] | None = None,
 ) -> None:
     """One page: the answers, then charts, the sortable summary, failed and flagged cells, the
-    environment. ``language_titles`` names each language in the headline."""
+    environment. ``language_titles`` names each language in the headline; ``sections`` are the
+    lenses' (serverbench.registry.sections), each where its lens places it."""
     index_path = Path(index_path)
+    sections = sections or []
     summary = pd.read_csv(summary_csv)
     environment = json.loads(Path(environment_json).read_text()) if environment_json else {}
     context = index_context(summary, environment, charts, index_path.parent)
@@ -230,21 +219,12 @@ def write_index(
     context["counts"] = counts_sentence(verdicts)
     every = comparison_table(verdicts)
     context["comparisons"] = {"columns": list(every.columns), "rows": every.to_dict("records")} if len(every) else None
-    # work_csvs: work.csv, work_detail.csv, work_verdicts.csv where the run counted work.
-    context["work"] = work_context(*work_csvs, margin=work_margin, titles=language_titles) if work_csvs else None
     # The first paragraph reads every lens: what the run decided first, and by which lens.
-    context["headline"] = lead_paragraph(context["headline"], context["work"]["lead"] if context["work"] else None)
+    context["headline"] = lead_paragraph(context["headline"], next((s.lead for s in sections if s.lead), None))
     context["spread"] = spread_context(verdicts, summary, language_titles)
-    # operations_csvs: operations.csv and operations_verdicts.csv where a profile asks how its servers run.
-    context["operations"] = operations_context(*operations_csvs, titles=language_titles) if operations_csvs else None
-    # advice_csvs: advice.csv and advice_recommendations.csv where a profile asks for advice: the page opens with it.
-    context["advice"] = advice_context(*advice_csvs) if advice_csvs else None
-    # front_csvs: front.csv and front_verdicts.csv where a profile asks whether a front is needed.
-    context["front"] = front_context(*front_csvs) if front_csvs else None
-    # release_csvs: releases.csv and release_verdicts.csv where the run measured releases of a server.
-    context["releases"] = releases_context(*release_csvs) if release_csvs else None
+    context["sections"] = sections
     if answers_path:
-        write_answers(Path(answers_path), context, verdicts, conformance, language_titles)
+        write_answers(Path(answers_path), context, verdicts, conformance, language_titles, sections)
     context["conformance"] = conformance_matrix(conformance) if conformance is not None else {}
     context["framing"] = framing_panel(conformance) if conformance is not None else None
     context["seeds"] = seeds_context(seeds_csv, seed_claims_csv)

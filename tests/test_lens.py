@@ -1,0 +1,73 @@
+"""A lens is one folder behind one interface: the tests' own toy lens (tests/lenses/toy_bytes,
+how many bytes each server sends per answer) added by one registry entry (config `lenses`)
+runs through the real workflow to its CSV, its comparisons, a section of the page, a
+paragraph of answers.md and the console, and no other file of the repository names it."""
+
+import os
+import subprocess
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import REPO_ROOT, require, run_snakemake
+from serverbench import registry
+from serverbench.decide import margins
+from serverbench.record.vocabulary import Outcome
+
+LENSES = REPO_ROOT / "tests" / "lenses"
+TOY = "toy_bytes"
+
+
+def test_the_registry_lists_the_built_in_lenses_and_those_a_config_adds(monkeypatch):
+    monkeypatch.syspath_prepend(str(LENSES))
+    built_in = [lens.name for lens in registry.lenses({})]
+    assert built_in == ["advise", "front", "releases", "operations", "work"]
+    added = registry.lenses({"lenses": [TOY]})
+    assert [lens.name for lens in added] == [*built_in, TOY]
+    toy = added[-1]
+    assert toy.rules.is_file() and toy.template.is_file() and toy.question.endswith("?")
+    with pytest.raises(ValueError, match="two lenses are called"):
+        registry.lenses({"lenses": [TOY, TOY]})
+
+
+def test_only_its_folder_wires_the_toy_lens():
+    """Beside its folder and this test, only the docs name it (as the example of a whole lens)."""
+    found = subprocess.run(["git", "grep", "--untracked", "-l", TOY], cwd=REPO_ROOT, capture_output=True, text=True)
+    named = [path for path in found.stdout.split() if not path.startswith("docs/")]
+    assert named and all(path.startswith(f"tests/lenses/{TOY}/") or path == "tests/test_lens.py" for path in named)
+
+
+@pytest.mark.e2e
+def test_a_toy_lens_runs_through_the_workflow_to_its_table_verdicts_section_and_answers(tmp_path):
+    require("gunicorn", "starman", "wrk")
+    results = tmp_path / "results"
+    extra = tmp_path / "toy.yaml"
+    extra.write_text(yaml.safe_dump({"lenses": [TOY], "comparisons": {"pairs": [["starman", "gunicorn"]]}}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(LENSES), os.environ.get("PYTHONPATH")]))}
+    matrix = ["servers=[gunicorn, starman]", "tools=[wrk]", "concurrency=[2]", "repeats=1", "duration=1"]
+    done = run_snakemake(
+        ["--cores", "4", "--configfile", "config.yaml", str(extra)],
+        [*matrix, f"results={results}"],
+        timeout=900,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    # Its jobs, each through the session (verified, stopped), and its table.
+    table = pd.read_csv(results / f"{TOY}.csv").set_index("server")
+    assert set(table.index) == {"gunicorn", "starman"} and (table["status"] == "ok").all()
+    assert (table["bytes"] > len("HTTP/1.1 200 OK\r\n\r\nHello World!")).all()
+    # Its comparison by the one rule, in the vocabulary.
+    judged = pd.read_csv(results / f"{TOY}_verdicts.csv")
+    assert len(judged) == 1
+    row = judged.iloc[0]
+    ratio = table.loc["starman", "bytes"] / table.loc["gunicorn", "bytes"]
+    assert row["ratio"] == pytest.approx(ratio)
+    side = margins.side(ratio, ratio, row["margin"], margins.Question.IN_ONE_RUN)
+    assert Outcome(row["outcome"]) is margins.outcome(side, Outcome.HIGHER, Outcome.LOWER)
+    # Its section of the page, its paragraph of answers.md, its console lines.
+    page = (results / "index.html").read_text()
+    section = page[page.index('<section id="toy-bytes">') :]
+    assert f"starman sends {ratio:.3f}× the bytes of gunicorn per answer: {row['outcome']}" in section
+    answers = (results / "answers.md").read_text()
+    assert "## Bytes per answer" in answers and f"- gunicorn: {table.loc['gunicorn', 'bytes']:g} bytes" in answers
+    assert "Bytes per answer:" in done.stdout

@@ -1,0 +1,107 @@
+"""The lens interface: what every lens declares, so that the workflow, the page, answers.md
+and the console loop over lenses without naming one (docs/architecture.md).
+
+A lens is a folder of ``serverbench.lenses`` (or any importable package a config names in
+``lenses``) whose ``__init__`` holds ``LENS``, a :class:`Lens`. Its folder keeps its rules
+(``rules.smk``, included by the Snakefile), its thin scripts and its page section
+(``section.html.j2``). The core imports no lens: the registry (``serverbench.registry``)
+collects them and hands their sections to the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+
+class Place(StrEnum):
+    """Where a lens's section stands on the page and in answers.md."""
+
+    LEAD = "lead"  # before the timed answers: what a deployer acts on first
+    AFTER = "after"  # after the timed answers and their spread
+
+
+@dataclass(frozen=True)
+class Section:
+    """What a lens gives the page and answers.md, made from its tables."""
+
+    lens: str
+    place: Place
+    template: Path
+    context: dict
+    markdown: str
+    # Where the lens decided what the run's first paragraph leads with.
+    lead: dict | None = None
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What every lens's section may read besides its own tables."""
+
+    config: Mapping
+    language_titles: Mapping[str, str]
+
+
+# A lens's jobs in a run: their result files below the results directory (config, matrix).
+Jobs = Callable[[Mapping, object], list[str]]
+
+
+@dataclass(frozen=True)
+class Lens:
+    """One question the workflow answers, and everything the core needs to wire it."""
+
+    name: str
+    # One sentence for people: `serverbench list` and the page read it.
+    question: str
+    folder: Path
+    place: Place
+    # Its jobs' result files below the results directory, sorted (none: the run does not ask).
+    jobs: Jobs
+    # Its tables below the results directory, made where it has at least one job.
+    tables: tuple[str, ...]
+    # Further outputs of its table rule (a directory of configurations, say).
+    outputs: tuple[str, ...] = ()
+    # Its section from its tables (present ones, by file name), or None where nothing to show.
+    section: Callable[[Mapping[str, Path], Inputs], dict | None] | None = None
+    markdown: Callable[[dict], str] | None = None
+    # Its lines at the end of a run, from its tables in the results directory.
+    console: Callable[[Path], None] | None = None
+    # The profile key that asks for it (`front: {...}`), where a profile does; None: every run.
+    profile_key: str | None = None
+    # Its jobs run before a profile's timed rounds and count towards its measuring budget.
+    before_rounds: bool = False
+    # The checks it offers to releases and bisect, by name.
+    checks: tuple[str, ...] = field(default=())
+
+    @property
+    def rules(self) -> Path:
+        return self.folder / "rules.smk"
+
+    @property
+    def template(self) -> Path:
+        return self.folder / "section.html.j2"
+
+
+def section_of(lens: Lens, tables: Iterable[Path | str], inputs: Inputs) -> Section | None:
+    """A lens's section from the tables it made this run (None where it made none or has none)."""
+    present = {Path(path).name: Path(path) for path in tables}
+    if lens.section is None or not present:
+        return None
+    context = lens.section(present, inputs)
+    if context is None:
+        return None
+    markdown = lens.markdown(context) if lens.markdown else ""
+    return Section(lens.name, lens.place, lens.template, context, markdown, context.get("lead"))
+
+
+def per_server(record_dir: str, wanted: Callable[[Mapping, object, object], bool]) -> Jobs:
+    """A job per (profile, server) of the cells it is wanted for (config, matrix, cell):
+    ``RECORD_DIR/PROFILE/SERVER.json``."""
+
+    def jobs(config, matrix) -> list[str]:
+        pairs = {(cell.profile, cell.server) for cell in matrix.cells if wanted(config, matrix, cell)}
+        return [f"{record_dir}/{profile}/{server}.json" for profile, server in sorted(pairs)]
+
+    return jobs

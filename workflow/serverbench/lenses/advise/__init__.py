@@ -1,0 +1,33 @@
+"""Your deployment, decided: each server's settings searched for the most capacity at the
+p99 objective within the memory budget (docs/advise.md)."""
+
+from pathlib import Path
+
+from serverbench.lens import Inputs, Lens, Place, per_server
+from serverbench.report.advice import advice_markdown, print_advice
+
+
+def _wanted(config, matrix, cell) -> bool:
+    return bool(matrix.profiles[cell.profile].advise)
+
+
+def _section(tables: dict, inputs: Inputs) -> dict | None:
+    # Its chart needs Altair: loaded where the page is made, not where the workflow is parsed.
+    from serverbench.report.advice_page import advice_context
+
+    return advice_context(tables["advice.csv"], tables["advice_recommendations.csv"])
+
+
+LENS = Lens(
+    name="advise",
+    question="Which server and settings serve my app the most requests within my p99 and memory?",
+    folder=Path(__file__).parent,
+    profile_key="advise",
+    place=Place.LEAD,
+    jobs=per_server("advice", _wanted),
+    tables=("advice.csv", "advice_recommendations.csv"),
+    outputs=("advice/configurations",),
+    section=_section,
+    markdown=advice_markdown,
+    console=lambda results: print_advice(results / "advice_recommendations.csv"),
+)

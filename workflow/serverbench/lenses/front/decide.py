@@ -1,0 +1,214 @@
+"""Does the server need a front? front.csv's runs as comparisons (``Comparison``), and an
+answer per server (``FrontAnswer``).
+
+For each deployment behind a front against the server bare, measured side by side in the
+same rounds:
+
+- **the front's cost with fast clients** (metric speed): the normal clients' rate behind the
+  front over bare, round by round; a t interval of the mean log ratio, read against the
+  profile's ``cost_margin`` as two things measured in one run (faster, slower, equivalent);
+- **the front's work** (metric work, where the run counted work): instructions and syscalls
+  per request of the deployment (the front's among them) over the bare server's, each widened
+  by the servers' declared spread, read against the work lens's margin (more work, less work);
+- **what it saves with slow clients** (metric ``rate kept``), one per slow condition: the
+  share of their rate alone the normal clients keep beside the slow clients, each round on
+  each deployment; the difference front − bare, a t interval of its mean, read against
+  ``margin`` on the difference scale (higher: the front saves).
+
+Bare, each server also gets the share it keeps against 1, per condition and pooled over
+every slow sender, body and reader measured (``EVERY_SLOW_KIND``: each round of each
+condition a figure, so the interval is narrow where the slow clients do not touch it). The
+answer: it *needs a front* where the front's deployment kept clearly more beside some slow
+clients; it *does not need one* where, bare, the pooled share is equivalent to 1 and no slow
+kind took a clear share (clients that connect per request are load, not slow clients: they
+are reported, not counted here), or where the front kept no more anywhere; otherwise the run
+could not tell.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from serverbench.decide import margins
+from serverbench.decide.judgement import Comparison, Reason
+from serverbench.lenses.front.record import FrontAnswer, SlowKind
+from serverbench.plan.catalogue import server_entry
+from serverbench.record.vocabulary import Kind, Metric, Outcome, Status
+
+LEVEL = 0.95
+CONDITION = ["kind", "relative", "slow_count"]
+
+
+def t_interval(values: np.ndarray) -> tuple[float, float, float]:
+    """The mean and its t interval at ``LEVEL`` (a zero-width one where every value is equal)."""
+    mean = float(np.mean(values))
+    if len(values) < 2 or float(np.std(values)) == 0.0:
+        return mean, mean, mean
+    low, high = stats.t.interval(LEVEL, len(values) - 1, loc=mean, scale=stats.sem(values))
+    return mean, float(low), float(high)
+
+
+def _paired(runs: pd.DataFrame, a: str, b: str, kind: str) -> pd.DataFrame:
+    """Each round's rate of ``a`` and ``b`` under one condition, side by side."""
+    chosen = runs[runs["kind"] == kind]
+    table = chosen.pivot_table(index="round", columns="deployment", values="rps", aggfunc="first")
+    return table[[a, b]].dropna() if {a, b} <= set(table.columns) else pd.DataFrame(columns=[a, b])
+
+
+def _made(server_row, a: str, b: str, metric: str, condition: tuple, margin: float) -> dict:
+    return {"kind": Kind.FRONT, "a": a, "b": b, "metric": metric, "margin": margin, "level": LEVEL,
+            "condition": (("profile", server_row["profile"]), ("server", server_row["server"]),
+                          ("language", server_row["language"]), *condition)}  # fmt: skip
+
+
+def cost(runs: pd.DataFrame, a: str, b: str, margin: float, server_row) -> Comparison:
+    """The front's cost with fast clients: a's rate over b's, round by round."""
+    made = _made(server_row, a, b, Metric.SPEED, (("slow", SlowKind.NONE),), margin)
+    pairs = _paired(runs, a, b, SlowKind.NONE)
+    if len(pairs) < 2 or (pairs <= 0).any().any():
+        why = Reason("too_few", f"{len(pairs)} round(s) with both deployments answering: no interval")
+        return Comparison(outcome=Outcome.UNDETERMINED, reasons=(why,), **made)
+    logs = np.log(pairs[a].to_numpy(float) / pairs[b].to_numpy(float))
+    mean, low, high = t_interval(logs)
+    side = margins.side(math.exp(low), math.exp(high), margin, margins.Question.IN_ONE_RUN)
+    return Comparison(
+        outcome=margins.outcome(side, above=Outcome.FASTER, below=Outcome.SLOWER), estimate=math.exp(mean),
+        a_value=float(pairs[a].median()), b_value=float(pairs[b].median()), low=math.exp(low), high=math.exp(high),
+        **made,
+    )  # fmt: skip
+
+
+def kept(runs: pd.DataFrame, deployment: str, kind: str, relative, count: int) -> pd.Series:
+    """The share of its rate alone the normal clients kept beside the slow clients, by round."""
+    mine = runs[runs["deployment"] == deployment]
+    alone = mine[mine["kind"] == SlowKind.NONE].set_index("round")["rps"]
+    beside = mine[(mine["kind"] == kind) & (mine["slow_count"] == count)]
+    if relative is not None:
+        beside = beside[beside["relative"] == relative]
+    beside = beside.set_index("round")["rps"]
+    share = (beside / alone).dropna()
+    return share[np.isfinite(share)]
+
+
+EVERY_SLOW_KIND = "every slow kind"  # the pooled comparison: slow senders, bodies and readers together
+SLOW_KINDS = (SlowKind.SENDERS, SlowKind.BODY, SlowKind.READERS)
+
+
+def pooled(runs: pd.DataFrame, deployment: str, conditions: list[tuple]) -> pd.Series:
+    """The shares kept beside every slow sender, body and reader measured, by (condition, round)."""
+    parts = {condition: kept(runs, deployment, *condition) for condition in conditions if condition[0] in SLOW_KINDS}
+    return pd.concat(parts) if parts else pd.Series(dtype=float)
+
+
+def saving(runs, a: str, b: str | None, condition: tuple, margin: float, server_row, every=None) -> Comparison:
+    """The share kept beside slow clients: a against b (front − bare), or a against 1 (bare
+    only); ``every``: the conditions pooled (``EVERY_SLOW_KIND``), each round of each a pair."""
+    kind, relative, count = condition
+    named = (("slow", kind), ("relative", relative), ("slow_count", int(count)))
+    made = _made(server_row, a, b or "its rate alone", Metric.KEPT, named, margin)
+    share_a = pooled(runs, a, every) if every else kept(runs, a, kind, relative, count)
+    share_b = pd.Series(1.0, index=share_a.index)
+    if b:
+        share_b = pooled(runs, b, every) if every else kept(runs, b, kind, relative, count)
+    both = pd.concat([share_a, share_b], axis=1, keys=["a", "b"]).dropna()
+    if len(both) < 2:
+        why = Reason("too_few", f"{len(both)} round(s) with both measured: no interval")
+        return Comparison(outcome=Outcome.UNDETERMINED, reasons=(why,), **made)
+    mean, low, high = t_interval((both["a"] - both["b"]).to_numpy(float))
+    side = margins.side(low, high, margin, margins.Question.IN_ONE_RUN, margins.Scale.DIFFERENCE)
+    return Comparison(
+        outcome=margins.outcome(side, above=Outcome.HIGHER, below=Outcome.LOWER), estimate=mean,
+        a_value=float(both["a"].median()), b_value=float(both["b"].median()), low=low, high=high, **made,
+    )  # fmt: skip
+
+
+WORK_COUNTS = ("instructions_per_request", "syscalls_per_request")
+
+
+def work(work_table: pd.DataFrame, a: str, b: str, config: dict, server_row) -> list[Comparison]:
+    """Instructions and syscalls per request behind the front (its own counted in) over bare,
+    where the run counted both; each widened by the servers' declared spread."""
+    rows = work_table[(work_table["profile"] == server_row["profile"]) & (work_table["server"].isin([a, b]))]
+    counted = rows.set_index("server")
+    if a not in counted.index or b not in counted.index:
+        return []
+    margin = float(config["work_lens"]["margin"])
+    spread = max(server_entry(config, name).work_spread or 0.0 for name in (a, b))
+    found = []
+    for count in WORK_COUNTS:
+        figure_a, figure_b = float(counted.loc[a, count]), float(counted.loc[b, count])
+        if not figure_b > 0:
+            continue
+        made = _made(server_row, a, b, Metric.WORK, (("slow", SlowKind.NONE), ("count", count)), margin)
+        ratio = figure_a / figure_b
+        low, high = ratio / (1 + spread), ratio * (1 + spread)
+        side = margins.side(low, high, margin, margins.Question.IN_ONE_RUN)
+        found.append(
+            Comparison(
+                outcome=margins.outcome(side, above=Outcome.MORE_WORK, below=Outcome.LESS_WORK),
+                estimate=ratio,
+                a_value=figure_a,
+                b_value=figure_b,
+                low=low,
+                high=high,
+                **made,
+            )  # fmt: skip
+        )
+    return found
+
+
+def answer(comparisons: list[Comparison], fronted: bool) -> FrontAnswer:
+    """A server's answer from its comparisons of the share kept beside slow clients."""
+    kept_rows = [c for c in comparisons if c.metric == Metric.KEPT]
+    if fronted and any(c.outcome == Outcome.HIGHER for c in kept_rows):
+        return FrontAnswer.NEEDS
+    every = [c for c in kept_rows if c.b == "its rate alone" and dict(c.condition)["slow"] == EVERY_SLOW_KIND]
+    bare_lower = [c for c in kept_rows if c.b == "its rate alone" and c.outcome == Outcome.LOWER]
+    slow_lower = [c for c in bare_lower if dict(c.condition)["slow"] in (*SLOW_KINDS, EVERY_SLOW_KIND)]
+    if every and every[0].outcome == Outcome.EQUIVALENT and not slow_lower:
+        return FrontAnswer.NOT_NEEDED
+    if fronted and kept_rows and all(c.outcome in (Outcome.EQUIVALENT, Outcome.LOWER) for c in kept_rows):
+        return FrontAnswer.NOT_NEEDED
+    return FrontAnswer.UNDETERMINED
+
+
+def _server_comparisons(runs: pd.DataFrame, work_table, config, margin: float, cost_margin: float) -> list[Comparison]:
+    server_row = runs.iloc[0]
+    bare = server_row["server"]
+    ok = runs[runs["deployment_status"] == Status.OK].dropna(subset=["kind"])
+    slow = ok[ok["kind"] != SlowKind.NONE][CONDITION].drop_duplicates().itertuples(index=False, name=None)
+    conditions = [(kind, None if pd.isna(relative) else relative, count) for kind, relative, count in slow]
+    fronts = [name for name in ok["deployment"].unique() if name != bare]
+    found = [saving(ok, bare, None, condition, margin, server_row) for condition in conditions]
+    if any(condition[0] in SLOW_KINDS for condition in conditions):
+        every = (EVERY_SLOW_KIND, None, 0)
+        found.append(saving(ok, bare, None, every, margin, server_row, every=conditions))
+    for front in fronts:
+        found.append(cost(ok, front, bare, cost_margin, server_row))
+        found.extend(saving(ok, front, bare, condition, margin, server_row) for condition in conditions)
+        found.extend(work(work_table, front, bare, config, server_row))
+    return found
+
+
+def front_verdicts(table: pd.DataFrame, work_table: pd.DataFrame, config: dict) -> pd.DataFrame:
+    """Every comparison of every server's front job, and its answer, as rows."""
+    rows = []
+    if table.empty:
+        return pd.DataFrame(columns=["profile", "server", "answer"])
+    for (profile, server), runs in table.groupby(["profile", "server"], sort=True):
+        spec = config["profiles"][profile]["front"]
+        found = _server_comparisons(runs, work_table, config, float(spec["margin"]), float(spec["cost_margin"]))
+        fronted = (
+            runs["fronted"].astype(bool).any()
+            and (runs[runs["fronted"].astype(bool)]["deployment_status"] == Status.OK).any()
+        )
+        said = answer(found, bool(fronted))
+        rows.extend({**c.as_row(), "answer": said} for c in found)
+        if not found:
+            reason = runs.iloc[0]["deployment_reason"]
+            rows.append({"profile": profile, "server": server, "answer": FrontAnswer.UNDETERMINED, "why": reason})
+    return pd.DataFrame(rows)

@@ -1,0 +1,156 @@
+"""Does it need a front? The page's section (a row per server, both languages), its sentences
+in answers.md and the console's lines, from front_verdicts.csv and front.csv."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from serverbench.lenses.front.record import FrontAnswer, SlowKind
+from serverbench.record.vocabulary import Metric, Outcome
+
+SLOW_COLUMNS = (SlowKind.SENDERS, SlowKind.BODY, SlowKind.READERS, SlowKind.NEW_CONNECTIONS)
+BARE = "its rate alone"
+
+
+def _percent(value) -> str:
+    return "–" if value is None or pd.isna(value) else f"{100 * value:.0f}%"
+
+
+def _kept(rows: pd.DataFrame, kind: str, relative: str = "as many") -> pd.DataFrame:
+    chosen = rows[(rows["metric"] == Metric.KEPT) & (rows["slow"] == kind)]
+    at = chosen[chosen["relative"] == relative]
+    return at if len(at) else chosen
+
+
+def kept_cell(rows: pd.DataFrame, kind: str) -> str:
+    """Bare → behind the front: the share of their rate the normal clients kept."""
+    chosen = _kept(rows, kind)
+    if chosen.empty:
+        return "–"
+    bare = chosen[chosen["b"] == BARE]
+    fronted = chosen[chosen["b"] != BARE]
+    said = _percent(bare.iloc[0]["a_value"]) if len(bare) else "–"
+    if len(fronted):
+        said += f" → {_percent(fronted.iloc[0]['a_value'])} ({fronted.iloc[0]['outcome']})"
+    else:
+        said += f" ({bare.iloc[0]['outcome']})" if len(bare) else ""
+    return said
+
+
+def cost_cell(rows: pd.DataFrame) -> str:
+    cost = rows[rows["metric"] == Metric.SPEED]
+    if cost.empty or pd.isna(cost.iloc[0]["ratio"]):
+        return "–"
+    row = cost.iloc[0]
+    return f"{row['ratio']:.2f}× ({row['ci_low']:.2f}–{row['ci_high']:.2f}: {row['outcome']})"
+
+
+WORK_WORDS = {"instructions_per_request": "instructions", "syscalls_per_request": "syscalls"}
+
+
+def work_cell(rows: pd.DataFrame) -> str:
+    """Each work count behind the front over bare: "1.00× instructions (equivalent), 1.60× syscalls (more work)"."""
+    work = rows[rows["metric"] == Metric.WORK]
+    if work.empty:
+        return "–"
+    said = [f"{row['ratio']:.2f}× {WORK_WORDS[row['count']]} ({row['outcome']})" for _, row in work.iterrows()]
+    return ", ".join(said)
+
+
+def server_sentence(server: str, rows: pd.DataFrame, table: pd.DataFrame) -> str:
+    """One server's answer, and the figures it rests on."""
+    said = rows.iloc[0]["answer"]
+    language = rows.iloc[0].get("language")
+    mine = table[table["server"] == server]
+    holds = int(mine["holds_at_once"].iloc[0]) if len(mine) else None
+    head = f"{server} ({language}): {said}"
+    if said == FrontAnswer.NEEDS:
+        saved = rows[(rows["metric"] == Metric.KEPT) & (rows["outcome"] == Outcome.HIGHER)]
+        best = saved.iloc[0]
+        count = int(best["slow_count"])
+        head += (
+            f": beside {count} {best['slow']} (its {holds} workers × threads hold {holds} requests at once) the "
+            f"normal clients kept {_percent(best['b_value'])} of their rate bare and {_percent(best['a_value'])} "
+            f"behind {best['a'].split('+')[-1]}"
+        )
+    elif said == FrontAnswer.NOT_NEEDED:
+        bare = rows[(rows["metric"] == Metric.KEPT) & (rows["b"] == BARE)]
+        low, high = bare["a_value"].min(), bare["a_value"].max()
+        kept = f"{_percent(low)}–{_percent(high)}"
+        head += f": bare, beside every slow client measured, the normal clients kept {kept} of their rate"
+    cost = rows[rows["metric"] == Metric.SPEED]
+    if len(cost) and not pd.isna(cost.iloc[0]["ratio"]):
+        head += f"; with fast clients only the front gives {cost_cell(rows)} of the bare rate"
+    work = rows[rows["metric"] == Metric.WORK]
+    if len(work):
+        head += f", and each request takes {work_cell(rows)}"
+    return head + "."
+
+
+def timeouts_sentence(table: pd.DataFrame) -> str | None:
+    """The timeouts each deployment applies to a client, as the record states them."""
+    parts = []
+    for deployment, rows in table.groupby("deployment", sort=True):
+        own = json.loads(rows["server_timeouts"].iloc[0] or "{}")
+        front = json.loads(rows["front_timeouts"].iloc[0] or "{}")
+        said = ", ".join(
+            f"{k} {v:g}" for k, v in sorted({**own, **{f"front {k}": v for k, v in front.items()}}.items())
+        )
+        parts.append(f"{deployment}: {said or 'none declared'}")
+    return "Timeouts (s): " + "; ".join(parts) + "." if parts else None
+
+
+def front_context(table_csv, verdicts_csv) -> dict | None:
+    table = pd.read_csv(table_csv)
+    verdicts = pd.read_csv(verdicts_csv)
+    if verdicts.empty:
+        return None
+    rows, sentences = [], []
+    for server, mine in verdicts.groupby("server", sort=True):
+        rows.append(
+            {
+                "server": server,
+                "language": mine.iloc[0].get("language"),
+                "answer": mine.iloc[0]["answer"],
+                "cost": cost_cell(mine),
+                "work": work_cell(mine),
+                **{str(kind): kept_cell(mine, kind) for kind in SLOW_COLUMNS},
+            }
+        )
+        sentences.append(server_sentence(server, mine, table))
+    first = table.dropna(subset=["kind"]).iloc[0] if len(table.dropna(subset=["kind"])) else table.iloc[0]
+    conditions = (
+        f"{int(first['clients'])} normal clients (closed loop, keep-alive), {int(first['workers'])} workers × "
+        f"{int(first['threads'])} threads on {int(first['cpus'])} CPU(s), the front on the same CPUs; slow clients "
+        f"send or read once every {first['pace_s']:g} s"
+    )
+    columns = ["server", "language", "answer", "cost", "work", *map(str, SLOW_COLUMNS)]
+    return {
+        "rows": rows, "columns": columns, "sentences": sentences, "conditions": conditions,
+        "timeouts": timeouts_sentence(table),
+    }  # fmt: skip
+
+
+def front_markdown(context: dict) -> str:
+    lines = ["## Does it need a front?", "", f"Measured with {context['conditions']}.", ""]
+    lines += [f"- {text}" for text in context["sentences"]]
+    if context.get("timeouts"):
+        lines += ["", context["timeouts"]]
+    return "\n".join(lines) + "\n\n"
+
+
+def print_front(verdicts_csv) -> None:
+    """The console's lines at the end of a run that asked whether a front is needed."""
+    path = Path(verdicts_csv)
+    if not path.exists():
+        return
+    verdicts = pd.read_csv(path)
+    if verdicts.empty:
+        return
+    table = pd.read_csv(path.with_name("front.csv"))
+    print("\nDoes it need a front?")
+    for server, mine in verdicts.groupby("server", sort=True):
+        print(f"  - {server_sentence(server, mine, table)}")

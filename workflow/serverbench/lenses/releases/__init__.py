@@ -1,0 +1,31 @@
+"""Is the next release safe? Each release of a server installed side by side and measured by
+the lenses that offer checks, each against the baseline and the release before (docs/releases.md)."""
+
+from pathlib import Path
+
+from serverbench.lens import Inputs, Lens, Place
+from serverbench.plan.releases import install_record_name, releases_in
+from serverbench.report.releases import print_releases, releases_context, releases_markdown
+
+
+def _jobs(config, matrix) -> list[str]:
+    """The install record of every release the run measures."""
+    servers = sorted({cell.server for cell in matrix.cells})
+    return [f"releases/install/{install_record_name(spec)}" for spec in releases_in(config, servers)]
+
+
+def _section(tables: dict, inputs: Inputs) -> dict | None:
+    return releases_context(tables["releases.csv"], tables["release_verdicts.csv"])
+
+
+LENS = Lens(
+    name="releases",
+    question="Is the next release of a server safe: what did each release change from the one before?",
+    folder=Path(__file__).parent,
+    place=Place.LEAD,
+    jobs=_jobs,
+    tables=("releases.csv", "release_verdicts.csv"),
+    section=_section,
+    markdown=releases_markdown,
+    console=lambda results: print_releases(results / "release_verdicts.csv"),
+)

@@ -1,0 +1,44 @@
+"""Work per request: instructions, syscalls and context switches each server spends on a
+request, counted rather than timed (docs/work.md)."""
+
+from pathlib import Path
+
+from serverbench.decide.releases import WORK_CHECK
+from serverbench.lens import Inputs, Lens, Place
+from serverbench.report.work import print_work, work_context, work_markdown
+
+
+def _jobs(config, matrix) -> list[str]:
+    """A job per (profile, workload, server) the profiles' `work` asks for."""
+    triples = {
+        (cell.profile, cell.workload, cell.server)
+        for cell in matrix.cells
+        if matrix.profiles[cell.profile].counts_work(cell.workload)
+    }
+    return [f"work/{profile}/{workload}/{server}.json" for profile, workload, server in sorted(triples)]
+
+
+def _section(tables: dict, inputs: Inputs) -> dict | None:
+    return work_context(
+        tables["work.csv"],
+        tables["work_detail.csv"],
+        tables["work_verdicts.csv"],
+        margin=inputs.config["work_lens"]["margin"],
+        titles=inputs.language_titles,
+    )
+
+
+LENS = Lens(
+    name="work",
+    question="How much work does each server do per request, counted rather than timed?",
+    folder=Path(__file__).parent,
+    profile_key="work",
+    place=Place.AFTER,
+    jobs=_jobs,
+    tables=("work.csv", "work_detail.csv", "work_verdicts.csv"),
+    section=_section,
+    markdown=work_markdown,
+    console=lambda results: print_work(results / "work_verdicts.csv"),
+    before_rounds=True,
+    checks=(WORK_CHECK,),
+)

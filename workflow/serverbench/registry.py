@@ -1,0 +1,56 @@
+"""The lenses of a run: the built-in ones, in the order the page shows them, and any a config
+adds by its importable package's name (``lenses``). The workflow, the page, answers.md and the
+console loop over these; nothing below this module names a lens."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from serverbench.lens import Inputs, Lens, Section, section_of
+
+# The registry: a lens is a package of serverbench.lenses with LENS in its __init__.
+BUILT_IN = (
+    "serverbench.lenses.advise",
+    "serverbench.lenses.front",
+    "serverbench.lenses.releases",
+    "serverbench.lenses.operations",
+    "serverbench.lenses.work",
+)
+
+
+def lenses(config: Mapping | None = None) -> list[Lens]:
+    """Every lens the run knows: the built-in ones, then those the config's ``lenses`` names."""
+    names = [*BUILT_IN, *((config or {}).get("lenses") or [])]
+    found = [importlib.import_module(name).LENS for name in names]
+    seen: set[str] = set()
+    for lens in found:
+        if lens.name in seen:
+            raise ValueError(f"two lenses are called {lens.name!r}")
+        seen.add(lens.name)
+    return found
+
+
+def by_name(config: Mapping | None = None) -> dict[str, Lens]:
+    return {lens.name: lens for lens in lenses(config)}
+
+
+def tables_of(lens: Lens, paths: Iterable[Path | str]) -> list[Path]:
+    """Those of ``paths`` that are this lens's tables (by file name)."""
+    return [Path(path) for path in paths if Path(path).name in lens.tables]
+
+
+def sections(config: Mapping, tables: Iterable[Path | str], language_titles: Mapping[str, str]) -> list[Section]:
+    """Every lens's section from the tables the run made, in the registry's order."""
+    inputs = Inputs(config, language_titles or {})
+    paths = list(tables)
+    made = (section_of(lens, tables_of(lens, paths), inputs) for lens in lenses(config))
+    return [section for section in made if section is not None]
+
+
+def print_consoles(config: Mapping, results: Path | str) -> None:
+    """Every lens's lines at the end of a run."""
+    for lens in lenses(config):
+        if lens.console is not None:
+            lens.console(Path(results))
