@@ -7,7 +7,7 @@ this project's VMs do. Each design measures every server ``repeats`` times:
 
 - *old*: one shuffle of every (server, repeat) job with the same seed every
   run; ratio of medians with a percentile bootstrap, Mann–Whitney, Holm, and
-  faster/slower/"no detectable difference";
+  faster/slower/undetermined;
 - *new*: rounds (each a new random order of every server), the rounds model
   (``serverbench.decide.inference``), intervals at Holm's level, and
   faster/slower/equivalent/undetermined against a 5% margin.
@@ -171,7 +171,7 @@ def old_verdicts(data: pd.DataFrame) -> pd.DataFrame:
     rows = [(s, stats.compare(rps[s], rps["base"], 1 - ALPHA, 1)) for s in RATIOS if s != "base"]
     adjusted = stats.holm([c.p_value for _, c in rows])
     return pd.DataFrame(
-        [(s, c.ratio, c.ci_low, c.ci_high, stats.verdict(c.ratio, c.ci_low, c.ci_high, p, ALPHA))
+        [(s, c.ratio, c.ci_low, c.ci_high, stats.verdict(c.ci_low, c.ci_high, p, ALPHA))
          for (s, c), p in zip(rows, adjusted, strict=True)],
         columns=["server", "ratio", "low95", "high95", "outcome"],
     )  # fmt: skip

@@ -3,6 +3,7 @@ imports only earlier ones, the record no stage, the host only the cell stage
 (import-linter, pyproject.toml). No module names a language: they come from the
 catalogue."""
 
+import ast
 import io
 import os
 import shutil
@@ -104,6 +105,40 @@ def test_no_module_names_a_language():
         if literal in ("python", "perl")
     ]
     assert not named, named
+
+
+def vocabulary_words() -> set[str]:
+    """The decision words: every outcome, every kind of more than one word, and the old name of
+    an undetermined rank test (single-word kinds such as "family" are column names too)."""
+    from serverbench.record.vocabulary import Kind, Outcome
+
+    several = {kind.value for kind in Kind if " " in kind.value or "/" in kind.value}
+    return {outcome.value for outcome in Outcome if outcome.value} | several | {"no detectable difference"}
+
+
+def test_no_outcome_or_kind_word_outside_the_vocabulary_and_the_report_stage():
+    """A decision is made with the vocabulary's members (record/vocabulary), never with its words:
+    only the vocabulary and the report stage (report/, a lens's report.py) write them."""
+    words = vocabulary_words()
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(PACKAGE)
+        if where.parts[0] == "report" or where.name == "report.py" or where == Path("record/vocabulary.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in words:
+                found.append(f"{where}:{node.lineno}: {node.value!r}")
+    assert not found, found
+
+
+def test_the_word_check_finds_a_planted_word(tmp_path):
+    planted = tmp_path / "decided.py"
+    planted.write_text('outcome = "faster" if ratio > 1 else "less work"\n')
+    words = vocabulary_words()
+    hits = [
+        n.value for n in ast.walk(ast.parse(planted.read_text())) if isinstance(n, ast.Constant) and n.value in words
+    ]
+    assert hits == ["faster", "less work"]
 
 
 def test_parsing_the_workflow_loads_no_charting_library():

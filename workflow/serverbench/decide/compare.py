@@ -44,7 +44,7 @@ from serverbench.decide import fullspeed, inference, margins
 from serverbench.decide.comparability import why_not_comparable
 from serverbench.decide.margins import margin_for
 from serverbench.decide.releases import by_server_of_release
-from serverbench.record.vocabulary import Outcome
+from serverbench.record.vocabulary import Kind, Outcome
 
 MATCH = ["profile", "workload", "tool", "server", "concurrency"]
 COLUMNS = [
@@ -114,7 +114,7 @@ def control_outcomes(path: Path, name: str) -> list[str]:
     if not verdicts.exists():
         return []
     table = pd.read_csv(verdicts)
-    rows = table[table["kind"] == "A/A"]
+    rows = table[table["kind"] == Kind.AA]
     return [
         f"{name}: {row.a} / {row.b} ({row.tool}, c={row.concurrency}): {row.verdict}"
         + ("" if pd.isna(row.ratio) else f", {row.ratio:.3f}× [{row.ci_low:.3f}, {row.ci_high:.3f}]")
@@ -287,7 +287,7 @@ def compare_sets(
         old, new = cells_a.get(key, pd.Series(dtype=float)), cells_b.get(key, pd.Series(dtype=float))
         row.update(n_a=len(old), n_b=len(new), median_a=old.median(), median_b=new.median())
         if key not in changes:
-            rows.append({**row, "verdict": "not comparable", "why": "; ".join(reasons[key]) or "too few repeats"})
+            rows.append({**row, "verdict": Outcome.NOT_COMPARABLE, "why": "; ".join(reasons[key]) or "too few repeats"})
             errors.append(None)
             continue
         change, (run_sd, df) = changes[key], _run_sd(changes, key)

@@ -26,6 +26,7 @@ from serverbench.decide.compare import changes_against
 from serverbench.decide.judgement import NOT_COMPARABLE
 from serverbench.decide.margins import Question, Side
 from serverbench.decide.releases import by_server_of_release
+from serverbench.tables.columns import WORK_CONDITION
 
 BETWEEN_RUNS = Question.BETWEEN_RUNS
 
@@ -56,7 +57,7 @@ def _spreads(work: pd.DataFrame, config: dict) -> dict[tuple, float]:
     config does not know (a catalogue of the run's own) has no twin declared here."""
     found = {}
     known = work["server"].isin(config["catalogue"]) & (work["status"] == "ok")
-    for key, rows in work[known].groupby(work_lens.CONDITION):
+    for key, rows in work[known].groupby(WORK_CONDITION):
         spread = work_lens.aa_spread(rows, config)
         if spread is not None:
             found[key] = spread
@@ -111,7 +112,7 @@ def compare_work(a_dir: Path, b_dir: Path, config: dict, share: float | None = N
     rows = []
     for _, merged in both.iterrows():
         side = [_side(merged, common, suffix) for suffix in ("a", "b")]
-        condition = tuple(merged[c] for c in work_lens.CONDITION)
+        condition = tuple(merged[c] for c in WORK_CONDITION)
         spread = max((found.get(condition, 0.0) for found in spreads), default=0.0)
         rows.append(_row(side[0], side[1], work_lens.half_width(config, spread, merged["server"]), share))
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -19,10 +19,11 @@ from serverbench.decide.judgement import FAIRNESS as FAIRNESS_METRIC
 from serverbench.decide.judgement import Reason, TimedComparison, Users
 from serverbench.decide.pairs import FAIRNESS
 from serverbench.decide.pending import Pending
+from serverbench.record.vocabulary import Outcome
 
 KIND = FAIRNESS
 DEFAULT_MARGIN = 0.05
-WORDS = {inference.FASTER: "fairer", inference.SLOWER: "less fair"}
+WORDS = {inference.FASTER: Outcome.FAIRER, inference.SLOWER: Outcome.LESS_FAIR}
 STARVED = "starved"
 # Waiting connections that time out are part of what starvation does to a user: not a reason
 # to leave the comparison out, where a side is starved.
@@ -74,9 +75,9 @@ def in_words(found: TimedComparison) -> str:
     level = f"{(1 - found.level) * 100:.3g}%"
     interval = f"{level} CI {found.low:.2f}–{found.high:.2f}"
     detail = f"Jain's index {found.a_value:.2f} against {found.b_value:.2f}"
-    if found.outcome == "equivalent":
+    if found.outcome == Outcome.EQUIVALENT:
         outcome = f"equivalent (within ±{found.margin * 100:.3g}%)"
-    elif found.outcome == "undetermined" and found.detectable_ratio:
+    elif found.outcome == Outcome.UNDETERMINED and found.detectable_ratio:
         outcome = f"undetermined (this run could have told beyond {found.detectable_ratio:.2f}×)"
     else:
         outcome = f"{found.outcome} by more than {found.margin * 100:.3g}%"

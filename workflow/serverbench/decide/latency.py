@@ -10,6 +10,7 @@ from serverbench.decide import stats
 from serverbench.decide.judgement import LATENCY, Reason, TimedComparison
 from serverbench.decide.pairs import best_of_languages, declared_pairs
 from serverbench.plan.rates import knee_bounds
+from serverbench.record.vocabulary import Kind, Outcome
 from serverbench.tables.columns import CONDITION
 from serverbench.tables.knees import by_fraction, interpolated_p99, knee
 
@@ -34,12 +35,12 @@ def latency_verdicts(latency: pd.DataFrame, config: dict) -> list[TimedCompariso
         found = {name: knee(group, bounds[base["profile"]], confidence, seed) for name, group in servers.items()}
         languages = {name: group["language"].iloc[0] for name, group in servers.items()}
         for name in sorted(servers):
-            rows.append({**base, "kind": "knee", "a": name, "language_a": languages[name], **_knee_row(found[name])})
+            rows.append({**base, "kind": Kind.KNEE, "a": name, "language_a": languages[name], **_knee_row(found[name])})
         for kind, a, b in latency_pairs(config, found):
             pair = {**base, "a": a, "b": b, "language_a": languages[a], "language_b": languages[b], "why": kind}
-            rows.append({**pair, "kind": "knee ratio", **_knee_ratio(found[a], found[b])})
+            rows.append({**pair, "kind": Kind.KNEE_RATIO, **_knee_ratio(found[a], found[b])})
             rows += [{**pair, **row} for row in _p99_at_fractions(servers[a], servers[b], confidence, seed)]
-            rows.append({**pair, "kind": "p99 at equal load", **_p99_at_equal_load(servers[a], servers[b], found)})
+            rows.append({**pair, "kind": Kind.P99_AT_EQUAL_LOAD, **_p99_at_equal_load(servers[a], servers[b], found)})
     return [_as_comparison(row) for row in rows]
 
 
@@ -84,9 +85,9 @@ def _knee_row(found: dict) -> dict:
 
 def _knee_ratio(a: dict, b: dict) -> dict:
     if not a["knee_rps"] or not b["knee_rps"]:
-        return {"verdict": "not comparable", "why": "a knee was not measured"}
+        return {"verdict": Outcome.NOT_COMPARABLE, "why": "a knee was not measured"}
     ratio = a["knee_rps"] / b["knee_rps"]
-    return {"median_a": a["knee_rps"], "median_b": b["knee_rps"], "ratio": ratio, "verdict": "not tested"}
+    return {"median_a": a["knee_rps"], "median_b": b["knee_rps"], "ratio": ratio, "verdict": Outcome.NOT_TESTED}
 
 
 def _p99_at_fractions(a: pd.DataFrame, b: pd.DataFrame, confidence: float, seed: int) -> list[dict]:
@@ -95,9 +96,9 @@ def _p99_at_fractions(a: pd.DataFrame, b: pd.DataFrame, confidence: float, seed:
         values = [
             g[(g["fraction"] == fraction) & (g["status"] == "ok")]["latency_p99_ms"].dropna().tolist() for g in (a, b)
         ]
-        row = {"kind": "p99 at fraction", "fraction": float(fraction)}
+        row = {"kind": Kind.P99_AT_FRACTION, "fraction": float(fraction)}
         if not values[0] or not values[1]:
-            rows.append({**row, "verdict": "not comparable", "why": f"no latency at {fraction:g} on one side"})
+            rows.append({**row, "verdict": Outcome.NOT_COMPARABLE, "why": f"no latency at {fraction:g} on one side"})
             continue
         rows.append({**row, **stats.compare(values[0], values[1], confidence, seed).fields()})
     return rows
@@ -109,10 +110,11 @@ def _p99_at_equal_load(a: pd.DataFrame, b: pd.DataFrame, found: dict) -> dict:
     ranges = [_offered_range(group) for group in (a, b)]
     low, high = max(r[0] for r in ranges), min(r[1] for r in ranges)
     if low > high:
-        return {"verdict": "not comparable", "why": "no offered rate lies within both servers' measured rates"}
+        return {"verdict": Outcome.NOT_COMPARABLE, "why": "no offered rate lies within both servers' measured rates"}
     rate = min(max(min(found[name]["knee_rps"] for name in names), low), high)
     p99_a, p99_b = interpolated_p99(a, rate), interpolated_p99(b, rate)
-    return {"offered_rps": rate, "median_a": p99_a, "median_b": p99_b, "ratio": p99_a / p99_b, "verdict": "not tested"}
+    ratio = p99_a / p99_b
+    return {"offered_rps": rate, "median_a": p99_a, "median_b": p99_b, "ratio": ratio, "verdict": Outcome.NOT_TESTED}
 
 
 def _offered_range(group: pd.DataFrame) -> tuple[float, float]:
@@ -120,7 +122,6 @@ def _offered_range(group: pd.DataFrame) -> tuple[float, float]:
     return min(rates), max(rates)
 
 
-def latency_verdict(found: TimedComparison, alpha: float) -> str:
+def latency_verdict(found: TimedComparison, alpha: float) -> Outcome:
     """A p99 comparison's verdict: lower p99 is better, so a ratio (A/B) above 1 is ``higher p99``."""
-    decided = stats.verdict(found.estimate, found.low, found.high, found.p_holm, alpha)
-    return {"faster": "higher p99", "slower": "lower p99"}.get(decided, decided)
+    return stats.verdict(found.low, found.high, found.p_holm, alpha, above=Outcome.HIGHER_P99, below=Outcome.LOWER_P99)

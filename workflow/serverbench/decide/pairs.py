@@ -17,14 +17,15 @@ from __future__ import annotations
 
 from serverbench.plan import languages
 from serverbench.plan.releases import release_pairs
+from serverbench.record.vocabulary import Kind
 
-AA = "A/A"
-VARIANT = "variant"
+AA = Kind.AA
+VARIANT = Kind.VARIANT
 # The kind of a verdicts.csv row comparing how evenly two servers served their connections
 # (decide.fairness), where starvation keeps their req/s apart.
-FAIRNESS = "fairness"
+FAIRNESS = Kind.FAIRNESS
 # The kinds of a verdicts.csv row about latency under load (decide.latency), not throughput.
-LATENCY_KINDS = ("knee", "knee ratio", "p99 at fraction", "p99 at equal load")
+LATENCY_KINDS = (Kind.KNEE, Kind.KNEE_RATIO, Kind.P99_AT_FRACTION, Kind.P99_AT_EQUAL_LOAD)
 
 
 def declared_pairs(config: dict, servers: list[str]) -> list[tuple[str, str, str]]:
@@ -35,10 +36,10 @@ def declared_pairs(config: dict, servers: list[str]) -> list[tuple[str, str, str
         same_product = catalogue[a].get("product") and catalogue[a].get("product") == catalogue[b].get("product")
         same_family = catalogue[a].get("family") and catalogue[a].get("family") == catalogue[b].get("family")
         if spec["same_server"] and same_product:
-            pairs.append(("same server", a, b))
+            pairs.append((Kind.SAME_SERVER, a, b))
         elif spec["families"] and same_family:
-            pairs.append(("family", a, b))
-    pairs += [("named", a, b) for a, b in spec["pairs"] if a in servers and b in servers]
+            pairs.append((Kind.FAMILY, a, b))
+    pairs += [(Kind.NAMED, a, b) for a, b in spec["pairs"] if a in servers and b in servers]
     copies = {}
     for kind, key in ((AA, "alias_of"), (VARIANT, "variant_of")):
         found = {server: catalogue[server][key] for server in servers if catalogue[server].get(key)}
@@ -47,7 +48,7 @@ def declared_pairs(config: dict, servers: list[str]) -> list[tuple[str, str, str
     pairs += release_pairs(config, servers)
     ceiling = spec["ceiling"]
     if ceiling in servers:
-        pairs += [("ceiling", server, ceiling) for server in servers if server not in (ceiling, *copies)]
+        pairs += [(Kind.CEILING, server, ceiling) for server in servers if server not in (ceiling, *copies)]
     return pairs
 
 

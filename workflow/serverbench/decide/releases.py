@@ -21,7 +21,7 @@ from serverbench.decide.margins import Scale
 from serverbench.plan.releases import base_server, baseline_of, versions_of
 from serverbench.record.conformance import met
 from serverbench.record.vocabulary import DECIDED, Kind, Outcome
-from serverbench.tables.releases import OPERATIONS_CHECKS
+from serverbench.tables.releases import OPERATIONS_CHECKS, WORK_CHECK
 
 BASELINE, PREVIOUS = "baseline", "previous"  # what a release is compared with
 VERDICT_COLUMNS = ["profile", "server", "release", "version", "against", "relation", "check", "unit", "scale",
@@ -32,7 +32,6 @@ TURNED = {
     Outcome.HIGHER: Outcome.LOWER,
     Outcome.LOWER: Outcome.HIGHER,
 }
-WORK_CHECK = "instructions_per_request"
 CONFORMANCE_CHECK = "conformance_met"
 CHANGED = {*DECIDED, Outcome.CHANGED}
 

@@ -26,17 +26,18 @@ from scipy import stats
 
 from serverbench.decide.pairs import FAIRNESS
 from serverbench.plan.seeds import Seeds
+from serverbench.record.vocabulary import Kind, Outcome
 
 HOLDS, CONTRADICTED, UNDETERMINED, NOT_MEASURED, NOT_STATED = (
     "holds",
     "contradicted",
-    "undetermined",
+    Outcome.UNDETERMINED,
     "not measured",
     "not stated",
 )
-SEED_KIND = "seed"
+SEED_KIND = Kind.SEED
 # Verdict kinds that rank two servers on req/s (any of them can carry a seed pair).
-THROUGHPUT_KINDS = ("same server", "family", "named", "ceiling", SEED_KIND, "A/A", "variant")
+THROUGHPUT_KINDS = (Kind.SAME_SERVER, Kind.FAMILY, Kind.NAMED, Kind.CEILING, SEED_KIND, Kind.AA, Kind.VARIANT)
 SIDE_COLUMNS = [
     "seed", "table", "profile", "tool", "concurrency", "seed_server", "server", "seed_rps", "seed_ratio",
     "seed_rank", "rps", "ratio", "ratio_ci_low", "ratio_ci_high", "rank", "status", "flags",
@@ -47,8 +48,10 @@ CLAIM_COLUMNS = [
 ]  # fmt: skip
 LOWER_IS_BETTER = {"latency": ("latency_mean", "latency"), "memory": ("memory",), "errors": ("error_rate", "errors")}
 RESAMPLES = 2000
-EVENLY = {"fairer": "more evenly than", "less fair": "less evenly than", "equivalent": "as evenly as",
-          "undetermined": "(undetermined) against"}  # fmt: skip
+EVENLY = {
+    Outcome.FAIRER: "more evenly than", Outcome.LESS_FAIR: "less evenly than", Outcome.EQUIVALENT: "as evenly as",
+    Outcome.UNDETERMINED: "(undetermined) against",
+}  # fmt: skip
 
 
 def declared_pairs(seeds: Seeds, profile: str, servers: list[str]) -> list[tuple[str, str]]:
@@ -160,7 +163,7 @@ def _waiting(verdicts: pd.DataFrame, a: str, b: str) -> list[str]:
 
 def _one_verdict(row, better: str, needed: float) -> tuple[str, str]:
     where = f"{row.tool} c={row.concurrency}"
-    if row.verdict in ("not comparable", "not tested") or pd.isna(row.ci_low):
+    if row.verdict in (Outcome.NOT_COMPARABLE, Outcome.NOT_TESTED) or pd.isna(row.ci_low):
         return UNDETERMINED, f"{where}: {row.verdict} ({row.why})"
     low, high, ratio = row.ci_low, row.ci_high, row.ratio
     if row.a != better:
@@ -169,9 +172,9 @@ def _one_verdict(row, better: str, needed: float) -> tuple[str, str]:
     if needed > 1:
         outcome = HOLDS if low > needed else CONTRADICTED if high < needed else UNDETERMINED
         return outcome, f"{said} against the claimed {needed:.2f}×"
-    if row.verdict in ("faster", "slower"):
-        return (HOLDS if (row.verdict == "faster") == (row.a == better) else CONTRADICTED), said
-    if row.verdict == "equivalent":
+    if row.verdict in (Outcome.FASTER, Outcome.SLOWER):
+        return (HOLDS if (row.verdict == Outcome.FASTER) == (row.a == better) else CONTRADICTED), said
+    if row.verdict == Outcome.EQUIVALENT:
         return CONTRADICTED, f"{said}: equivalent, not better"
     return UNDETERMINED, f"{said}: {row.verdict}"
 

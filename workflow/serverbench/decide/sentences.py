@@ -9,6 +9,7 @@ import pandas as pd
 from serverbench.decide.judgement import NOT_COMPARABLE, TimedComparison
 from serverbench.plan.config import requested_profile
 from serverbench.plan.languages import title
+from serverbench.record.vocabulary import Kind, Outcome
 
 
 def _who(config: dict, server: str, language: str) -> str:
@@ -18,32 +19,32 @@ def _who(config: dict, server: str, language: str) -> str:
 def _claim(found: TimedComparison, interval: str, config: dict) -> str:
     """What the ratio says, in the words of the comparison's kind."""
     a, b, kind, times = found.a, found.b, found.kind, f"{found.estimate:.2f}×"
-    if kind == "ceiling":
+    if kind == Kind.CEILING:
         return f"{a} reaches {found.estimate:.0%} of {b}'s requests/s ({interval})"
-    if kind == "best of language":
+    if kind == Kind.BEST_OF_LANGUAGE:
         first, second = title(config, found.language_a), title(config, found.language_b)
         return (
             f"the best {first} server, {a}, serves {times} the requests/s of the best {second} server, {b} ({interval})"
         )
-    if kind == "best deployment":
+    if kind == Kind.BEST_DEPLOYMENT:
         first, second = title(config, found.language_a), title(config, found.language_b)
         return (
             f"the best {first} deployment, {a}, serves {times} the requests/s of the best {second} deployment,"
             f" {b} ({interval})"
         )
-    if kind == "same server":
+    if kind == Kind.SAME_SERVER:
         first, second = title(config, found.language_a), title(config, found.language_b)
         return f"{a} serves {first} at {times} the requests/s the same server ({b}) serves {second} ({interval})"
-    if kind == "server spread":
+    if kind == Kind.SERVER_SPREAD:
         language = title(config, found.language_a)
         return (
             f"the fastest {language} server, {a}, serves {times} the requests/s of the slowest, {b} ({interval}): "
             "what the choice of server is worth here"
         )
-    if kind == "A/A":
+    if kind == Kind.AA:
         same = f"the same server as {b} under a second name (A/A control)"
         return f"{a}, {same}, serves {times} its requests/s ({interval})"
-    if kind == "variant":
+    if kind == Kind.VARIANT:
         return f"{a}, a variant of {b} measured in the same rounds, serves {times} its requests/s ({interval})"
     who_a, who_b = _who(config, a, found.language_a), _who(config, b, found.language_b)
     return f"{who_a} serves {times} the requests/s of {who_b} ({interval})"
@@ -57,11 +58,11 @@ def confidence_label(level: float) -> str:
 def outcome_words(found: TimedComparison) -> str:
     """A throughput outcome in words, with the margin and what the run could have told."""
     margin, verdict = found.margin, found.outcome
-    if verdict in ("faster", "slower"):
+    if verdict in (Outcome.FASTER, Outcome.SLOWER):
         return f"{verdict} by more than {margin * 100:.3g}%"
-    if verdict == "equivalent":
+    if verdict == Outcome.EQUIVALENT:
         return f"equivalent (within ±{margin * 100:.3g}%)"
-    if verdict == "undetermined":
+    if verdict == Outcome.UNDETERMINED:
         detectable, needed = found.detectable_ratio, found.rounds_needed
         rounds = (
             f"; at this host's noise about {needed:.0f} rounds would decide it, against {min(found.n_a, found.n_b)}"
@@ -105,7 +106,7 @@ def sentence(found: TimedComparison, config: dict) -> str:
         return f"{where}, {found.a} against {found.b}: not comparable, {found.why}"
     confidence = confidence_label(found.level)
     interval = f"{confidence} CI {found.low:.2f}–{found.high:.2f}"
-    if found.kind == "ceiling":
+    if found.kind == Kind.CEILING:
         interval = f"{confidence} CI {found.low:.0%}–{found.high:.0%}"
     return f"{where}, {_claim(found, interval, config)}: {outcome_words(found)}{why}"
 
@@ -115,7 +116,7 @@ def latency_sentence(found: TimedComparison, confidence: float) -> str:
     connections = int(condition["concurrency"])
     where = f"Latency under load ({condition['tool']}, {connections} connection{'s' if connections != 1 else ''})"
     a, b, why = found.a, found.b, f" ({found.why})" if found.why else ""
-    if found.kind == "knee":
+    if found.kind == Kind.KNEE:
         if found.outcome != "measured":
             return f"{where}: {a} has no knee figure{why}"
         low, high = found.low, found.high
@@ -126,12 +127,12 @@ def latency_sentence(found: TimedComparison, confidence: float) -> str:
     if found.outcome == NOT_COMPARABLE:
         return f"{where}, {a} against {b}, {found.kind}: not comparable{why}"
     times = f"{found.estimate:.2f}×"
-    if found.kind == "knee ratio":
+    if found.kind == Kind.KNEE_RATIO:
         return (
             f"{where}: {a}'s knee is {times} {b}'s ({found.a_value:,.0f} against {found.b_value:,.0f} req/s;"
             f" one figure each, not tested){why}"
         )
-    if found.kind == "p99 at equal load":
+    if found.kind == Kind.P99_AT_EQUAL_LOAD:
         return (
             f"{where}: at {found.offered_rps:,.0f} req/s offered to both, {a}'s p99 is {found.a_value:.3g} ms"
             f" against {b}'s {found.b_value:.3g} ms ({times}, interpolated, not tested){why}"

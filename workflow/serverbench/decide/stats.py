@@ -16,6 +16,8 @@ import numpy as np
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from serverbench.decide import margins
+from serverbench.record.vocabulary import Outcome
 from serverbench.tables.estimates import clean
 
 # Resamples of the ratio's bootstrap: enough for a stable 95% percentile interval.
@@ -85,12 +87,20 @@ def smallest_p(n_a: int, n_b: int) -> float:
     return float(stats.mannwhitneyu(np.arange(n_a), np.arange(n_a, n_a + n_b), alternative="two-sided").pvalue)
 
 
-def verdict(ratio: float, ci_low: float | None, ci_high: float | None, p_adjusted: float | None, alpha: float) -> str:
-    """``faster`` or ``slower`` (A against B) only when the corrected rank test is
-    significant and the interval of the ratio excludes 1 as well; otherwise
-    ``no detectable difference``."""
-    significant = p_adjusted is not None and p_adjusted < alpha
-    excludes_one = ci_low is not None and ci_high is not None and (ci_low > 1 or ci_high < 1)
-    if significant and excludes_one:
-        return "faster" if ratio > 1 else "slower"
-    return "no detectable difference"
+def verdict(
+    ci_low: float | None,
+    ci_high: float | None,
+    p_adjusted: float | None,
+    alpha: float,
+    above: Outcome = Outcome.FASTER,
+    below: Outcome = Outcome.SLOWER,
+) -> Outcome:
+    """``above`` or ``below`` (A against B) only when the corrected rank test is significant
+    and the interval of the ratio lies wholly on one side of 1 (the one rule,
+    ``margins.side``, with no margin: a rank test declares none); otherwise undetermined."""
+    if p_adjusted is None or p_adjusted >= alpha or ci_low is None or ci_high is None:
+        return Outcome.UNDETERMINED
+    found = margins.side(ci_low, ci_high, 0.0, margins.Question.IN_ONE_RUN)
+    if found in (margins.Side.ABOVE, margins.Side.BELOW):
+        return margins.outcome(found, above, below)
+    return Outcome.UNDETERMINED

@@ -36,6 +36,7 @@ from serverbench.decide.sentences import latency_sentence, sentence
 from serverbench.decide.stats import smallest_p
 from serverbench.plan import seeds as seed_data
 from serverbench.plan.languages import compared, title
+from serverbench.record.vocabulary import Kind, Outcome
 from serverbench.tables.columns import CONDITION
 
 VERDICT_COLUMNS = [
@@ -48,12 +49,12 @@ VERDICT_COLUMNS = [
 # The last three are facts the Answers read, so that no reader parses ``why``: the pair's servers
 # not measured at all ([server, reason] pairs, JSON), whether that is the comparison's only reason
 # not to be made, and the servers a best-of-language row left out ([server, reason code] pairs, JSON).
-NOT_TESTED = "not tested"
-BEST_OF_LANGUAGE = "best of language"
+NOT_TESTED = Outcome.NOT_TESTED
+BEST_OF_LANGUAGE = Kind.BEST_OF_LANGUAGE
 # The fastest server of a language against its slowest at one condition (a profile's
 # `server_spread`): how much the choice of server matters for that app and workload.
-SERVER_SPREAD = "server spread"
-BEST_DEPLOYMENT = "best deployment"  # across the apps of one `apps` profile: a language's fastest app and server
+SERVER_SPREAD = Kind.SERVER_SPREAD
+BEST_DEPLOYMENT = Kind.BEST_DEPLOYMENT  # across the apps of one `apps` profile: a language's fastest app and server
 # Why a comparison came out as it did, or could not be made (a Reason's code; cells' own
 # codes are decide.comparability's).
 TOO_FEW = Reason("too few repeats", "fewer than 2 repeats on a side")

@@ -40,12 +40,11 @@ from serverbench.decide.judgement import (
 from serverbench.decide.pairs import AA, declared_pairs
 from serverbench.tables.columns import WORK_CONDITION
 
-CONDITION = WORK_CONDITION  # the work lens counts per (profile, workload): no load tool
 SPREAD_FLOOR = 0.001  # 0.1%: an interval never narrower than the lens's target spread
 SPREAD_TIMES = 3
 FIGURE = "instructions_per_request"
 WORK_VERDICT_COLUMNS = [
-    *CONDITION,
+    *WORK_CONDITION,
     "kind",
     "a",
     "b",
@@ -175,8 +174,8 @@ def work_comparisons(work: pd.DataFrame, config: dict) -> list[Comparison]:
     """The declared pairs judged on instructions per request, at each (profile, workload)."""
     margin = config["work_lens"]["margin"]
     found = []
-    for key, rows in work.groupby(CONDITION, sort=True):
-        condition = tuple(zip(CONDITION, key, strict=True))
+    for key, rows in work.groupby(WORK_CONDITION, sort=True):
+        condition = tuple(zip(WORK_CONDITION, key, strict=True))
         by_server = {row["server"]: row for _, row in rows.iterrows()}
         spread = aa_spread(rows[rows["status"] == "ok"], config)
         reasons = (
@@ -223,11 +222,11 @@ def timed_beside(row: dict, verdicts: pd.DataFrame | None) -> dict:
 def work_verdict_table(work: pd.DataFrame, config: dict, verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
     """work_verdicts.csv: a row per comparison, with each side's syscalls per request and the
     timed lens's comparison of the same pair beside it."""
-    syscalls = work.set_index([*CONDITION, "server"])["syscalls_per_request"].to_dict()
+    syscalls = work.set_index([*WORK_CONDITION, "server"])["syscalls_per_request"].to_dict()
     rows = []
     for comparison in work_comparisons(work, config):
         row = comparison.as_row()
-        where = tuple(row[column] for column in CONDITION)
+        where = tuple(row[column] for column in WORK_CONDITION)
         row["a_syscalls"], row["b_syscalls"] = syscalls.get((*where, row["a"])), syscalls.get((*where, row["b"]))
         rows.append(row | timed_beside(row, verdicts))
     return pd.DataFrame(rows, columns=WORK_VERDICT_COLUMNS)

@@ -22,6 +22,7 @@ from scipy.optimize import isotonic_regression
 
 from serverbench.plan.rates import KneeBound
 from serverbench.record import flags as flagging
+from serverbench.record.vocabulary import Outcome
 from serverbench.tables.columns import KNEE_COLUMNS
 from serverbench.tables.latency import GROUP
 
@@ -122,8 +123,8 @@ def knee_interval(repeats: list[dict], bound: KneeBound, confidence: float, seed
     alpha = 1 - confidence
     # Order statistics, not interpolated between them: outward (conservative), and "never
     # crossed" (infinite) stays a value of its own instead of an inf - inf.
-    high = float(np.quantile(beyond_found, 1 - alpha / 2, method="higher"))
-    return float(np.quantile(knees_found, alpha / 2, method="lower")), (high if np.isfinite(high) else None)
+    high = float(np.quantile(beyond_found, 1 - alpha / 2, method=Outcome.HIGHER))
+    return float(np.quantile(knees_found, alpha / 2, method=Outcome.LOWER)), (high if np.isfinite(high) else None)
 
 
 def knee(group: pd.DataFrame, bound: KneeBound, confidence: float = 0.95, seed: int = 0) -> dict:

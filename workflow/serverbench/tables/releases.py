@@ -24,6 +24,8 @@ from serverbench.record.vocabulary import Status
 RELEASE_COLUMNS = ["profile", "server", "release", "version", "check", "value", "unit", "ci_low", "ci_high",
                    "status", "reason"]  # fmt: skip
 WORK_CHECKS = {"instructions_per_request": "instructions", "syscalls_per_request": "syscalls"}
+# Of the work lens's checks, the one a release is judged on (decide.releases): instructions.
+WORK_CHECK = "instructions_per_request"
 OPERATIONS_CHECKS = ("cold_start_s", "idle_uss_mb", "loaded_uss_mb", "reload_failed", "reload_longest_gap_s")
 # The checks in the order the page's columns show them.
 CHECK_ORDER = ("installed", *WORK_CHECKS, *OPERATIONS_CHECKS, "conformance_met")

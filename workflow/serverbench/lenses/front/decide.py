@@ -35,12 +35,13 @@ from scipy import stats
 
 from serverbench.decide import margins
 from serverbench.decide.judgement import Comparison, Reason
-from serverbench.lenses.front.record import FrontAnswer, SlowKind
+from serverbench.lenses.front.record import ALONE, FrontAnswer, SlowKind
 from serverbench.plan.catalogue import server_entry
 from serverbench.record.vocabulary import Kind, Metric, Outcome, Status
 
 LEVEL = 0.95
-CONDITION = ["kind", "relative", "slow_count"]
+# What one slow-clients run of a deployment is measured under (front.csv columns).
+SLOW_CONDITION = ["kind", "relative", "slow_count"]
 
 
 def t_interval(values: np.ndarray) -> tuple[float, float, float]:
@@ -109,7 +110,7 @@ def saving(runs, a: str, b: str | None, condition: tuple, margin: float, server_
     only); ``every``: the conditions pooled (``EVERY_SLOW_KIND``), each round of each a pair."""
     kind, relative, count = condition
     named = (("slow", kind), ("relative", relative), ("slow_count", int(count)))
-    made = _made(server_row, a, b or "its rate alone", Metric.KEPT, named, margin)
+    made = _made(server_row, a, b or ALONE, Metric.KEPT, named, margin)
     share_a = pooled(runs, a, every) if every else kept(runs, a, kind, relative, count)
     share_b = pd.Series(1.0, index=share_a.index)
     if b:
@@ -166,8 +167,8 @@ def answer(comparisons: list[Comparison], fronted: bool) -> FrontAnswer:
     kept_rows = [c for c in comparisons if c.metric == Metric.KEPT]
     if fronted and any(c.outcome == Outcome.HIGHER for c in kept_rows):
         return FrontAnswer.NEEDS
-    every = [c for c in kept_rows if c.b == "its rate alone" and dict(c.condition)["slow"] == EVERY_SLOW_KIND]
-    bare_lower = [c for c in kept_rows if c.b == "its rate alone" and c.outcome == Outcome.LOWER]
+    every = [c for c in kept_rows if c.b == ALONE and dict(c.condition)["slow"] == EVERY_SLOW_KIND]
+    bare_lower = [c for c in kept_rows if c.b == ALONE and c.outcome == Outcome.LOWER]
     slow_lower = [c for c in bare_lower if dict(c.condition)["slow"] in (*SLOW_KINDS, EVERY_SLOW_KIND)]
     if every and every[0].outcome == Outcome.EQUIVALENT and not slow_lower:
         return FrontAnswer.NOT_NEEDED
@@ -180,7 +181,7 @@ def _server_comparisons(runs: pd.DataFrame, work_table, config, margin: float, c
     server_row = runs.iloc[0]
     bare = server_row["server"]
     ok = runs[runs["deployment_status"] == Status.OK].dropna(subset=["kind"])
-    slow = ok[ok["kind"] != SlowKind.NONE][CONDITION].drop_duplicates().itertuples(index=False, name=None)
+    slow = ok[ok["kind"] != SlowKind.NONE][SLOW_CONDITION].drop_duplicates().itertuples(index=False, name=None)
     conditions = [(kind, None if pd.isna(relative) else relative, count) for kind, relative, count in slow]
     fronts = [name for name in ok["deployment"].unique() if name != bare]
     found = [saving(ok, bare, None, condition, margin, server_row) for condition in conditions]

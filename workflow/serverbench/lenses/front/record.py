@@ -13,7 +13,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 
-from serverbench.record.vocabulary import Status
+from serverbench.record.vocabulary import Outcome, Status
+
+# The `b` of a comparison of a deployment with its own normal clients alone (no other side).
+ALONE = "its rate alone"
 
 FRONT_SCHEMA = "serverbench.front/1"
 
@@ -148,4 +151,4 @@ class FrontAnswer(StrEnum):
 
     NEEDS = "needs a front"  # behind the front, the normal clients kept clearly more beside slow ones
     NOT_NEEDED = "does not need one"  # bare, it kept its rate beside every slow client measured
-    UNDETERMINED = "undetermined"
+    UNDETERMINED = Outcome.UNDETERMINED

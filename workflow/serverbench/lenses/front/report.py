@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from serverbench.lenses.front.record import ALONE as BARE
 from serverbench.lenses.front.record import FrontAnswer, SlowKind
 from serverbench.record.vocabulary import Metric, Outcome
 
 SLOW_COLUMNS = (SlowKind.SENDERS, SlowKind.BODY, SlowKind.READERS, SlowKind.NEW_CONNECTIONS)
-BARE = "its rate alone"
 
 
 def _percent(value) -> str:

@@ -3,9 +3,9 @@ request, counted rather than timed (docs/work.md)."""
 
 from pathlib import Path
 
-from serverbench.decide.releases import WORK_CHECK
 from serverbench.lens import Inputs, Lens, Place
 from serverbench.report.work import print_work, work_context, work_markdown
+from serverbench.tables.releases import WORK_CHECK
 
 
 def _jobs(config, matrix) -> list[str]:
