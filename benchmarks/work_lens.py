@@ -1,5 +1,5 @@
 """How repeatable is the work lens, server by server? For each server, ``--pairs``
-pairs of lives under valgrind (serverbench.cell.work, the default profile's
+pairs of lives under valgrind (serverbench.lenses.work.measure, the default profile's
 settings and config.yaml's work_lens), each pair one instructions-per-request
 figure; printed: every figure, the spread (max/min - 1) and the seconds a pair
 took. Its figures go to docs/work.md. Counts do not depend on the machine's
@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 from serverbench import REPO_ROOT
-from serverbench.cell import work, workenv, workfigures
+from serverbench.lenses.work import measure as work
+from serverbench.lenses.work import workenv, workfigures
 from serverbench.plan import config as cfg
 from serverbench.plan.shapes import Target
 

@@ -30,8 +30,8 @@ from pathlib import Path
 import pandas as pd
 from reproducibility import add_run_arguments, interleaved, run_matrix
 from serverbench import REPO_ROOT
-from serverbench.decide import compare_work
-from serverbench.decide import work as work_lens
+from serverbench.lenses.work import compare as compare_work
+from serverbench.lenses.work import decide as work_lens
 from serverbench.plan import config as cfg
 
 FAIL_ABOVE = 0.01

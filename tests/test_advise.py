@@ -24,12 +24,12 @@ import yaml
 from conftest import add_server, require, run_snakemake
 from serverbench import REPO_ROOT
 from serverbench.cell import verify
-from serverbench.cell.advise import run_advise
-from serverbench.decide.advice import recommendations
+from serverbench.lenses.advise import search
+from serverbench.lenses.advise.decide import recommendations
+from serverbench.lenses.advise.deploy import render
+from serverbench.lenses.advise.measure import run_advise
+from serverbench.lenses.advise.record import Bound, ReloadOutcome, Verdict, load_advice
 from serverbench.plan import config as cfg
-from serverbench.plan import search
-from serverbench.record.advice import Bound, ReloadOutcome, Verdict, load_advice
-from serverbench.report.deploy import render
 
 MB = 1024 * 1024
 # Short runs: the expectations compare settings with each other, not with a speed.

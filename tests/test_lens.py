@@ -3,8 +3,10 @@ how many bytes each server sends per answer) added by one registry entry (config
 runs through the real workflow to its CSV, its comparisons, a section of the page, a
 paragraph of answers.md and the console, and no other file of the repository names it."""
 
+import json
 import os
 import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -71,3 +73,21 @@ def test_a_toy_lens_runs_through_the_workflow_to_its_table_verdicts_section_and_
     answers = (results / "answers.md").read_text()
     assert "## Bytes per answer" in answers and f"- gunicorn: {table.loc['gunicorn', 'bytes']:g} bytes" in answers
     assert "Bytes per answer:" in done.stdout
+
+
+def test_serverbench_list_reads_the_registry_and_the_config():
+    """`serverbench list` names every lens with its question and what each profile runs."""
+    done = subprocess.run(
+        [sys.executable, "-m", "serverbench.cli", "list", "--json"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert [lens["name"] for lens in found["lenses"]] == [lens.name for lens in registry.lenses({})]
+    assert all(lens["question"].endswith("?") for lens in found["lenses"])
+    runs = {profile["name"]: profile["lenses"] for profile in found["profiles"]}
+    assert runs["front"] == ["front", "work"] and runs["releases"] == ["releases", "operations", "work"]
+    assert runs["advise"] == ["advise"] and runs["quick"] == []
+    assert "instructions_per_request" in {check["name"] for check in found["checks"]}
+    assert {"gunicorn", "starman"} <= {server["name"] for server in found["servers"]}
+    one = subprocess.run([sys.executable, "-m", "serverbench.cli", "list", "lenses"], capture_output=True, text=True)
+    assert one.returncode == 0 and one.stdout.startswith("lenses (5):")

@@ -7,7 +7,7 @@ without it would run beside a cell (operations and bench_rate once did)."""
 import re
 
 import yaml
-from serverbench import REPO_ROOT
+from serverbench import REPO_ROOT, registry
 
 RULES = REPO_ROOT / "workflow" / "rules"
 # Jobs that start servers, a database, or load every CPU, besides the cell rules.
@@ -17,7 +17,7 @@ MEASURING = {"environment", "database_template"}
 def rules() -> dict[str, str]:
     """Each rule's (or checkpoint's) name and its text."""
     found = {}
-    for path in RULES.glob("*.smk"):
+    for path in [*RULES.glob("*.smk"), *(lens.rules for lens in registry.lenses({}))]:
         text = path.read_text()
         parts = re.split(r"^(?:rule|checkpoint) (\w+):$", text, flags=re.MULTILINE)
         found.update(dict(zip(parts[1::2], parts[2::2], strict=True)))
@@ -34,7 +34,7 @@ def resources(entries) -> dict[str, int]:
 
 
 def test_the_rule_list_is_read():
-    assert {"bench", "bench_rate", "conformance", "work", "operations"} <= starting_servers()
+    assert {"bench", "bench_rate", "conformance", "work", "operations", "advise", "front"} <= starting_servers()
     assert set(starting_servers()) <= set(rules())
 
 

@@ -1,4 +1,4 @@
-"""The work lens (serverbench.cell.work) on real servers under real valgrind and perf:
+"""The work lens (serverbench.lenses.work.measure) on real servers under real valgrind and perf:
 it tells uWSGI's two plugins apart, finds a variant with 1% more work, and gives a
 reason, not a figure, when a worker is killed mid-life."""
 
@@ -21,12 +21,12 @@ import psutil
 import pytest
 from conftest import missing, require, require_unitd
 from serverbench import REPO_ROOT
-from serverbench.cell import callgrind, perfcount
-from serverbench.cell.work import run_work
 from serverbench.decide.judgement import LESS_WORK, MORE_WORK
-from serverbench.decide.work import work_comparisons
+from serverbench.lenses.work import callgrind, perfcount
+from serverbench.lenses.work.decide import work_comparisons
+from serverbench.lenses.work.measure import run_work
+from serverbench.lenses.work.table import work_tables
 from serverbench.plan import config as cfg
-from serverbench.tables.work import work_tables
 
 LENS = ("valgrind", "perf", "setarch", "h2load", "ab", "taskset")
 
@@ -101,7 +101,7 @@ def test_a_forked_process_counts_its_own_work_not_its_parents(tmp_path):
 
 def test_perf_counts_syscalls_and_names_them(tmp_path):
     """perf stat's exact total counts each of 2,000 extra syscalls; perf trace names them
-    (it may miss some in thousands, 11 of 2,000 once: see serverbench.cell.perfcount)."""
+    (it may miss some in thousands, 11 of 2,000 once: see serverbench.lenses.work.perfcount)."""
     require("perf")
     program = "import os, sys\nfor _ in range(int(sys.argv[1])): os.getppid()"
     totals, named = [], []
@@ -209,7 +209,7 @@ def test_each_server_is_counted_with_one_worker_and_gunicorns_twin_agrees(work_c
 def test_a_server_that_scales_its_workers_keeps_room_to_scale(base_config):
     """uWSGI's cheaper mode refuses a minimum as high as its maximum: a scaling server is
     counted with one worker more than its profile's minimum, every other with one."""
-    from serverbench.cell.work import lens_workers
+    from serverbench.lenses.work.measure import lens_workers
     from serverbench.plan.catalogue import server_entry
     from serverbench.plan.config import effective_profile
 
@@ -415,8 +415,8 @@ def test_a_declared_spread_keeps_a_noisy_servers_noise_from_reading_as_a_change(
     """NGINX Unit's dynamic processes spread 2% between lives (catalogue work_spread): its 2.4%
     between two runs of one commit is no change, where uWSGI's 2.4% is; a run of another
     record schema is not comparable at all."""
-    from serverbench.decide.compare_work import compare_work, exit_status
     from serverbench.decide.judgement import NOT_COMPARABLE
+    from serverbench.lenses.work.compare import compare_work, exit_status
 
     assert base_config["catalogue"]["unit-perl-dynamic"]["work_spread"] == 0.02
     assert not base_config["catalogue"]["uwsgi-psgi"].get("work_spread")
@@ -461,7 +461,7 @@ def test_a_twins_collection_does_not_blind_the_other_servers(base_config, tmp_pa
 def test_the_page_keeps_each_apps_work_apart():
     """One server counted under two apps (the apps profile with `work`): a row each, saying
     which, each with its own bar; one condition alone needs no such word."""
-    from serverbench.report.work import work_rows
+    from serverbench.lenses.work.report import work_rows
 
     work = pd.DataFrame(
         [
@@ -605,7 +605,7 @@ def test_a_server_that_stalls_ends_its_work_job_with_a_reason(work_config, tmp_p
 
 WORK_JOB = """
 import json, sys
-from serverbench.cell.work import run_work
+from serverbench.lenses.work.measure import run_work
 run_work(json.load(open(sys.argv[1])), "default", sys.argv[2], "hello", sys.argv[3], sys.argv[4])
 """
 

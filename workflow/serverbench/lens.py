@@ -74,6 +74,14 @@ class Lens:
     before_rounds: bool = False
     # The checks it offers to releases and bisect, by name.
     checks: tuple[str, ...] = field(default=())
+    # Whether a profile (as written) asks for it, where its profile_key does not say (releases).
+    asks: Callable[[Mapping], bool] | None = None
+
+    def asked_by(self, profile: Mapping) -> bool:
+        """Whether a profile (as written) asks for this lens: its key set, or the lens's own test."""
+        if self.asks is not None:
+            return self.asks(profile)
+        return bool(self.profile_key and profile.get(self.profile_key))
 
     @property
     def rules(self) -> Path:

@@ -121,3 +121,11 @@ def reload_under_load(launch: Launch, plan: dict) -> dict:
 
 def _sleep_until(moment: float) -> None:
     time.sleep(max(0.0, moment - time.monotonic()))
+
+
+def tree_pss(launch: Launch) -> int | None:
+    """The server tree's PSS in bytes (None where a process could not be read)."""
+    try:
+        return memory(launch)[1]
+    except Exception:  # noqa: BLE001 - a process gone mid-read: no figure, never a failed run
+        return None

@@ -43,7 +43,7 @@ from statsmodels.robust.scale import mad
 from serverbench.decide import fullspeed, inference, margins
 from serverbench.decide.comparability import why_not_comparable
 from serverbench.decide.margins import margin_for
-from serverbench.decide.releases import by_server_of_release
+from serverbench.plan.releases import by_server_of_release
 from serverbench.record.vocabulary import Kind, Outcome
 
 MATCH = ["profile", "workload", "tool", "server", "concurrency"]

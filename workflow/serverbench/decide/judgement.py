@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from serverbench.record.vocabulary import Metric, Outcome
+from serverbench.record.vocabulary import Kind, Metric, Outcome
 from serverbench.tables.columns import CONDITION
 
 # Short names for the vocabulary's members (record.vocabulary defines them, once).
@@ -43,12 +43,12 @@ class Reason:
 
 @dataclass(frozen=True)
 class Comparison:
-    kind: str  # same server, family, A/A, variant, ceiling, named
+    kind: Kind  # same server, family, A/A, variant, ceiling, named, ...
     a: str
     b: str
-    metric: str  # SPEED, FAIRNESS or WORK
+    metric: Metric  # speed, fairness, work, latency, operations, ...
     condition: tuple[tuple[str, str], ...]  # (column, value) pairs, e.g. (("profile", "default"), ...)
-    outcome: str
+    outcome: Outcome
     estimate: float | None = None  # a / b
     a_value: float | None = None  # the figures compared (e.g. instructions per request)
     b_value: float | None = None
@@ -58,6 +58,11 @@ class Comparison:
     margin: float | None = None
     detectable_ratio: float | None = None
     reasons: tuple[Reason, ...] = field(default_factory=tuple)
+
+    def __post_init__(self):
+        # Typed end to end: a word of the vocabulary becomes its member, any other word is refused.
+        for name, vocabulary in (("kind", Kind), ("metric", Metric), ("outcome", Outcome)):
+            object.__setattr__(self, name, vocabulary(getattr(self, name)))
 
     @property
     def decided(self) -> bool:

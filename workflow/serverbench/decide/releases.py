@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
 from serverbench.decide.margins import Scale
-from serverbench.plan.releases import base_server, baseline_of, versions_of
+from serverbench.plan.releases import baseline_of, versions_of
 from serverbench.record.conformance import met
 from serverbench.record.vocabulary import DECIDED, Kind, Outcome
-from serverbench.tables.releases import OPERATIONS_CHECKS, WORK_CHECK
+from serverbench.tables.releases import OPERATIONS_CHECKS, WORK_CHECK, read_installs, read_optional, releases_table
 
 BASELINE, PREVIOUS = "baseline", "previous"  # what a release is compared with
 VERDICT_COLUMNS = ["profile", "server", "release", "version", "against", "relation", "check", "unit", "scale",
@@ -139,18 +140,22 @@ def release_verdicts(config: dict, tables: Tables, servers_by_profile: dict[str,
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
-def by_server_of_release(table: pd.DataFrame) -> pd.DataFrame:
-    """A run's table with each release named by its server (``gunicorn-gthread@20.1.0`` as
-    ``gunicorn-gthread``) where the run holds one release of that server and not the server
-    itself, the release's name kept in ``release``: so ``compare`` matches two runs of two
-    releases as two runs of two commits."""
-    if table is None or "server" not in table.columns:
-        return table
-    servers = pd.Series(table["server"].unique())
-    bases = servers.map(base_server)
-    counts = bases.value_counts()
-    renamed = {s: b for s, b in zip(servers, bases, strict=True) if s != b and counts[b] == 1}
-    return table.assign(release=table["server"], server=table["server"].replace(renamed))
+def installed_releases(table: pd.DataFrame) -> dict[str, list[str]]:
+    """Each profile's releases that were installed (releases.csv): one that could not be is in the
+    table with its reason, compared with none."""
+    installed = table[(table["check"] == "installed") & (table["status"] == "ok")]
+    return {profile: sorted(set(rows["release"])) for profile, rows in installed.groupby("profile")}
+
+
+def release_tables(config: dict, installs, lens_tables, conformance_csv) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """releases.csv and release_verdicts.csv from the install records and the tables of the
+    lenses that offer checks (work's and operations', by file name) and conformance.csv."""
+    found = {Path(path).name: path for path in lens_tables}
+    work, operations = read_optional(found.get("work.csv")), read_optional(found.get("operations.csv"))
+    conformance = read_optional(conformance_csv)
+    table = releases_table(config, read_installs(installs), work, operations, conformance)
+    judged = [read_optional(found.get(name)) for name in ("work_verdicts.csv", "operations_verdicts.csv")]
+    return table, release_verdicts(config, Tables(*judged, conformance), installed_releases(table))
 
 
 def neighbour_changes(verdicts: pd.DataFrame) -> pd.DataFrame:

@@ -17,6 +17,7 @@ import re
 import sys
 from pathlib import Path
 
+import pandas as pd
 from packaging.version import InvalidVersion, Version
 
 from serverbench.record.vocabulary import Kind
@@ -202,3 +203,17 @@ def release_pairs(config: dict, servers) -> list[tuple[str, str, str]]:
         steps = [(newer, older) for older, newer in zip(names, names[1:], strict=False)]
         pairs += [(STEP_KIND, newer, older) for newer, older in steps if (newer, older) not in against_baseline]
     return pairs
+
+
+def by_server_of_release(table: pd.DataFrame) -> pd.DataFrame:
+    """A run's table with each release named by its server (``gunicorn-gthread@20.1.0`` as
+    ``gunicorn-gthread``) where the run holds one release of that server and not the server
+    itself, the release's name kept in ``release``: so ``compare`` matches two runs of two
+    releases as two runs of two commits."""
+    if table is None or "server" not in table.columns:
+        return table
+    servers = pd.Series(table["server"].unique())
+    bases = servers.map(base_server)
+    counts = bases.value_counts()
+    renamed = {s: b for s, b in zip(servers, bases, strict=True) if s != b and counts[b] == 1}
+    return table.assign(release=table["server"], server=table["server"].replace(renamed))

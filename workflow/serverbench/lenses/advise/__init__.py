@@ -4,7 +4,7 @@ p99 objective within the memory budget (docs/advise.md)."""
 from pathlib import Path
 
 from serverbench.lens import Inputs, Lens, Place, per_server
-from serverbench.report.advice import advice_markdown, print_advice
+from serverbench.lenses.advise.report import advice_markdown, print_advice
 
 
 def _wanted(config, matrix, cell) -> bool:
@@ -13,7 +13,7 @@ def _wanted(config, matrix, cell) -> bool:
 
 def _section(tables: dict, inputs: Inputs) -> dict | None:
     # Its chart needs Altair: loaded where the page is made, not where the workflow is parsed.
-    from serverbench.report.advice_page import advice_context
+    from serverbench.lenses.advise.page import advice_context
 
     return advice_context(tables["advice.csv"], tables["advice_recommendations.csv"])
 

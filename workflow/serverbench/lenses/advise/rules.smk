@@ -1,4 +1,4 @@
-# Your deployment, decided (serverbench.cell.advise): one job per (profile,
+# Your deployment, decided (serverbench.lenses.advise.measure): one job per (profile,
 # server) of a profile with `advise`, before that profile's cells. It searches
 # the server's settings for the most capacity at the p99 objective within the
 # memory budget and reloads the best under load; a server that fails is a
@@ -28,8 +28,8 @@ rule advise:
 
 
 # Every setting searched (advice.csv), each server's recommendation ranked
-# (advice_recommendations.csv, serverbench.decide.advice) and its configuration
-# as a user deploys it (advice/configurations/SERVER/, serverbench.report.deploy).
+# (advice_recommendations.csv, serverbench.lenses.advise.decide) and its configuration
+# as a user deploys it (advice/configurations/SERVER/, serverbench.lenses.advise.deploy).
 rule advice_table:
     input:
         LENS_RESULTS["advise"],

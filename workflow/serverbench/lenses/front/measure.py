@@ -29,8 +29,9 @@ from serverbench import files
 from serverbench.cell import loadgen, parsers, servers
 from serverbench.cell.errors import CellFailed, interruptible
 from serverbench.cell.launch import Launch, render
-from serverbench.cell.objective import RawLog, tree_pss
+from serverbench.cell.rawlog import RawLog
 from serverbench.cell.session import Ending, ServerSession, ladder
+from serverbench.cell.underload import tree_pss
 from serverbench.host.runenv import version_of
 from serverbench.lenses.front.record import (
     FRONT_SCHEMA,

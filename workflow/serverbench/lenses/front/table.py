@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from serverbench.lenses.front.record import Deployment, FrontRecord, Run, load_front
-from serverbench.record.advice import megabytes
+from serverbench.record.units import megabytes
 from serverbench.record.vocabulary import Status
 
 WORK_COLUMNS = ["profile", "workload", "server", "status", "instructions_per_request", "syscalls_per_request"]

@@ -4,7 +4,7 @@ the lenses that offer checks, each against the baseline and the release before (
 from pathlib import Path
 
 from serverbench.lens import Inputs, Lens, Place
-from serverbench.plan.releases import install_record_name, releases_in
+from serverbench.plan.releases import install_record_name, releases_in, split_name
 from serverbench.report.releases import print_releases, releases_context, releases_markdown
 
 
@@ -12,6 +12,12 @@ def _jobs(config, matrix) -> list[str]:
     """The install record of every release the run measures."""
     servers = sorted({cell.server for cell in matrix.cells})
     return [f"releases/install/{install_record_name(spec)}" for spec in releases_in(config, servers)]
+
+
+def _asks(profile) -> bool:
+    """A profile that names a release of a server (SERVER@VERSION)."""
+    servers = profile.get("servers")
+    return isinstance(servers, list) and any(split_name(server) for server in servers)
 
 
 def _section(tables: dict, inputs: Inputs) -> dict | None:
@@ -28,4 +34,5 @@ LENS = Lens(
     section=_section,
     markdown=releases_markdown,
     console=lambda results: print_releases(results / "release_verdicts.csv"),
+    asks=_asks,
 )

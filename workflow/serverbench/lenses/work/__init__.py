@@ -4,7 +4,7 @@ request, counted rather than timed (docs/work.md)."""
 from pathlib import Path
 
 from serverbench.lens import Inputs, Lens, Place
-from serverbench.report.work import print_work, work_context, work_markdown
+from serverbench.lenses.work.report import print_work, work_context, work_markdown
 from serverbench.tables.releases import WORK_CHECK
 
 

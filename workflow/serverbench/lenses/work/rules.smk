@@ -1,5 +1,5 @@
 # The work lens: what each server does per request, counted rather than timed
-# (serverbench.cell.work). One job per (profile, server, workload) of a profile
+# (serverbench.lenses.work.measure). One job per (profile, server, workload) of a profile
 # with `work: true`, before that profile's cells: it starts the server as its
 # cells would, under valgrind and then perf trace, and writes one record. A
 # server that cannot be counted is a recorded reason, never a failed job.
@@ -49,7 +49,7 @@ rule work_table:
         "scripts/work_table.py"
 
 
-# The declared pairs judged on work (serverbench.decide.work): more work, less
+# The declared pairs judged on work (serverbench.lenses.work.decide): more work, less
 # work, equivalent or undetermined, read against `work_lens.margin`, with the
 # timed lens's comparison of the same pair beside each (do they agree?).
 rule decide_work:

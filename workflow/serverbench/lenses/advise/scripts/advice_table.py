@@ -1,12 +1,12 @@
-"""advice.csv (serverbench.tables.advice), the recommendations (serverbench.decide.advice) and
-each server's configuration (serverbench.report.deploy)."""
+"""advice.csv (serverbench.lenses.advise.table), the recommendations (serverbench.lenses.advise.decide) and
+each server's configuration (serverbench.lenses.advise.deploy)."""
 
 import sys
 
 from serverbench import files
-from serverbench.decide.advice import recommendations
-from serverbench.report.deploy import write_configurations
-from serverbench.tables.advice import advice_table, read_records
+from serverbench.lenses.advise.decide import recommendations
+from serverbench.lenses.advise.deploy import write_configurations
+from serverbench.lenses.advise.table import advice_table, read_records
 
 with open(snakemake.log[0], "w") as sys.stderr:  # noqa: F821 (injected by Snakemake)
     records = read_records(snakemake.input)  # noqa: F821

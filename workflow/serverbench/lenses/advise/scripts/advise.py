@@ -1,6 +1,6 @@
-"""Searches one server's settings; the logic is in serverbench.cell.advise."""
+"""Searches one server's settings; the logic is in serverbench.lenses.advise.measure."""
 
-from serverbench.cell.advise import run_advise
+from serverbench.lenses.advise.measure import run_advise
 
 # The rule's log is the server's own output (every setting's start appends to it).
 run_advise(

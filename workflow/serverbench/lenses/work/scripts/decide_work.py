@@ -1,10 +1,10 @@
-"""Writes work_verdicts.csv from work.csv (serverbench.decide.work)."""
+"""Writes work_verdicts.csv from work.csv (serverbench.lenses.work.decide)."""
 
 import sys
 
 import pandas as pd
-from serverbench.decide.work import work_verdict_table
 from serverbench.files import write_atomic
+from serverbench.lenses.work.decide import work_verdict_table
 
 with open(snakemake.log[0], "w") as sys.stderr:  # noqa: F821 (injected by Snakemake)
     table = work_verdict_table(

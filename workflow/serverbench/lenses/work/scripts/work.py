@@ -1,6 +1,6 @@
-"""Counts one server's work per request; the logic is in serverbench.cell.work."""
+"""Counts one server's work per request; the logic is in serverbench.lenses.work.measure."""
 
-from serverbench.cell.work import run_work
+from serverbench.lenses.work.measure import run_work
 
 run_work(
     snakemake.config,  # noqa: F821 (injected by Snakemake)

@@ -16,8 +16,9 @@ import json
 
 import pandas as pd
 
-from serverbench.plan.search import Capacity, Measured, Setting, best
-from serverbench.record.advice import AdviceRecord, Bound, Point, ReloadOutcome, Verdict, megabytes
+from serverbench.lenses.advise.record import AdviceRecord, Bound, Point, ReloadOutcome, Verdict
+from serverbench.lenses.advise.search import Capacity, Measured, Setting, best
+from serverbench.record.units import megabytes
 from serverbench.record.vocabulary import Outcome, Status
 
 RELOAD_OK = (ReloadOutcome.CLEAN, ReloadOutcome.NOT_DECLARED)

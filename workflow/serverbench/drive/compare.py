@@ -1,6 +1,6 @@
 """``serverbench compare A B``: two result sets side by side, server by server, on work
 per request (where both runs counted it) or on speed; the judging is
-``serverbench.decide.compare`` (speed) and ``serverbench.decide.compare_work`` (work),
+``serverbench.decide.compare`` (speed) and ``serverbench.lenses.work.compare`` (work),
 this module reads the command line and writes what they found for a reader.
 
 ``--fail-above 5%`` exits 1 when some server is shown worse by more than 5%, 0 when
@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from serverbench import REPO_ROOT
-from serverbench.decide import compare, compare_work
+from serverbench.decide import compare
+from serverbench.lenses.work import compare as compare_work
 from serverbench.plan import config as cfg
 
 HELP = "two result sets server by server, on work per request or speed; --fail-above for CI"

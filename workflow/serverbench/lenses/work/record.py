@@ -99,7 +99,7 @@ class Tools:
 
 @dataclass
 class WorkClient:
-    """How the counted requests reached the server (serverbench.cell.fixedcount): over one
+    """How the counted requests reached the server (serverbench.lenses.work.fixedcount): over one
     kept-alive connection, or a connection per request to a server that closes each."""
 
     program: str  # h2load | ab

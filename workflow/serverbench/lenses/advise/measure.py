@@ -21,14 +21,17 @@ from serverbench import files
 from serverbench.cell import loadgen, servers
 from serverbench.cell.errors import CellFailed, interruptible
 from serverbench.cell.launch import placeholders_used
-from serverbench.cell.objective import Found, ObjectiveProbe, RawLog, connections_for
+from serverbench.cell.rawlog import RawLog
 from serverbench.cell.session import ServerSession
 from serverbench.cell.underload import reload_under_load
-from serverbench.plan import apps, search
+from serverbench.lenses.advise import search
+from serverbench.lenses.advise.objective import Found, ObjectiveProbe, connections_for
+from serverbench.lenses.advise.record import ADVICE_SCHEMA, AdviceRecord, Point, ReloadCheck, ReloadOutcome
+from serverbench.plan import apps
 from serverbench.plan.catalogue import SearchSpec, server_entry
 from serverbench.plan.config import effective_profile
 from serverbench.plan.shapes import Profile, Target
-from serverbench.record.advice import ADVICE_SCHEMA, MB, AdviceRecord, Point, ReloadCheck, ReloadOutcome
+from serverbench.record.units import MB
 from serverbench.record.vocabulary import Status
 
 FAILURES = (OSError, servers.ServerError, loadgen.ToolMissing)

@@ -9,10 +9,10 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
-from serverbench.cell import perfcount
-from serverbench.cell.callgrind import ProcessCount
-from serverbench.cell.perfcount import ThreadSyscalls
-from serverbench.record.work import Instructions, ProcessWork, Syscalls
+from serverbench.lenses.work import perfcount
+from serverbench.lenses.work.callgrind import ProcessCount
+from serverbench.lenses.work.perfcount import ThreadSyscalls
+from serverbench.lenses.work.record import Instructions, ProcessWork, Syscalls
 
 
 @dataclass

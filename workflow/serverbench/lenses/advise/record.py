@@ -14,12 +14,6 @@ from enum import StrEnum
 from serverbench.record.vocabulary import Status
 
 ADVICE_SCHEMA = "serverbench.advice/1"
-MB = 1024 * 1024  # the record holds bytes; its tables and sentences say MB
-
-
-def megabytes(value: int | None) -> float | None:
-    """Bytes of the record as the tables write them: MB to one decimal (None stays None)."""
-    return None if value is None else round(value / MB, 1)
 
 
 class Limit(StrEnum):

@@ -16,7 +16,8 @@ from dataclasses import asdict
 import pandas as pd
 
 from serverbench import files
-from serverbench.record.advice import AdviceRecord, load_advice, megabytes
+from serverbench.lenses.advise.record import AdviceRecord, load_advice
+from serverbench.record.units import megabytes
 
 COLUMNS = [
     "profile", "server", "language", "app", "workload", "model", "workers", "threads", "status", "reason",

@@ -11,8 +11,8 @@ import shutil
 
 from serverbench.host.environment import cpu_model
 from serverbench.host.runenv import resolve_program, run_env, version_of
+from serverbench.lenses.work.record import Tools
 from serverbench.plan.catalogue import ServerEntry, server_entry
-from serverbench.record.work import Tools
 
 # Hash seeds fixed, address randomisation off (setarch -R): the same work every life.
 FIXED_SEEDS = {"PYTHONHASHSEED": "0", "PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}

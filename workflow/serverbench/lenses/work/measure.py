@@ -6,7 +6,7 @@ the warm-up reached was a race, and the figure moved with it; ``lens_workers``)
 and under a counter, and serves a fixed number of requests one at a
 time, so nothing depends on who wins a race (``h2load --h1 -c1`` over one kept-alive
 connection, or ``ab -c1`` for a server that closes after every answer:
-``serverbench.cell.fixedcount``):
+``serverbench.lenses.work.fixedcount``):
 
 1. **Instructions**, two lives under valgrind's callgrind (forks followed, no
    cache simulation, no address randomisation, fixed hash seeds, a fixed
@@ -69,23 +69,23 @@ from pathlib import Path
 import psutil
 
 from serverbench import files
-from serverbench.cell import callgrind, fixedcount, perfcount, servertree, workenv, workfigures
 from serverbench.cell.errors import CellFailed, CellSkipped, interruptible
 from serverbench.cell.launch import Launch, placeholders_used
 from serverbench.cell.session import Ending, ServerSession, ladder
-from serverbench.cell.workfigures import Life
-from serverbench.plan import apps
-from serverbench.plan.catalogue import ServerEntry, WorkStop, server_entry
-from serverbench.plan.config import effective_profile
-from serverbench.plan.shapes import Target
-from serverbench.record.vocabulary import Status
-from serverbench.record.work import (
+from serverbench.lenses.work import callgrind, fixedcount, perfcount, servertree, workenv, workfigures
+from serverbench.lenses.work.record import (
     WORK_SCHEMA,
     Instructions,
     Syscalls,
     WorkClient,
     WorkRecord,
 )
+from serverbench.lenses.work.workfigures import Life
+from serverbench.plan import apps
+from serverbench.plan.catalogue import ServerEntry, WorkStop, server_entry
+from serverbench.plan.config import effective_profile
+from serverbench.plan.shapes import Target
+from serverbench.record.vocabulary import Status
 
 # callgrind over every process a server forks; with setarch -R (``wrapper``) and fixed hash
 # seeds (``workenv``), the same work every life.

@@ -9,7 +9,7 @@ import json
 
 import pandas as pd
 
-from serverbench.record.advice import Verdict
+from serverbench.lenses.advise.record import Verdict
 from serverbench.record.vocabulary import Outcome
 
 

@@ -27,29 +27,15 @@ from dataclasses import dataclass, field
 
 from serverbench.cell import loadgen, parsers
 from serverbench.cell.launch import Launch
-from serverbench.cell.underload import memory
+from serverbench.cell.rawlog import RawLog
+from serverbench.cell.underload import tree_pss
+from serverbench.lenses.advise.record import Limit, Step
 from serverbench.plan.shapes import Profile
-from serverbench.record.advice import Limit, Step
 
 SENT_SHARE = 0.95  # of the requests due: fewer sent, and the client hid the wait
 MEMORY_AT = 0.75  # of a run: when the server tree's PSS is read
 BACK_OFF, BACK_OFF_STEPS = 0.85, 2  # a capacity not confirmed, nothing lower offered: offer 85% of it, twice at most
 GROWTH_WHEN_ALL_MET = 1.25  # every rate offered met the objective: the next offers this much more
-
-
-@dataclass
-class RawLog:
-    """The raw output of every load-tool run of a job, one file, each run after a header."""
-
-    path: str
-    runs: int = 0
-
-    def add(self, header: str, text: str) -> str:
-        self.runs += 1
-        line = f"=== serverbench run {self.runs}: {header}"
-        with open(self.path, "a") as raw:
-            raw.write(f"{line}\n{text}\n")
-        return line
 
 
 @dataclass
@@ -184,14 +170,6 @@ class ObjectiveProbe:
             rate, duration, None if achieved is None else round(achieved, 1), parsed["requests"], failed,
             None if p99 is None else round(p99, 3), met, pss, line,
         )  # fmt: skip
-
-
-def tree_pss(launch: Launch) -> int | None:
-    """The server tree's PSS in bytes (None where a process could not be read)."""
-    try:
-        return memory(launch)[1]
-    except Exception:  # noqa: BLE001 - a process gone mid-read: no figure, never a failed run
-        return None
 
 
 def connections_for(workers: int, threads: int, most: int) -> int:

@@ -8,7 +8,7 @@ import altair as alt
 import pandas as pd
 from markupsafe import Markup
 
-from serverbench.report.advice import ranking_sentence, server_sentence
+from serverbench.lenses.advise.report import ranking_sentence, server_sentence
 
 CHART_ID = "chart-advice"
 CHART_TITLE = "The settings searched: capacity at the objective and memory, by workers × threads"

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from serverbench.decide import work as work_lens
 from serverbench.decide.compare import changes_against
 from serverbench.decide.judgement import NOT_COMPARABLE
 from serverbench.decide.margins import Question, Side
-from serverbench.decide.releases import by_server_of_release
+from serverbench.lenses.work import decide as work_lens
+from serverbench.plan.releases import by_server_of_release
 from serverbench.tables.columns import WORK_CONDITION
 
 BETWEEN_RUNS = Question.BETWEEN_RUNS

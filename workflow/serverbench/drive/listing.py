@@ -1,0 +1,110 @@
+"""``serverbench list [WHAT]``: what this checkout can answer and with what: the lenses (each
+one's question), the profiles (each one's question and the lenses it runs), the servers, the
+apps and their workloads, and the checks ``serverbench bisect --check`` takes. Read from the
+config and the lens registry, so it never disagrees with them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from serverbench import REPO_ROOT, registry
+from serverbench.drive import bisect
+from serverbench.plan import config as cfg
+
+HELP = "list the lenses, profiles, servers, apps and checks this checkout has (from config and the lens registry)"
+WHAT = ("lenses", "profiles", "servers", "apps", "checks")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("what", nargs="?", choices=WHAT, help="one list (every list, briefly, if left out)")
+    parser.add_argument("--config", type=Path, default=REPO_ROOT / "config.yaml", help="the config to read")
+    parser.add_argument("--json", action="store_true", help="as JSON, for a program")
+
+
+def first_sentence(text: str | None) -> str:
+    """A description's first sentence, on one line."""
+    words = " ".join((text or "").split())
+    end = words.find(". ")
+    return words if end < 0 else words[: end + 1]
+
+
+def lenses(config: dict) -> list[dict]:
+    return [
+        {"name": lens.name, "question": lens.question, "profile_key": lens.profile_key, "checks": list(lens.checks)}
+        for lens in registry.lenses(config)
+    ]
+
+
+def profiles(config: dict) -> list[dict]:
+    """Each profile with its question and the lenses it runs besides the timed rounds."""
+    found = []
+    for name, profile in config["profiles"].items():
+        asked = [lens.name for lens in registry.lenses(config) if lens.asked_by(profile)]
+        servers = profile.get("servers")
+        found.append({
+            "name": name, "question": first_sentence(profile.get("description")), "lenses": asked,
+            "servers": len(servers) if isinstance(servers, list) else servers,
+        })  # fmt: skip
+    return found
+
+
+def servers(config: dict) -> list[dict]:
+    return [
+        {"name": name, "language": entry.get("language"), "description": first_sentence(entry.get("description"))}
+        for name, entry in config["catalogue"].items()
+    ]
+
+
+def apps(config: dict) -> list[dict]:
+    return [
+        {
+            "name": name,
+            "description": first_sentence(app.get("description")),
+            "workloads": sorted(app.get("workloads") or config.get("app_workloads") or {}),
+        }
+        for name, app in config["apps"].items()
+    ]
+
+
+def lists(config: dict) -> dict[str, list]:
+    return {
+        "lenses": lenses(config),
+        "profiles": profiles(config),
+        "servers": servers(config),
+        "apps": apps(config),
+        "checks": [{"name": check} for check in bisect.checks(config)],
+    }
+
+
+def line(what: str, row: dict) -> str:
+    if what == "lenses":
+        key = f" (profile key `{row['profile_key']}`)" if row["profile_key"] else ""
+        return f"{row['name']:<12} {row['question']}{key}"
+    if what == "profiles":
+        runs = ", ".join(["timed rounds", *row["lenses"]])
+        return f"{row['name']:<16} {row['question']} [{runs}]"
+    if what == "servers":
+        return f"{row['name']:<28} {row['language'] or '':<8} {row['description']}"
+    if what == "apps":
+        return f"{row['name']:<12} {row['description']} (workloads: {', '.join(row['workloads']) or 'hello'})"
+    return row["name"]
+
+
+def run(args: argparse.Namespace) -> int:
+    found = lists(cfg.load(args.config))
+    chosen = [args.what] if args.what else list(WHAT)
+    if args.json:
+        json.dump({what: found[what] for what in chosen}, sys.stdout, indent=2)
+        print()
+        return 0
+    for what in chosen:
+        print(f"{what} ({len(found[what])}):")
+        for row in found[what]:
+            print(f"  {line(what, row)}")
+        print()
+    if not args.what:
+        print("Run a profile: snakemake --cores 4 --config profile=NAME; one list: serverbench list profiles")
+    return 0
