@@ -73,12 +73,12 @@ def latency_pairs(config: dict, found: dict) -> list[tuple[str, str, str]]:
 
 def _knee_row(found: dict) -> dict:
     if found["knee_rps"] is None:
-        return {"verdict": "not measured", "why": found["knee_note"]}
+        return {"verdict": Outcome.NOT_MEASURED, "why": found["knee_note"]}
     return {
         "median_a": found["knee_rps"],
         "ci_low": found["knee_ci_low"],
         "ci_high": found["knee_ci_high"],
-        "verdict": "measured",
+        "verdict": Outcome.MEASURED,
         "why": found["knee_note"],
     }
 

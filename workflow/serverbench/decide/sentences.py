@@ -117,7 +117,7 @@ def latency_sentence(found: TimedComparison, confidence: float) -> str:
     where = f"Latency under load ({condition['tool']}, {connections} connection{'s' if connections != 1 else ''})"
     a, b, why = found.a, found.b, f" ({found.why})" if found.why else ""
     if found.kind == Kind.KNEE:
-        if found.outcome != "measured":
+        if found.outcome != Outcome.MEASURED:
             return f"{where}: {a} has no knee figure{why}"
         low, high = found.low, found.high
         known = low is not None and not pd.isna(low)

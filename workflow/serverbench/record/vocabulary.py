@@ -95,6 +95,8 @@ class Outcome(StrEnum):
     SAME = "same"  # ... and the same
     NOT_COMPARABLE = "not comparable"
     NOT_TESTED = "not tested"  # described (chosen after seeing the data), not tested
+    MEASURED = "measured"  # a figure of one server described, compared with none (its knee)
+    NOT_MEASURED = "not measured"  # ... that could not be measured, with the reason
     PENDING = ""  # not yet decided (Holm's procedure and the margin give a timed comparison its outcome)
 
 
