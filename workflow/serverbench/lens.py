@@ -11,7 +11,7 @@ collects them and hands their sections to the page.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
@@ -73,7 +73,7 @@ class Lens:
     # Its jobs run before a profile's timed rounds and count towards its measuring budget.
     before_rounds: bool = False
     # The checks it offers to releases and bisect, by name.
-    checks: tuple[str, ...] = field(default=())
+    checks: tuple[str, ...] = ()
     # Whether a profile (as written) asks for it, where its profile_key does not say (releases).
     asks: Callable[[Mapping], bool] | None = None
 

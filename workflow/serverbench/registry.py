@@ -32,10 +32,6 @@ def lenses(config: Mapping | None = None) -> list[Lens]:
     return found
 
 
-def by_name(config: Mapping | None = None) -> dict[str, Lens]:
-    return {lens.name: lens for lens in lenses(config)}
-
-
 def tables_of(lens: Lens, paths: Iterable[Path | str]) -> list[Path]:
     """Those of ``paths`` that are this lens's tables (by file name)."""
     return [Path(path) for path in paths if Path(path).name in lens.tables]

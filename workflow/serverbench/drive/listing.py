@@ -40,9 +40,9 @@ def lenses(config: dict) -> list[dict]:
 
 def profiles(config: dict) -> list[dict]:
     """Each profile with its question and the lenses it runs besides the timed rounds."""
-    found = []
+    found, known = [], registry.lenses(config)
     for name, profile in config["profiles"].items():
-        asked = [lens.name for lens in registry.lenses(config) if lens.asked_by(profile)]
+        asked = [lens.name for lens in known if lens.asked_by(profile)]
         servers = profile.get("servers")
         found.append({
             "name": name, "question": first_sentence(profile.get("description")), "lenses": asked,
