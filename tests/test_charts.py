@@ -11,9 +11,8 @@ import pytest
 from conftest import RECORDS_V1, require
 from PIL import Image
 from serverbench import REPO_ROOT
-from serverbench.decide import verdicts
 from serverbench.plan import config as cfg
-from serverbench.report import charts, screenshots
+from serverbench.report import charts, screenshots, verdicts
 from serverbench.report.index import write_index
 
 LANGUAGE = {

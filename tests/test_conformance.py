@@ -198,7 +198,7 @@ def test_a_server_that_cannot_start_is_a_recorded_failure(base_config, tmp_path)
 
 def test_the_answers_say_when_a_compared_server_fails_what_its_counterpart_passes():
     import pandas as pd
-    from serverbench.decide.conformance import protocol_differences
+    from serverbench.report.conformance import protocol_differences
     from serverbench.report.index import conformance_matrix
 
     rows = [
@@ -234,8 +234,8 @@ def test_a_conformance_table_from_before_the_met_column_is_read_by_the_same_rule
     """conformance.csv written before it had ``met``: each check's is made again from its
     outcome (serverbench.record.conformance.met), where it rests on a requirement."""
     import pandas as pd
-    from serverbench.decide.conformance import met_column
     from serverbench.record.conformance import met
+    from serverbench.report.conformance import met_column
 
     rows = [("te_and_cl", "pass", "MUST"), ("bare_lf", "fail", "SHOULD"), ("head", "fail", ""), ("date", "pass", None)]
     old = pd.DataFrame(rows, columns=["check", "outcome", "requirement"])

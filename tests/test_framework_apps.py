@@ -19,11 +19,11 @@ from conftest import RECORDS_V1, missing, require
 from serverbench import REPO_ROOT
 from serverbench.cell import verify
 from serverbench.cell.phases import run_cell
-from serverbench.decide import verdicts
 from serverbench.plan import apps
 from serverbench.plan import config as cfg
 from serverbench.plan.matrix import Matrix
 from serverbench.plan.shapes import Cell
+from serverbench.report import verdicts
 from serverbench.report.answers import comparison_table
 from serverbench.report.forest import forest_rows
 from serverbench.report.spread import across_rows, spread_rows

@@ -15,7 +15,7 @@ from serverbench import REPO_ROOT
 from serverbench.cell import framing, probes
 from serverbench.cell.servers import free_port
 from serverbench.cell.wire import Answer
-from serverbench.decide.conformance import framing_sentences, protocol_differences
+from serverbench.report.conformance import framing_sentences, protocol_differences
 from serverbench.report.index import conformance_matrix, framing_panel
 
 SERVER = REPO_ROOT / "tests" / "apps" / "framing_server.py"

@@ -14,12 +14,12 @@ import pytest
 import yaml
 from conftest import RECORDS_V1
 from serverbench import REPO_ROOT
-from serverbench.decide.verdicts import verdict_table
 from serverbench.plan import config as cfg
 from serverbench.plan.catalogue import ServerEntry, server_entry
 from serverbench.plan.shapes import Profile
 from serverbench.record import sections
 from serverbench.record.model import CellRecord, RecordError, load_record
+from serverbench.report.verdicts import verdict_table
 from serverbench.tables import runs as run_table
 from serverbench.tables import summary as summary_table
 from serverbench.tables.columns import RUN_COLUMNS, SUMMARY_COLUMNS

@@ -16,6 +16,7 @@ from serverbench.decide.pairs import declared_pairs
 from serverbench.plan import config as cfg
 from serverbench.record.vocabulary import Outcome
 from serverbench.report.answers import answers, console_groups, headline
+from serverbench.report.verdicts import verdict_table
 from serverbench.tables import estimates
 
 CONFIG = cfg.load(REPO_ROOT / "config.yaml")
@@ -76,7 +77,7 @@ def test_median_interval_is_exact_or_none():
 @pytest.fixture(scope="module")
 def stored_verdicts():
     runs, summary = (pd.read_csv(RECORDS_V1 / f"{name}.csv") for name in ("runs", "summary"))
-    return verdicts.verdict_table(runs, summary, CONFIG)
+    return verdict_table(runs, summary, CONFIG)
 
 
 def test_a_starved_cell_is_not_comparable_and_says_why(stored_verdicts):
@@ -105,7 +106,7 @@ def test_three_rounds_decide_only_beyond_the_margin_and_say_what_they_could_have
     pairs = [["gunicorn", "plackup"], ["uwsgi", "plackup"]]
     named = {**CONFIG, "comparisons": {**CONFIG["comparisons"], "pairs": pairs}}
     runs, summary = (pd.read_csv(RECORDS_V1 / f"{name}.csv") for name in ("runs", "summary"))
-    with_pairs = verdicts.verdict_table(runs, summary, named)
+    with_pairs = verdict_table(runs, summary, named)
     # req/s tests; the starved family pairs are compared on fairness instead (tests of their own).
     tested = with_pairs[with_pairs["p_holm"].notna() & (with_pairs["kind"] != "fairness")]
     assert len(tested) == 6 and (tested["method"] == "rounds model").all()

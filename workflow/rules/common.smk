@@ -1,5 +1,6 @@
 # Validates the config before any job exists and derives the cell matrix once.
 import json
+from dataclasses import asdict
 import sys
 from pathlib import Path
 
@@ -263,3 +264,15 @@ LENS_OUTPUTS = {
 }
 ALL_LENS_TABLES = [path for lens in LENSES for path in LENS_TABLES[lens.name]]
 ALL_LENS_OUTPUTS = [path for lens in LENSES for path in LENS_OUTPUTS[lens.name]]
+# The checks the lenses offer to releases and bisect (their fields, as a rule's params), and
+# the tables they are read from where the run makes them.
+OFFERED_CHECKS = [asdict(check) for check in registry.offered_checks(LENSES)]
+OFFERING_TABLES = sorted(
+    {
+        f"{RESULTS}/{name}"
+        for lens in LENSES
+        for check in lens.checks
+        for name in (check.table, check.verdicts)
+        if name and f"{RESULTS}/{name}" in LENS_TABLES[lens.name]
+    }
+)

@@ -1,10 +1,10 @@
-"""Writes verdicts.csv from the run's tables (serverbench.decide.verdicts)."""
+"""Writes verdicts.csv from the run's tables (serverbench.report.verdicts)."""
 
 import sys
 
 import pandas as pd
-from serverbench.decide.verdicts import verdict_table
 from serverbench.files import write_atomic
+from serverbench.report.verdicts import verdict_table
 
 # The rule's log is this job's stderr: warnings and a traceback land beside the run.
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821, SIM115 (injected by Snakemake)

@@ -23,6 +23,45 @@ class Place(StrEnum):
     AFTER = "after"  # after the timed answers and their spread
 
 
+class Layout(StrEnum):
+    """How the table of a lens offering a check holds the check's figure."""
+
+    COLUMN = "column"  # a column named as the check, one row per (profile, server): work.csv
+    ROW = "row"  # a row per check (its `check` column) with value, unit, ci_low, ci_high, status, reason
+
+
+@dataclass(frozen=True)
+class Check:
+    """A check a lens offers to releases and bisect (``Lens.checks``): one figure of one of its
+    tables per (profile, server), where it is and how it is shown, and, where a release is
+    judged on it, the verdict table that judges it. The releases lens reads the other lenses
+    only through these."""
+
+    name: str
+    # The column's title on the releases page.
+    title: str
+    # The lens's table holding the figure (a file name below the results directory).
+    table: str
+    layout: Layout
+    # The unit where the table does not give one (a column layout).
+    unit: str | None = None
+    # The lens's verdict table judging releases on it (kinds release and release step), and how
+    # a change reads in a sentence; None where a release is shown it, not judged on it.
+    verdicts: str | None = None
+    change: str | None = None
+    # The verdict table's column holding the estimate, and the scale where it has no `scale` column.
+    estimate: str = "estimate"
+    scale: str = "ratio"
+    # How a figure and a ratio are written (str.format fields: value, unit).
+    figure: str = "{value:.3g} {unit}"
+    ratio_digits: int = 2
+
+    @property
+    def judged(self) -> bool:
+        """Whether a release is judged on it (and bisect may look for its change)."""
+        return self.verdicts is not None
+
+
 @dataclass(frozen=True)
 class Section:
     """What a lens gives the page and answers.md, made from its tables."""
@@ -42,6 +81,8 @@ class Inputs:
 
     config: Mapping
     language_titles: Mapping[str, str]
+    # Every check the run's lenses offer (``Lens.checks``), in the registry's order.
+    checks: tuple[Check, ...] = ()
 
 
 # A lens's jobs in a run: their result files below the results directory (config, matrix).
@@ -67,13 +108,13 @@ class Lens:
     section: Callable[[Mapping[str, Path], Inputs], dict | None] | None = None
     markdown: Callable[[dict], str] | None = None
     # Its lines at the end of a run, from its tables in the results directory.
-    console: Callable[[Path], None] | None = None
+    console: Callable[[Path, Inputs], None] | None = None
     # The profile key that asks for it (`front: {...}`), where a profile does; None: every run.
     profile_key: str | None = None
     # Its jobs run before a profile's timed rounds and count towards its measuring budget.
     before_rounds: bool = False
-    # The checks it offers to releases and bisect, by name.
-    checks: tuple[str, ...] = ()
+    # The checks it offers to releases and bisect (its figures a release is shown, or judged, on).
+    checks: tuple[Check, ...] = ()
     # Whether a profile (as written) asks for it, where its profile_key does not say (releases).
     asks: Callable[[Mapping], bool] | None = None
 

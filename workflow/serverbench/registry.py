@@ -8,7 +8,7 @@ import importlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Section, section_of
+from serverbench.lens import Check, Inputs, Lens, Section, section_of
 
 # The registry: a lens is a package of serverbench.lenses with LENS in its __init__.
 BUILT_IN = (
@@ -39,14 +39,22 @@ def tables_of(lens: Lens, paths: Iterable[Path | str]) -> list[Path]:
 
 def sections(config: Mapping, tables: Iterable[Path | str], language_titles: Mapping[str, str]) -> list[Section]:
     """Every lens's section from the tables the run made, in the registry's order."""
-    inputs = Inputs(config, language_titles or {})
+    found = lenses(config)
+    inputs = Inputs(config, language_titles or {}, offered_checks(found))
     paths = list(tables)
-    made = (section_of(lens, tables_of(lens, paths), inputs) for lens in lenses(config))
+    made = (section_of(lens, tables_of(lens, paths), inputs) for lens in found)
     return [section for section in made if section is not None]
+
+
+def offered_checks(found: Iterable[Lens]) -> tuple[Check, ...]:
+    """Every check the lenses offer to releases and bisect, in the registry's order."""
+    return tuple(check for lens in found for check in lens.checks)
 
 
 def print_consoles(config: Mapping, results: Path | str) -> None:
     """Every lens's lines at the end of a run."""
-    for lens in lenses(config):
+    found = lenses(config)
+    inputs = Inputs(config, {}, offered_checks(found))
+    for lens in found:
         if lens.console is not None:
-            lens.console(Path(results))
+            lens.console(Path(results), inputs)

@@ -19,7 +19,7 @@ def _markdown(context: dict) -> str:
     return markdown(context)
 
 
-def _console(results: Path) -> None:
+def _console(results: Path, inputs) -> None:
     from toy_bytes.report import console
 
     console(results / "toy_bytes_verdicts.csv")

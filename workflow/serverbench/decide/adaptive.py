@@ -23,7 +23,7 @@ import pandas as pd
 
 from serverbench.decide.inference import EQUIVALENT, FASTER, SLOWER, UNDETERMINED
 from serverbench.decide.pairs import LATENCY_KINDS
-from serverbench.decide.verdicts import BEST_DEPLOYMENT, BEST_OF_LANGUAGE, NOT_TESTED, verdict_table
+from serverbench.decide.verdicts import BEST_DEPLOYMENT, BEST_OF_LANGUAGE, NOT_TESTED, comparison_table
 from serverbench.plan.config import effective_profile
 from serverbench.plan.tools import closed_loop_tools
 from serverbench.tables.runs import load_runs
@@ -102,7 +102,7 @@ def _open_comparisons(record_paths: list, config: dict, precision: float) -> pd.
     runs = load_runs(record_paths)
     spec = config["comparisons"]
     summary = summarise(runs, config["flags"], spec["confidence"], config["seed"], closed_loop_tools(config))
-    table = verdict_table(runs, summary, config, windows=window_series(record_paths))
+    table = comparison_table(runs, summary, config, windows=window_series(record_paths))
     table = table[~table["kind"].isin([*LATENCY_KINDS, BEST_OF_LANGUAGE, BEST_DEPLOYMENT])].copy()
     table["state"] = [comparison_state(row, precision) for _, row in table.iterrows()]
     return table

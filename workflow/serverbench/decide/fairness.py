@@ -12,8 +12,6 @@ share of connections answered at all sits beside it in the sentence.
 
 from __future__ import annotations
 
-import pandas as pd
-
 from serverbench.decide import inference
 from serverbench.decide.judgement import FAIRNESS as FAIRNESS_METRIC
 from serverbench.decide.judgement import Reason, TimedComparison, Users
@@ -65,41 +63,3 @@ def fairness_pair(kind: str, condition: tuple, a, b) -> list[Pending]:
 
 def _users(found: dict) -> Users:
     return Users(found.get("answered_share"), found.get("connection_wait_p90_ms"))
-
-
-def in_words(found: TimedComparison) -> str:
-    """A fairness comparison's sentence, with what each side's users got."""
-    where = f"Under {dict(found.condition)['tool']} at {dict(found.condition)['concurrency']} connections"
-    if found.low is None:
-        return f"{where}, {found.a} against {found.b}: fairness {found.outcome}"
-    level = f"{(1 - found.level) * 100:.3g}%"
-    interval = f"{level} CI {found.low:.2f}–{found.high:.2f}"
-    detail = f"Jain's index {found.a_value:.2f} against {found.b_value:.2f}"
-    if found.outcome == Outcome.EQUIVALENT:
-        outcome = f"equivalent (within ±{found.margin * 100:.3g}%)"
-    elif found.outcome == Outcome.UNDETERMINED and found.detectable_ratio:
-        outcome = f"undetermined (this run could have told beyond {found.detectable_ratio:.2f}×)"
-    else:
-        outcome = f"{found.outcome} by more than {found.margin * 100:.3g}%"
-    return (
-        f"{where}, {found.a} serves its connections {found.estimate:.2f}× as evenly as {found.b}"
-        f" ({detail}; {interval}): {outcome}{_what_users_got(found.users or (Users(), Users()))}"
-    )
-
-
-def _ms(value: float) -> str:
-    return f"{value:,.0f}" if value >= 100 else f"{value:.2g}"
-
-
-def _what_users_got(users: tuple[Users, Users]) -> str:
-    """The connections answered at all, and the p90 over all of them of the time between answers."""
-    a, b = users
-    parts = []
-    if pd.notna(a.answered_share) and pd.notna(b.answered_share):
-        parts.append(f"{a.answered_share:.0%} against {b.answered_share:.0%} of connections answered")
-    if pd.notna(a.connection_wait_p90_ms) and pd.notna(b.connection_wait_p90_ms):
-        parts.append(
-            f"the slowest-served tenth waited {_ms(a.connection_wait_p90_ms)} against"
-            f" {_ms(b.connection_wait_p90_ms)} ms between answers (a starved connection counts its whole window)"
-        )
-    return f"; {'; '.join(parts)}" if parts else ""

@@ -32,7 +32,6 @@ from serverbench.decide.latency import latency_verdict, latency_verdicts
 from serverbench.decide.margins import margin_for
 from serverbench.decide.pairs import LATENCY_KINDS, best_of_languages, declared_pairs
 from serverbench.decide.pending import Pending
-from serverbench.decide.sentences import latency_sentence, sentence
 from serverbench.decide.stats import smallest_p
 from serverbench.plan import seeds as seed_data
 from serverbench.plan.languages import compared, title
@@ -46,6 +45,8 @@ VERDICT_COLUMNS = [
     "level", "p_value", "p_holm", "margin", "detectable_ratio", "rounds_needed", "verdict", "why",
     "reason_codes", "sentence", "not_measured", "only_not_measured", "left_out", "reasons",
 ]  # fmt: skip
+# The columns decided here: all of verdicts.csv but its sentence, which the report stage writes.
+DECIDED_COLUMNS = [column for column in VERDICT_COLUMNS if column != "sentence"]
 # The last three are facts the Answers read, so that no reader parses ``why``: the pair's servers
 # not measured at all ([server, reason] pairs, JSON), whether that is the comparison's only reason
 # not to be made, and the servers a best-of-language row left out ([server, reason code] pairs, JSON).
@@ -286,17 +287,17 @@ def best_deployments(
     return found
 
 
-def verdict_table(
+def comparison_table(
     runs: pd.DataFrame,
     summary: pd.DataFrame,
     config: dict,
     latency: pd.DataFrame | None = None,
     windows: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """verdicts.csv: every comparison of ``comparisons`` as a row, with its sentence."""
+    """Every comparison of ``comparisons`` as a row of verdicts.csv, without its sentence (the
+    report stage's ``report.verdicts.verdict_table`` adds it)."""
     found = comparisons(runs, summary, config, latency, windows)
-    rows = [comparison.as_row() | {"sentence": in_words(comparison, config)} for comparison in found]
-    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+    return pd.DataFrame([comparison.as_row() for comparison in found], columns=DECIDED_COLUMNS)
 
 
 def comparisons(
@@ -356,15 +357,6 @@ def _estimated(runs: pd.DataFrame, summary: pd.DataFrame, config: dict, windows:
         if config["profiles"].get(condition[0], {}).get("server_spread"):
             pending += server_spread(config, condition, cells, quantile)
     return pending + best_deployments(config, cells_by_condition, quantile)
-
-
-def in_words(found: TimedComparison, config: dict) -> str:
-    """The comparison's sentence, in the words of its metric and kind."""
-    if found.kind in LATENCY_KINDS:
-        return latency_sentence(found, config["comparisons"]["confidence"])
-    if found.kind == fairness.KIND:
-        return fairness.in_words(found)
-    return sentence(found, config)
 
 
 def _studies_of(summary: pd.DataFrame):

@@ -5,7 +5,7 @@ The releases between GOOD and BAD are those its package's source lists (PyPI's J
 the wheels of its ``find_links`` directory), final releases only. Every step is one run of
 the workflow (a profile ``bisect``: the ``releases`` profile's settings, with only the lens
 the check needs, two releases side by side) whose release_verdicts.csv says whether the newer
-of the two changed the check from the older, by that lens's rule (``decide.releases``). The
+of the two changed the check from the older, by that lens's rule (``lenses.releases.decide``). The
 first run measures GOOD against BAD: the change must be seen there, its direction is the one
 looked for. Then the range halves until two neighbouring releases are left; the last step
 measures those two, so the change named is one release's, with its figures.
@@ -31,12 +31,12 @@ from packaging.version import InvalidVersion, Version
 from snakemake.utils import update_config
 
 from serverbench import REPO_ROOT, files, registry
-from serverbench.decide.releases import CHANGED, PREVIOUS
-from serverbench.decide.releases import CONFORMANCE_CHECK as CONFORMANCE
+from serverbench.lenses.releases.decide import CHANGED, PREVIOUS
+from serverbench.lenses.releases.report import change_sentence
+from serverbench.lenses.releases.table import CONFORMANCE_CHECK as CONFORMANCE
 from serverbench.plan import config as cfg
 from serverbench.plan.releases import distribution_of, package_of, release_name
 from serverbench.record.vocabulary import Outcome
-from serverbench.report.releases import change_sentence
 
 HELP = "the first release of a server whose check changed, measured in pairs (PyPI lists the releases)"
 EXIT_STATUS = "exit status: 0 the release named; 3 the two releases given do not differ on the check; 2 a usage error"
@@ -99,7 +99,7 @@ def overlay(config: dict, server: str, pair: list[str], check: str, base_profile
     for lens in registry.lenses(config):
         if lens.profile_key is None:
             continue
-        if check in lens.checks:
+        if check in {offered.name for offered in lens.checks if offered.judged}:
             profile.setdefault(lens.profile_key, True)
         else:
             profile.pop(lens.profile_key, None)
@@ -107,8 +107,9 @@ def overlay(config: dict, server: str, pair: list[str], check: str, base_profile
 
 
 def checks(config: dict | None = None) -> tuple[str, ...]:
-    """Every check bisect takes: those the lenses offer, and conformance's."""
-    return (*(check for lens in registry.lenses(config) for check in lens.checks), CONFORMANCE)
+    """Every check bisect takes: those the lenses offer a release is judged on, and conformance's."""
+    offered = registry.offered_checks(registry.lenses(config))
+    return (*(check.name for check in offered if check.judged), CONFORMANCE)
 
 
 def run_step(args, config: dict, pair: list[str], number: int) -> Step:
@@ -129,7 +130,8 @@ def run_step(args, config: dict, pair: list[str], number: int) -> Step:
     if mine.empty:
         return Step(pair[0], pair[1], str(results), None, None)
     row = mine.iloc[0]
-    return Step(pair[0], pair[1], str(results), str(row["outcome"]), change_sentence(row))
+    sentence = change_sentence(row, registry.offered_checks(registry.lenses(config)))
+    return Step(pair[0], pair[1], str(results), str(row["outcome"]), sentence)
 
 
 def bisect(args, config: dict, candidates: list[str]) -> tuple[int, list[Step]]:

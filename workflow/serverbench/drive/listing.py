@@ -33,7 +33,12 @@ def first_sentence(text: str | None) -> str:
 
 def lenses(config: dict) -> list[dict]:
     return [
-        {"name": lens.name, "question": lens.question, "profile_key": lens.profile_key, "checks": list(lens.checks)}
+        {
+            "name": lens.name,
+            "question": lens.question,
+            "profile_key": lens.profile_key,
+            "checks": [check.name for check in lens.checks if check.judged],
+        }
         for lens in registry.lenses(config)
     ]
 

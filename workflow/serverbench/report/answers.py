@@ -7,12 +7,12 @@ import json
 
 import pandas as pd
 
-from serverbench.decide.conformance import framing_sentences, protocol_differences
 from serverbench.decide.margins import in_words, run_margins
 from serverbench.decide.pairs import FAIRNESS, LATENCY_KINDS
-from serverbench.decide.sentences import confidence_label
 from serverbench.record.vocabulary import Kind, Outcome
+from serverbench.report.conformance import framing_sentences, protocol_differences
 from serverbench.report.panels import where_of
+from serverbench.report.sentences import confidence_label
 
 FACT_COLUMNS = ("not_measured", "only_not_measured", "left_out")
 

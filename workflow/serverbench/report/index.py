@@ -13,7 +13,6 @@ from altair.utils._importers import vl_version_for_vl_convert
 from markupsafe import Markup
 
 from serverbench import files
-from serverbench.decide.conformance import framing_rows, met_column, truth
 from serverbench.decide.seeds import claims_in_brief
 from serverbench.lens import Place, Section
 from serverbench.record.flags import FLAG_HELP
@@ -27,6 +26,7 @@ from serverbench.report.answers import (
     lead_paragraph,
     margin_sentence,
 )
+from serverbench.report.conformance import framing_rows, met_column, truth
 from serverbench.report.machine import hosts_sentence, steadiness_sentence
 from serverbench.report.names import CHARTS
 from serverbench.report.spread import spread_context

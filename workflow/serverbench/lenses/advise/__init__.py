@@ -29,5 +29,5 @@ LENS = Lens(
     outputs=("advice/configurations",),
     section=_section,
     markdown=advice_markdown,
-    console=lambda results: print_advice(results / "advice_recommendations.csv"),
+    console=lambda results, inputs: print_advice(results / "advice_recommendations.csv"),
 )

@@ -27,5 +27,5 @@ LENS = Lens(
     tables=("front.csv", "front_verdicts.csv"),
     section=_section,
     markdown=front_markdown,
-    console=lambda results: print_front(results / "front_verdicts.csv"),
+    console=lambda results, inputs: print_front(results / "front_verdicts.csv"),
 )

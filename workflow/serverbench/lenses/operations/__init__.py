@@ -3,9 +3,21 @@ graceful reloads under load (docs/operations.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, per_server
+from serverbench.lens import Check, Inputs, Layout, Lens, Place, per_server
 from serverbench.lenses.operations.report import operations_context, operations_markdown
-from serverbench.tables.releases import OPERATIONS_CHECKS
+
+# What it offers to releases and bisect, each judged by its interval against its margin
+# (operations_verdicts.csv).
+CHECKS = tuple(
+    Check(name, title, "operations.csv", Layout.ROW, verdicts="operations_verdicts.csv", change=change)
+    for name, title, change in (
+        ("cold_start_s", "cold start", "cold start"),
+        ("idle_uss_mb", "idle USS", "private memory when idle"),
+        ("loaded_uss_mb", "loaded USS", "private memory under load"),
+        ("reload_failed", "failed / reload", "failed requests per graceful reload"),
+        ("reload_longest_gap_s", "longest gap / reload", "longest time without an answer in a reload"),
+    )
+)
 
 
 def _wanted(config, matrix, cell) -> bool:
@@ -28,5 +40,5 @@ LENS = Lens(
     tables=("operations.csv", "operations_verdicts.csv"),
     section=_section,
     markdown=operations_markdown,
-    checks=OPERATIONS_CHECKS,
+    checks=CHECKS,
 )

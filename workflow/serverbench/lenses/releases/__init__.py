@@ -4,8 +4,8 @@ the lenses that offer checks, each against the baseline and the release before (
 from pathlib import Path
 
 from serverbench.lens import Inputs, Lens, Place
+from serverbench.lenses.releases.report import print_releases, releases_context, releases_markdown
 from serverbench.plan.releases import install_record_name, releases_in, split_name
-from serverbench.report.releases import print_releases, releases_context, releases_markdown
 
 
 def _jobs(config, matrix) -> list[str]:
@@ -21,7 +21,7 @@ def _asks(profile) -> bool:
 
 
 def _section(tables: dict, inputs: Inputs) -> dict | None:
-    return releases_context(tables["releases.csv"], tables["release_verdicts.csv"])
+    return releases_context(tables["releases.csv"], tables["release_verdicts.csv"], inputs.checks)
 
 
 LENS = Lens(
@@ -33,6 +33,6 @@ LENS = Lens(
     tables=("releases.csv", "release_verdicts.csv"),
     section=_section,
     markdown=releases_markdown,
-    console=lambda results: print_releases(results / "release_verdicts.csv"),
+    console=lambda results, inputs: print_releases(results / "release_verdicts.csv", inputs.checks),
     asks=_asks,
 )

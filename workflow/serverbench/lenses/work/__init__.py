@@ -3,9 +3,17 @@ request, counted rather than timed (docs/work.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place
+from serverbench.lens import Check, Inputs, Layout, Lens, Place
 from serverbench.lenses.work.report import print_work, work_context, work_markdown
-from serverbench.tables.releases import WORK_CHECK
+
+# What it offers to releases and bisect: a release is judged on instructions (work_verdicts.csv),
+# shown its syscalls.
+CHECKS = (
+    Check("instructions_per_request", "instructions / request", "work.csv", Layout.COLUMN, unit="instructions",
+          verdicts="work_verdicts.csv", change="instructions per request", estimate="ratio",
+          figure="{value:,.0f}", ratio_digits=4),
+    Check("syscalls_per_request", "syscalls / request", "work.csv", Layout.COLUMN, unit="syscalls"),
+)  # fmt: skip
 
 
 def _jobs(config, matrix) -> list[str]:
@@ -38,7 +46,7 @@ LENS = Lens(
     tables=("work.csv", "work_detail.csv", "work_verdicts.csv"),
     section=_section,
     markdown=work_markdown,
-    console=lambda results: print_work(results / "work_verdicts.csv"),
+    console=lambda results, inputs: print_work(results / "work_verdicts.csv"),
     before_rounds=True,
-    checks=(WORK_CHECK,),
+    checks=CHECKS,
 )

@@ -1,12 +1,13 @@
-"""releases.csv and release_verdicts.csv (serverbench.decide.releases.release_tables)."""
+"""releases.csv and release_verdicts.csv (serverbench.lenses.releases.decide.release_tables)."""
 
 import sys
 
 from serverbench import files
-from serverbench.decide.releases import release_tables
+from serverbench.lens import Check
+from serverbench.lenses.releases.decide import release_tables
 
 with open(snakemake.log[0], "w") as sys.stderr:  # noqa: F821 (injected by Snakemake)
-    made = snakemake.input  # noqa: F821
-    table, verdicts = release_tables(snakemake.config, made.installs, [*made.work, *made.operations], made.conformance)  # noqa: F821
+    made, checks = snakemake.input, [Check(**check) for check in snakemake.params.checks]  # noqa: F821
+    table, verdicts = release_tables(snakemake.config, made.installs, checks, made.offered, made.conformance)  # noqa: F821
     files.write_atomic(snakemake.output.table, table.to_csv(index=False))  # noqa: F821
     files.write_atomic(snakemake.output.verdicts, verdicts.to_csv(index=False))  # noqa: F821

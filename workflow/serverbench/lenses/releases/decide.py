@@ -1,28 +1,30 @@
 """release_verdicts.csv: each release against the baseline release and against the release
-before it, check by check, by the rule of the lens that measured the check: the work lens's
-(``decide.work``: instructions per request against its margin), a server in operation's
-(``decide.operations``: a bootstrap interval against each check's margin), both the
-question *two things measured in one run* (``decide.margins``); conformance by its checks
-met, the same or changed. These are the pairs ``decide.pairs`` declares (kinds ``release``
-and ``release step``), read back from the lenses' verdict tables, turned round where the
-table holds the pair the other way (a ratio inverted, a difference negated, the outcome
-turned). ``neighbour_changes`` lists every release's decided change from the one before
-it: the changes a maintainer would be told of.
+before it, check by check, by the rule of the lens that measured the check — the work lens's
+(instructions per request against its margin), a server in operation's (a bootstrap interval
+against each check's margin), both the question *two things measured in one run*
+(``decide.margins``) —, read from the verdict table each check declares (``Check.verdicts``);
+conformance by its checks met, the same or changed. These are the pairs ``decide.pairs``
+declares (kinds ``release`` and ``release step``), turned round where the table holds the pair
+the other way (a ratio inverted, a difference negated, the outcome turned).
+``neighbour_changes`` lists every release's decided change from the one before it: the
+changes a maintainer would be told of.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from serverbench.decide.margins import Scale
+from serverbench.lens import Check
+from serverbench.lenses.releases.table import CONFORMANCE_CHECK, INSTALLED, read_installs, read_optional, releases_table
 from serverbench.plan.releases import baseline_of, versions_of
 from serverbench.record.conformance import met
 from serverbench.record.vocabulary import DECIDED, Kind, Outcome
-from serverbench.tables.releases import OPERATIONS_CHECKS, WORK_CHECK, read_installs, read_optional, releases_table
 
 BASELINE, PREVIOUS = "baseline", "previous"  # what a release is compared with
 VERDICT_COLUMNS = ["profile", "server", "release", "version", "against", "relation", "check", "unit", "scale",
@@ -33,17 +35,7 @@ TURNED = {
     Outcome.HIGHER: Outcome.LOWER,
     Outcome.LOWER: Outcome.HIGHER,
 }
-CONFORMANCE_CHECK = "conformance_met"
 CHANGED = {*DECIDED, Outcome.CHANGED}
-
-
-@dataclass(frozen=True)
-class Tables:
-    """The run's tables a release is judged from (each None where the run made none)."""
-
-    work_verdicts: pd.DataFrame | None = None
-    operations_verdicts: pd.DataFrame | None = None
-    conformance: pd.DataFrame | None = None
 
 
 def _pair_rows(table: pd.DataFrame | None, profile: str, a: str, b: str) -> tuple[pd.DataFrame, bool]:
@@ -70,28 +62,19 @@ def _turned(row: dict, difference: bool) -> dict:
     return out
 
 
-def _work(tables: Tables, profile: str, a: str, b: str) -> dict | None:
-    rows, turned = _pair_rows(tables.work_verdicts, profile, a, b)
+def _offered(check: Check, table: pd.DataFrame | None, profile: str, a: str, b: str) -> dict | None:
+    """A check a lens offers, as its verdict table judged the pair."""
+    rows, turned = _pair_rows(table, profile, a, b)
+    if "check" in rows.columns:
+        rows = rows[rows["check"] == check.name]
     if rows.empty:
         return None
     first = rows.iloc[0]
-    row = {"check": WORK_CHECK, "unit": "instructions", "scale": "ratio", "a_value": first["a_value"],
-           "b_value": first["b_value"], "estimate": first["ratio"], "ci_low": first["ci_low"],
-           "ci_high": first["ci_high"], "margin": first["margin"], "outcome": first["outcome"],
-           "why": first.get("why")}  # fmt: skip
-    return _turned(row, difference=False) if turned else row
-
-
-def _operations(tables: Tables, profile: str, a: str, b: str) -> list[dict]:
-    rows, turned = _pair_rows(tables.operations_verdicts, profile, a, b)
-    found = []
-    for _, first in rows.iterrows():
-        if first["check"] not in OPERATIONS_CHECKS:
-            continue
-        row = {key: first.get(key) for key in ("check", "unit", "scale", "a_value", "b_value", "estimate", "ci_low",
-                                                "ci_high", "margin", "outcome", "why")}  # fmt: skip
-        found.append(_turned(row, difference=first["scale"] == Scale.DIFFERENCE.value) if turned else row)
-    return found
+    row = {"check": check.name, "unit": first.get("unit", check.unit), "scale": first.get("scale", check.scale),
+           "a_value": first["a_value"], "b_value": first["b_value"], "estimate": first[check.estimate],
+           "ci_low": first["ci_low"], "ci_high": first["ci_high"], "margin": first["margin"],
+           "outcome": first["outcome"], "why": first.get("why")}  # fmt: skip
+    return _turned(row, difference=row["scale"] == Scale.DIFFERENCE.value) if turned else row
 
 
 def _met(conformance: pd.DataFrame, profile: str, server: str) -> dict[str, bool]:
@@ -100,11 +83,11 @@ def _met(conformance: pd.DataFrame, profile: str, server: str) -> dict[str, bool
     return {row.check: bool(met(row.outcome)) for row in rows.itertuples()}
 
 
-def _conformance(tables: Tables, profile: str, a: str, b: str) -> dict | None:
+def _conformance(conformance: pd.DataFrame | None, profile: str, a: str, b: str) -> dict | None:
     """The checks one release met and the other did not (each a check resting on a requirement)."""
-    if tables.conformance is None:
+    if conformance is None:
         return None
-    met_a, met_b = _met(tables.conformance, profile, a), _met(tables.conformance, profile, b)
+    met_a, met_b = _met(conformance, profile, a), _met(conformance, profile, b)
     if not met_a or not met_b:
         return None
     changed = sorted(check for check in set(met_a) & set(met_b) if met_a[check] != met_b[check])
@@ -116,13 +99,24 @@ def _conformance(tables: Tables, profile: str, a: str, b: str) -> dict | None:
             "outcome": Outcome.CHANGED if changed else Outcome.SAME, "why": "; ".join(words) or None}  # fmt: skip
 
 
-def judge_pair(tables: Tables, profile: str, a: str, b: str) -> list[dict]:
+@dataclass(frozen=True)
+class Judged:
+    """What a release is judged from: the checks judged, each lens's verdict tables (by file
+    name, None where the run made none) and conformance.csv."""
+
+    checks: Sequence[Check]
+    verdicts: Mapping[str, pd.DataFrame | None]
+    conformance: pd.DataFrame | None = None
+
+
+def judge_pair(judged: Judged, profile: str, a: str, b: str) -> list[dict]:
     """Every check of release ``a`` against ``b`` the run's tables hold."""
-    found = [_work(tables, profile, a, b), *_operations(tables, profile, a, b), _conformance(tables, profile, a, b)]
+    found = [_offered(check, judged.verdicts.get(check.verdicts), profile, a, b) for check in judged.checks]
+    found.append(_conformance(judged.conformance, profile, a, b))
     return [row for row in found if row is not None]
 
 
-def release_verdicts(config: dict, tables: Tables, servers_by_profile: dict[str, list[str]]) -> pd.DataFrame:
+def release_verdicts(config: Mapping, judged: Judged, servers_by_profile: dict[str, list[str]]) -> pd.DataFrame:
     """release_verdicts.csv: each release of each profile against its baseline and its predecessor
     (``servers_by_profile``: the releases installed, the baseline the newest of them)."""
     rows = []
@@ -136,26 +130,27 @@ def release_verdicts(config: dict, tables: Tables, servers_by_profile: dict[str,
                     version = config["catalogue"][name]["release"]["version"]
                     where = {"profile": profile, "server": server, "release": name, "version": version,
                              "against": other, "relation": relation}  # fmt: skip
-                    rows += [{**where, **row} for row in judge_pair(tables, profile, name, other)]
+                    rows += [{**where, **row} for row in judge_pair(judged, profile, name, other)]
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
 def installed_releases(table: pd.DataFrame) -> dict[str, list[str]]:
     """Each profile's releases that were installed (releases.csv): one that could not be is in the
     table with its reason, compared with none."""
-    installed = table[(table["check"] == "installed") & (table["status"] == "ok")]
+    installed = table[(table["check"] == INSTALLED) & (table["status"] == "ok")]
     return {profile: sorted(set(rows["release"])) for profile, rows in installed.groupby("profile")}
 
 
-def release_tables(config: dict, installs, lens_tables, conformance_csv) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """releases.csv and release_verdicts.csv from the install records and the tables of the
-    lenses that offer checks (work's and operations', by file name) and conformance.csv."""
-    found = {Path(path).name: path for path in lens_tables}
-    work, operations = read_optional(found.get("work.csv")), read_optional(found.get("operations.csv"))
+def release_tables(
+    config: Mapping, installs, checks: Sequence[Check], lens_tables, conformance_csv
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """releases.csv and release_verdicts.csv from the install records, the tables of the lenses
+    that offer ``checks`` (their paths; each check names its own by file name) and conformance.csv."""
+    found = {Path(path).name: read_optional(path) for path in lens_tables}
     conformance = read_optional(conformance_csv)
-    table = releases_table(config, read_installs(installs), work, operations, conformance)
-    judged = [read_optional(found.get(name)) for name in ("work_verdicts.csv", "operations_verdicts.csv")]
-    return table, release_verdicts(config, Tables(*judged, conformance), installed_releases(table))
+    table = releases_table(config, read_installs(installs), checks, found, conformance)
+    judged = Judged([check for check in checks if check.judged], found, conformance)
+    return table, release_verdicts(config, judged, installed_releases(table))
 
 
 def neighbour_changes(verdicts: pd.DataFrame) -> pd.DataFrame:

@@ -1,12 +1,13 @@
 """Each verdict in plain words, as verdicts.csv and the Answers give it: where,
-what, how sure, and why not when it cannot say. Languages are called by their
-``title`` in config."""
+what, how sure, and why not when it cannot say (``decide`` decides; only this
+stage makes its words). Languages are called by their ``title`` in config."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from serverbench.decide.judgement import NOT_COMPARABLE, TimedComparison
+from serverbench.decide.judgement import NOT_COMPARABLE, TimedComparison, Users
+from serverbench.decide.pairs import FAIRNESS, LATENCY_KINDS
 from serverbench.plan.config import requested_profile
 from serverbench.plan.languages import title
 from serverbench.record.vocabulary import Kind, Outcome
@@ -146,3 +147,50 @@ def latency_sentence(found: TimedComparison, confidence: float) -> str:
         f"{where}: at {found.fraction:g} of its own capacity, {a}'s p99 is {times} {b}'s"
         f" ({found.a_value:.3g} against {found.b_value:.3g} ms, {interval}): {found.outcome}{why}"
     )
+
+
+def fairness_sentence(found: TimedComparison) -> str:
+    """A fairness comparison's sentence, with what each side's users got."""
+    where = f"Under {dict(found.condition)['tool']} at {dict(found.condition)['concurrency']} connections"
+    if found.low is None:
+        return f"{where}, {found.a} against {found.b}: fairness {found.outcome}"
+    level = f"{(1 - found.level) * 100:.3g}%"
+    interval = f"{level} CI {found.low:.2f}–{found.high:.2f}"
+    detail = f"Jain's index {found.a_value:.2f} against {found.b_value:.2f}"
+    if found.outcome == Outcome.EQUIVALENT:
+        outcome = f"equivalent (within ±{found.margin * 100:.3g}%)"
+    elif found.outcome == Outcome.UNDETERMINED and found.detectable_ratio:
+        outcome = f"undetermined (this run could have told beyond {found.detectable_ratio:.2f}×)"
+    else:
+        outcome = f"{found.outcome} by more than {found.margin * 100:.3g}%"
+    return (
+        f"{where}, {found.a} serves its connections {found.estimate:.2f}× as evenly as {found.b}"
+        f" ({detail}; {interval}): {outcome}{_what_users_got(found.users or (Users(), Users()))}"
+    )
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.2g}"
+
+
+def _what_users_got(users: tuple[Users, Users]) -> str:
+    """The connections answered at all, and the p90 over all of them of the time between answers."""
+    a, b = users
+    parts = []
+    if pd.notna(a.answered_share) and pd.notna(b.answered_share):
+        parts.append(f"{a.answered_share:.0%} against {b.answered_share:.0%} of connections answered")
+    if pd.notna(a.connection_wait_p90_ms) and pd.notna(b.connection_wait_p90_ms):
+        parts.append(
+            f"the slowest-served tenth waited {_ms(a.connection_wait_p90_ms)} against"
+            f" {_ms(b.connection_wait_p90_ms)} ms between answers (a starved connection counts its whole window)"
+        )
+    return f"; {'; '.join(parts)}" if parts else ""
+
+
+def in_words(found: TimedComparison, config: dict) -> str:
+    """The comparison's sentence, in the words of its metric and kind."""
+    if found.kind in LATENCY_KINDS:
+        return latency_sentence(found, config["comparisons"]["confidence"])
+    if found.kind == FAIRNESS:
+        return fairness_sentence(found)
+    return sentence(found, config)
