@@ -24,16 +24,19 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from serverbench.decide import margins
+from serverbench.decide.margins import Question, Side
 from serverbench.decide.pairs import FAIRNESS
 from serverbench.plan.seeds import Seeds
 from serverbench.record.vocabulary import Kind, Outcome
 
+# A claim's outcomes, in the seed and in the run.
 HOLDS, CONTRADICTED, UNDETERMINED, NOT_MEASURED, NOT_STATED = (
-    "holds",
-    "contradicted",
+    Outcome.HOLDS,
+    Outcome.CONTRADICTED,
     Outcome.UNDETERMINED,
-    "not measured",
-    "not stated",
+    Outcome.NOT_MEASURED,
+    Outcome.NOT_STATED,
 )
 SEED_KIND = Kind.SEED
 # Verdict kinds that rank two servers on req/s (any of them can carry a seed pair).
@@ -170,7 +173,9 @@ def _one_verdict(row, better: str, needed: float) -> tuple[str, str]:
         low, high, ratio = 1 / high, 1 / low, 1 / ratio
     said = f"{where}: {ratio:.2f}× [{low:.2f}, {high:.2f}]"
     if needed > 1:
-        outcome = HOLDS if low > needed else CONTRADICTED if high < needed else UNDETERMINED
+        # The claim is "by at least `needed`": the interval read against that ratio, no margin.
+        found = margins.side(low / needed, high / needed, 0.0, Question.IN_ONE_RUN)
+        outcome = {Side.ABOVE: HOLDS, Side.BELOW: CONTRADICTED}.get(found, UNDETERMINED)
         return outcome, f"{said} against the claimed {needed:.2f}×"
     if row.verdict in (Outcome.FASTER, Outcome.SLOWER):
         return (HOLDS if (row.verdict == Outcome.FASTER) == (row.a == better) else CONTRADICTED), said

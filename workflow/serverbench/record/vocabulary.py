@@ -97,6 +97,9 @@ class Outcome(StrEnum):
     NOT_TESTED = "not tested"  # described (chosen after seeing the data), not tested
     MEASURED = "measured"  # a figure of one server described, compared with none (its knee)
     NOT_MEASURED = "not measured"  # ... that could not be measured, with the reason
+    HOLDS = "holds"  # a seed's claim, checked in its own figures or in a run (decide.seeds)
+    CONTRADICTED = "contradicted"
+    NOT_STATED = "not stated"  # ... that its seed gives no figure for
     PENDING = ""  # not yet decided (Holm's procedure and the margin give a timed comparison its outcome)
 
 

@@ -21,9 +21,12 @@ recommendation (``decide.advice``), so the search steers by the rule its answer 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from serverbench.decide import margins
+from serverbench.decide.margins import Question, Side
 from serverbench.plan import scaling
 
 DEFAULT_RESOLUTION = 0.05  # a capacity whose missed rate is unknown: its upper end this share above the met one
@@ -85,11 +88,18 @@ class Capacity:
     def upper(self, resolution: float = DEFAULT_RESOLUTION) -> float:
         return self.missed if self.missed is not None else self.met * (1 + resolution)
 
+    def ratio_to(self, other: Capacity) -> tuple[float, float]:
+        """This capacity over ``other``'s as an interval: the lowest ratio the two intervals
+        allow and the highest (infinite where ``other`` met the objective at no rate)."""
+        low = self.met / other.upper() if other.upper() > 0 else (math.inf if self.met > 0 else 1.0)
+        high = self.upper() / other.met if other.met > 0 else math.inf
+        return low, high
+
     def clearly_above(self, other: Capacity, margin: float = DEFAULT_MARGIN) -> bool:
-        """This capacity is told apart from ``other`` and higher: its interval wholly above the
-        other's widened by ``margin`` (a share: what a repeat of the same setting may move by,
-        docs/advise.md)."""
-        return self.met > other.upper() * (1 + margin)
+        """This capacity is told apart from ``other`` and higher: the ratio's interval above the
+        band of ``margin`` (a share: what a repeat of the same setting may move by,
+        docs/advise.md), by the one decision rule (``decide.margins.side``)."""
+        return margins.side(*self.ratio_to(other), margin, Question.IN_ONE_RUN) is Side.ABOVE
 
     def told_apart(self, other: Capacity, margin: float = DEFAULT_MARGIN) -> bool:
         return self.clearly_above(other, margin) or other.clearly_above(self, margin)
