@@ -68,7 +68,7 @@ def test_a_decided_profile_stops_early_and_an_open_one_adds_whole_rounds(tmp_pat
     assert summary.loc["noisy", "repeats"] == 5 and summary.loc["noisy-again", "repeats"] == 5
     decisions = results / "precision"
     settled = json.loads((decisions / "settles" / "n3.json").read_text())
-    assert settled["more"] is False and settled["comparisons"][0]["verdict"] == "slower"
+    assert settled["more"] is False and settled["comparisons"][0]["outcome"] == "slower"
     assert settled["comparisons"][0]["kind"] == "variant" and settled["comparisons"][0]["state"] == "decided"
     # Rounds 4 and 5 were added at once: the next judgement came at 5, none at 4.
     never = [json.loads((decisions / "never" / f"n{n}.json").read_text()) for n in (3, 5)]

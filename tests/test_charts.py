@@ -203,13 +203,13 @@ def test_forest_plot_draws_every_interval_on_a_log_axis_coloured_by_outcome(tmp_
     spec = chart.to_dict()
     assert spec["layer"][2]["encoding"]["x"]["scale"]["type"] == "log"
     points = spec["layer"][3]["encoding"]
-    assert points["color"]["field"] == "verdict" and points["color"]["scale"]["domain"][:4] == [
+    assert points["color"]["field"] == "outcome" and points["color"]["scale"]["domain"][:4] == [
         "faster",
         "slower",
         "equivalent",
         "undetermined",
     ]
-    drawn = {row["verdict"] for row in spec["datasets"][spec["layer"][3]["data"]["name"]]}
+    drawn = {row["outcome"] for row in spec["datasets"][spec["layer"][3]["data"]["name"]]}
     assert {"faster", "undetermined"} <= drawn
     charts.save_chart(chart, tmp_path / "forest.html", tmp_path / "forest.png", tmp_path / "forest.svg")
     assert (tmp_path / "forest.png").stat().st_size > 5_000

@@ -69,7 +69,7 @@ def test_work_the_same_run_is_within_and_the_planted_three_percent_is_worse(two_
     table = pd.read_csv(
         __import__("io").StringIO(compare(before, after, "--metric", "work", "--format", "csv").stdout)
     ).set_index("server")
-    assert table.loc["gunicorn-gthread", "verdict"] == "more work"
+    assert table.loc["gunicorn-gthread", "outcome"] == "more work"
     assert 1.02 < table.loc["gunicorn-gthread", "ratio"] < 1.04  # 3% planted, counted not timed
 
 

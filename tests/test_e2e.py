@@ -149,7 +149,7 @@ def test_verdicts_and_answers(tiny_run):
     verdicts = pd.read_csv(results / "verdicts.csv")
     family = verdicts[verdicts["kind"] == "family"].iloc[0]
     assert (family["a"], family["b"]) == ("gunicorn", "starman")
-    assert family["verdict"] == "not comparable" and "starman: starved" in family["why"]
+    assert family["outcome"] == "not comparable" and "starman: starved" in family["why"]
     assert family["sentence"].startswith("Under wrk at 10 connections")
     assert "comparisons (" in done.stdout + done.stderr  # the table printed when the workflow finished
     index = (results / "index.html").read_text()

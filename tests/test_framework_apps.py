@@ -242,7 +242,7 @@ def test_the_server_spread_is_each_languages_fastest_against_its_slowest():
             (spread["tool"] == tool) & (spread["concurrency"] == concurrency) & (spread["language_a"] == language)
         ].to_dict("records")
         assert (row["a"], row["b"]) == (medians.idxmax(), medians.idxmin())
-        assert row["verdict"] in ("faster", "undetermined") and row["ratio"] >= 1, row["sentence"]
+        assert row["outcome"] in ("faster", "undetermined") and row["ratio"] >= 1, row["sentence"]
         assert "what the choice of server is worth here" in row["sentence"]
     assert len(spread) == expected > 0
     rows = spread_rows(table, summary, {"python": "Python", "perl": "Perl"})

@@ -197,9 +197,9 @@ def test_every_closed_loop_cell_keeps_its_windows(phased_run):
 def test_a_server_pausing_in_phases_is_not_reported_at_its_burst_speed(phased_run):
     row = verdict_of(phased_run, "gunicorn-pausing", "gunicorn-gthread")
     assert "phased" in row["why"] and row["method"] == "rounds model", row["why"]
-    assert row["verdict"] == "slower"  # it answers nothing for 40% of the time
+    assert row["outcome"] == "slower"  # it answers nothing for 40% of the time
     same = verdict_of(phased_run, "gunicorn-gthread-again", "gunicorn-gthread")
-    assert same["method"].startswith("full speed") and same["verdict"] not in ("faster", "slower")
+    assert same["method"].startswith("full speed") and same["outcome"] not in ("faster", "slower")
 
 
 @pytest.mark.e2e
@@ -209,7 +209,7 @@ def test_a_planted_variant_logs_its_calibration_and_is_slower(phased_run):
     ]
     assert any("serverbench extra work" in path.read_text() for path in logs)
     row = verdict_of(phased_run, "gunicorn-gthread-times10", "gunicorn-gthread")
-    assert row["method"].startswith("full speed") and row["verdict"] == "slower", row["sentence"]
+    assert row["method"].startswith("full speed") and row["outcome"] == "slower", row["sentence"]
     runs = pd.read_csv(phased_run / "runs.csv")
     cost = (runs["server_cpu_s"] / runs["requests"]).groupby(runs["server"]).median()
     assert cost["gunicorn-gthread-times10"] > cost["gunicorn-gthread"]

@@ -118,7 +118,7 @@ def test_knee_chart_verdict_and_answers_are_written(latency_run, tmp_path):
     assert "offered requests/s" in html and "fraction of the server's own capacity" in html
     verdicts = pd.read_csv(latency_run / "verdicts.csv")
     knee_rows = verdicts[verdicts["kind"] == "knee"]
-    assert list(knee_rows["a"]) == ["gunicorn"] and knee_rows["verdict"].iloc[0] == "measured"
+    assert list(knee_rows["a"]) == ["gunicorn"] and knee_rows["outcome"].iloc[0] == "measured"
     (tmp_path / "environment.json").write_text(json.dumps({"cpu_model": "test", "cpus": 2}))
     index = tmp_path / "index.html"
     write_index(latency_run / "summary.csv", latency_run / "verdicts.csv", tmp_path / "environment.json", {}, index)

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from conftest import RECORDS_V1
 from serverbench import REPO_ROOT
+from serverbench.decide.verdicts import read_verdicts
 from serverbench.plan import config as cfg
 from serverbench.plan.catalogue import ServerEntry, server_entry
 from serverbench.plan.shapes import Profile
@@ -144,7 +145,7 @@ def stored_tables(config: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     return tuple(pd.read_csv(io.StringIO(frame.to_csv(index=False))) for frame in (runs, summary))
 
 
-DECIDED = ["kind", *KEYS[:3], "concurrency", "a", "b", "verdict"]
+DECIDED = ["kind", *KEYS[:3], "concurrency", "a", "b", "outcome"]
 FIGURES = ["n_a", "n_b", "median_a", "median_b", "ratio", "ci_low", "ci_high", "p_value", "p_holm", "detectable_ratio"]
 
 
@@ -160,7 +161,7 @@ def test_old_records_give_the_same_verdicts(stored, excluded):
     config = cfg.load(REPO_ROOT / "config.yaml")
     if excluded is not None:
         config["comparisons"]["not_comparable_flags"] = excluded
-    old = pd.read_csv(STORED / stored)
+    old = read_verdicts(STORED / stored)  # written when the outcome's column was `verdict`
     new = pd.read_csv(io.StringIO(verdict_table(*stored_tables(config), config).to_csv(index=False)))
     # One column added since (issue 68): the reasons one by one, so no reader splits ``why``.
     assert list(new.columns) == [*old.columns, "reasons"]

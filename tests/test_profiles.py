@@ -227,17 +227,17 @@ def test_low_high_and_sweep_scaled_to_this_host(tmp_path):
     fairness = verdicts[(verdicts["kind"] == "fairness") & (verdicts["profile"] == "sweep")]
     assert (fairness["a"] == "starman").any() or (fairness["b"] == "starman").any(), verdicts[["kind", "a", "b"]]
     # Two rounds may not reach significance at Holm's level: then "not tested", never a wrong direction.
-    assert set(fairness["verdict"]) <= {"fairer", "less fair", "equivalent", "undetermined", "not tested"}
+    assert set(fairness["outcome"]) <= {"fairer", "less fair", "equivalent", "undetermined", "not tested"}
     ceiling = fairness[(fairness["a"] == "starman") & (fairness["b"] == "nginx-baseline")]
-    assert len(ceiling) == 1, fairness[["a", "b", "verdict"]]
+    assert len(ceiling) == 1, fairness[["a", "b", "outcome"]]
     assert ceiling["median_a"].iloc[0] < 0.5 < ceiling["median_b"].iloc[0]
     # The condition made here is starvation (the medians above); whether two rounds can decide
     # it is the host's: Starman's index moved from round to round enough on the noisy AMD host for
     # an "undetermined". What may never come out is the wrong direction, or an interval that
     # leaves out the ratio the run measured.
     verdict = ceiling.iloc[0]
-    assert verdict["verdict"] in ("less fair", "not tested", "undetermined"), verdict["sentence"]
-    if verdict["verdict"] != "not tested":
+    assert verdict["outcome"] in ("less fair", "not tested", "undetermined"), verdict["sentence"]
+    if verdict["outcome"] != "not tested":
         assert verdict["ci_low"] <= verdict["ratio"] <= verdict["ci_high"] and verdict["ratio"] < 1
     claims = pd.read_csv(results / "seed_claims.csv", dtype={"seed": str})
     assert {"holds", "contradicted", "undetermined"} & set(claims["in_run"]), claims[["claim", "in_run", "run_why"]]

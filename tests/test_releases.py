@@ -194,7 +194,7 @@ def test_compare_between_two_releases_runs_works_as_between_two_commits(planted_
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
     rows = pd.read_csv(io.StringIO(done.stdout))
-    assert list(rows["server"]) == ["tinyserve"] and rows["verdict"].iloc[0] == Outcome.MORE_WORK
+    assert list(rows["server"]) == ["tinyserve"] and rows["outcome"].iloc[0] == Outcome.MORE_WORK
 
 
 @pytest.mark.e2e

@@ -74,7 +74,7 @@ def test_a_variant_held_to_80_percent_is_found_slower(variants_run):
     row = verdict(variants_run, "variant")
     assert (row["a"], row["b"]) == ("spinner-at-80", "spinner")
     assert row["method"] == "rounds model" and row["n_a"] == ROUNDS
-    assert row["verdict"] == "slower", row["sentence"]
+    assert row["outcome"] == "slower", row["sentence"]
     # The true ratio is the share of CPU time each got: the quota holds the variant to 0.8 of a
     # CPU, and the original, waiting on its client between answers, uses a little less than 1.
     cpu = pd.read_csv(variants_run / "runs.csv").groupby("server")["server_cpu_percent"].median()
@@ -88,7 +88,7 @@ def test_a_variant_held_to_80_percent_is_found_slower(variants_run):
 def test_the_same_server_twice_is_never_faster_or_slower(variants_run):
     row = verdict(variants_run, "A/A")
     assert (row["a"], row["b"]) == ("spinner-again", "spinner")
-    assert row["verdict"] in ("equivalent", "undetermined"), row["sentence"]
+    assert row["outcome"] in ("equivalent", "undetermined"), row["sentence"]
     # Neither the interval holding 1 nor the estimate near it is promised: the interval misses 1 in
     # a share of runs by construction (1.0006 at its low end in one make test), and on a host whose
     # CPUs slow in episodes the estimate of seven rounds wandered to 0.95 (CI 0.89-1.02) in CI.

@@ -174,7 +174,7 @@ def test_side_by_side_ranks_and_ratios(studies):
 
 def test_claims_read_from_a_runs_verdicts(studies):
     where = {"kind": "seed", "profile": "high", "tool": "wrk", "concurrency": 1000, "why": ""}
-    columns = ["a", "b", "ratio", "ci_low", "ci_high", "verdict"]
+    columns = ["a", "b", "ratio", "ci_low", "ci_high", "outcome"]
     rows = [
         ("unit-perl", "uwsgi-psgi", 0.5, 0.45, 0.55, "slower"),
         ("starman", "unit-perl", 1.9, 1.5, 2.4, "faster"),

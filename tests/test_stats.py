@@ -87,7 +87,7 @@ def test_a_starved_cell_is_not_comparable_and_says_why(stored_verdicts):
         & (stored_verdicts["concurrency"] == 100)
         & (stored_verdicts["a"] == "gunicorn")
     ].iloc[0]
-    assert row["b"] == "starman" and row["verdict"] == "not comparable"
+    assert row["b"] == "starman" and row["outcome"] == "not comparable"
     assert "starman: starved: 98 of 100 connections" in row["why"]
 
 
@@ -114,15 +114,15 @@ def test_three_rounds_decide_only_beyond_the_margin_and_say_what_they_could_have
     assert set(fairness["b"]) == {"starman"} and fairness["p_holm"].notna().all()
     margin = tested["margin"]
     assert (tested["detectable_ratio"] > 1 + margin).all()
-    faster, slower = tested[tested["verdict"] == "faster"], tested[tested["verdict"] == "slower"]
+    faster, slower = tested[tested["outcome"] == "faster"], tested[tested["outcome"] == "slower"]
     assert (faster["ci_low"] > 1 + margin[faster.index]).all() and len(faster) + len(slower)
     assert (slower["ci_high"] < 1 / (1 + margin[slower.index])).all()
-    undetermined = tested[tested["verdict"] == "undetermined"]
+    undetermined = tested[tested["outcome"] == "undetermined"]
     assert len(undetermined) and all("could have told a ratio beyond" in text for text in undetermined["sentence"])
     # Each interval is at the level Holm asked of its step (alpha / its rank), not a flat 95%.
     assert (tested["level"] < 0.05).all()
     best = stored_verdicts[(stored_verdicts["kind"] == "best of language") & stored_verdicts["ratio"].notna()]
-    assert set(best["verdict"]) == {"not tested"} and best["p_holm"].isna().all()
+    assert set(best["outcome"]) == {"not tested"} and best["p_holm"].isna().all()
     assert all(why.startswith("described, not tested") for why in best["why"])
 
 
@@ -191,10 +191,10 @@ def test_compare_finds_a_regression_and_fails_above_the_threshold(tmp_path):
         __import__("io").StringIO(run_compare(before, after, "--across-hosts", "--format", "csv").stdout)
     )
     table = table.set_index("server")
-    assert table.loc["gunicorn", "verdict"] == "slower" and table.loc["gunicorn", "reference"] == "nginx-baseline"
+    assert table.loc["gunicorn", "outcome"] == "slower" and table.loc["gunicorn", "reference"] == "nginx-baseline"
     # Ten repeats against four other cells: the others are never called changed, and the one
     # change does not widen their intervals (the run-to-run spread is robust to it).
-    assert set(table.drop(index="gunicorn")["verdict"]) <= {"equivalent", "undetermined"}
+    assert set(table.drop(index="gunicorn")["outcome"]) <= {"equivalent", "undetermined"}
     assert (table.drop(index="gunicorn")["ci_high"] - table.drop(index="gunicorn")["ci_low"] < 0.3).all()
     assert table.loc["gunicorn", "ratio"] == pytest.approx(0.8, rel=0.03)
     failing = run_compare(before, after, "--across-hosts", "--fail-above", "5%")
@@ -207,7 +207,7 @@ def test_compare_finds_a_regression_and_fails_above_the_threshold(tmp_path):
         [cell.strip() for cell in line.strip("|").split("|")] for line in markdown.splitlines() if line.startswith("|")
     ]
     assert rows[0][:2] == ["profile", "workload"] and set("".join(rows[1])) <= set("-: ")
-    assert ["slower"] == [row[rows[0].index("verdict")] for row in rows[2:] if row[3] == "gunicorn"]
+    assert ["slower"] == [row[rows[0].index("outcome")] for row in rows[2:] if row[3] == "gunicorn"]
 
 
 def test_compare_refuses_runs_from_different_hosts_unless_asked(tmp_path):
@@ -238,7 +238,7 @@ def test_compare_leaves_flagged_cells_undecided(tmp_path):
     summary.to_csv(after / "summary.csv", index=False)
     table = compare.compare_sets(compare.read_set(before), compare.read_set(after), CONFIG)
     row = table.set_index("server").loc["gunicorn"]
-    assert row["verdict"] == "not comparable" and row["why"] == "B: starved"
+    assert row["outcome"] == "not comparable" and row["why"] == "B: starved"
     # Halved but starved: not a regression shown (exit 1). The others' seeded samples leave three
     # cells that could not have shown a 5% drop: exit 3, naming them and not gunicorn.
     done = run_compare(before, after, "--fail-above", "5%")
@@ -290,7 +290,7 @@ def _language_row(kind, concurrency, a, b, ratio, verdict, why="", detectable=1.
         "level": 0.01 if kind == "same server" else 0.05,
         "margin": 0.05,
         "detectable_ratio": detectable if kind == "same server" else float("nan"),
-        "verdict": verdict,
+        "outcome": verdict,
         "why": why,
     }
 
@@ -331,7 +331,7 @@ def test_the_headline_is_one_paragraph_answering_which_language_and_which_server
     assert at_20.endswith("(described, not tested; left out: uwsgi (starved), starman (failed)).")
     assert "gunicorn" not in text  # families answer other questions
     # Mixed outcomes on the same server: each outcome once, naming the servers that gave it.
-    rows.loc[0, "verdict"] = "equivalent"
+    rows.loc[0, "outcome"] = "equivalent"
     mixed = headline(rows, {"python": "Python", "perl": "Perl"}).split("With wrk at ")[1]
     assert mixed.startswith(
         "2 connections, on the same server Python and Perl are equivalent within ±5% on unit-python/unit-perl; "
@@ -379,7 +379,7 @@ def test_the_terminal_names_each_condition_once_then_a_line_per_comparison():
             "ratio": 0.94,
             "ci_low": 0.49,
             "ci_high": 1.80,
-            "verdict": "undetermined",
+            "outcome": "undetermined",
             "detectable_ratio": 2.25,
             "rounds_needed": 31,
         },
@@ -392,7 +392,7 @@ def test_the_terminal_names_each_condition_once_then_a_line_per_comparison():
             "ratio": 0.14,
             "ci_low": 0.10,
             "ci_high": 0.20,
-            "verdict": "slower",
+            "outcome": "slower",
         },
         {
             **where,
@@ -403,7 +403,7 @@ def test_the_terminal_names_each_condition_once_then_a_line_per_comparison():
             "ratio": 0.10,
             "ci_low": 0.09,
             "ci_high": 0.11,
-            "verdict": "less fair",
+            "outcome": "less fair",
         },
         {
             **where,
@@ -411,7 +411,7 @@ def test_the_terminal_names_each_condition_once_then_a_line_per_comparison():
             "kind": "family",
             "a": "gunicorn",
             "b": "starman",
-            "verdict": "not comparable",
+            "outcome": "not comparable",
             "why": "starman: failed",
         },
     ]

@@ -430,7 +430,7 @@ def test_a_declared_spread_keeps_a_noisy_servers_noise_from_reading_as_a_change(
     older = _work_csv(
         tmp_path / "c", {"unit-perl-dynamic": 52_613.0, "uwsgi-psgi": 58_806.0}, schema="serverbench.work/2"
     )
-    assert set(compare_work(older, b, base_config)["verdict"]) == {NOT_COMPARABLE}
+    assert set(compare_work(older, b, base_config)["outcome"]) == {NOT_COMPARABLE}
     # Within a run, the pair's interval is as wide, and says why.
     base_config["comparisons"]["pairs"] = [["unit-perl-dynamic", "uwsgi-psgi"]]
     work = pd.read_csv(b / "work.csv")

@@ -3,6 +3,7 @@
 import sys
 
 import pandas as pd
+from serverbench.decide.verdicts import read_verdicts
 from serverbench.report import charts
 
 # The rule's log is this job's stderr: warnings and a traceback land beside the run.
@@ -15,7 +16,7 @@ chart = charts.build(
     workers=pd.read_csv(snakemake.input.workers),  # noqa: F821
     steady=pd.read_csv(snakemake.input.steady),  # noqa: F821
     latency_rows=pd.read_csv(snakemake.input.latency),  # noqa: F821
-    verdicts=pd.read_csv(snakemake.input.verdicts),  # noqa: F821
+    verdicts=read_verdicts(snakemake.input.verdicts),  # noqa: F821
     work_verdicts=pd.read_csv(snakemake.input.work[2]) if snakemake.input.work else None,  # noqa: F821
 )
 charts.save_chart(

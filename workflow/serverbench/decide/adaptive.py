@@ -31,17 +31,17 @@ from serverbench.tables.series import window_series
 from serverbench.tables.summary import summarise
 
 SETTLED = (FASTER, SLOWER, EQUIVALENT)
-SHOWN = ["kind", "workload", "tool", "concurrency", "a", "b", "n_a", "verdict", "ratio", "detectable_ratio"]
+SHOWN = ["kind", "workload", "tool", "concurrency", "a", "b", "n_a", "outcome", "ratio", "detectable_ratio"]
 
 
 def comparison_state(row: pd.Series, precision: float) -> str:
     """Where one comparison stands: decided, sharp enough, open (more rounds can
     help), or beyond rounds (not comparable: more of the same will not change it)."""
-    if row["verdict"] in SETTLED:
+    if row["outcome"] in SETTLED:
         return "decided"
-    if row["verdict"] == UNDETERMINED and row["detectable_ratio"] <= 1 + precision:
+    if row["outcome"] == UNDETERMINED and row["detectable_ratio"] <= 1 + precision:
         return "sharp enough"
-    if row["verdict"] in (UNDETERMINED, NOT_TESTED):
+    if row["outcome"] in (UNDETERMINED, NOT_TESTED):
         return "open"
     return "beyond rounds"
 

@@ -49,7 +49,7 @@ from serverbench.record.vocabulary import Kind, Outcome
 MATCH = ["profile", "workload", "tool", "server", "concurrency"]
 COLUMNS = [
     *MATCH, "reference", "n_a", "n_b", "median_a", "median_b", "ratio", "ci_low", "ci_high", "level",
-    "run_sd", "p_value", "p_holm", "detectable_drop", "verdict", "why",
+    "run_sd", "p_value", "p_holm", "detectable_drop", "outcome", "why",
 ]  # fmt: skip
 ENVIRONMENT_KEYS = [
     "kernel",
@@ -116,7 +116,7 @@ def control_outcomes(path: Path, name: str) -> list[str]:
     table = pd.read_csv(verdicts)
     rows = table[table["kind"] == Kind.AA]
     return [
-        f"{name}: {row.a} / {row.b} ({row.tool}, c={row.concurrency}): {row.verdict}"
+        f"{name}: {row.a} / {row.b} ({row.tool}, c={row.concurrency}): {row.outcome}"
         + ("" if pd.isna(row.ratio) else f", {row.ratio:.3f}× [{row.ci_low:.3f}, {row.ci_high:.3f}]")
         for row in rows.itertuples()
     ]
@@ -287,7 +287,7 @@ def compare_sets(
         old, new = cells_a.get(key, pd.Series(dtype=float)), cells_b.get(key, pd.Series(dtype=float))
         row.update(n_a=len(old), n_b=len(new), median_a=old.median(), median_b=new.median())
         if key not in changes:
-            rows.append({**row, "verdict": Outcome.NOT_COMPARABLE, "why": "; ".join(reasons[key]) or "too few repeats"})
+            rows.append({**row, "outcome": Outcome.NOT_COMPARABLE, "why": "; ".join(reasons[key]) or "too few repeats"})
             errors.append(None)
             continue
         change, (run_sd, df) = changes[key], _run_sd(changes, key)
@@ -315,7 +315,7 @@ def _decided(rows: list[dict], errors: list[tuple | None], alpha: float, margin:
         log, se, df = error
         crit = stats.t.ppf(1 - level / 2, df)
         row.update(p_holm=p_holm, level=level, ci_low=math.exp(log - crit * se), ci_high=math.exp(log + crit * se))
-        row["verdict"] = _outcome(row["ci_low"], row["ci_high"], margin)
+        row["outcome"] = _outcome(row["ci_low"], row["ci_high"], margin)
         row["detectable_drop"] = 1 - (1 - margin) * math.exp(-(crit + stats.t.ppf(inference.POWER, df)) * se)
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -356,7 +356,7 @@ def changes_against(judged: pd.DataFrame, share: float) -> pd.Series:
 def exit_status(table: pd.DataFrame, fail_above: float) -> tuple[int, str]:
     """1 when a cell is shown slower by more than ``fail_above`` (a share), 0 when every
     comparable cell is shown within it, 3 when the runs cannot tell; and why, in words."""
-    judged = table[table["verdict"] != Outcome.NOT_COMPARABLE]
+    judged = table[table["outcome"] != Outcome.NOT_COMPARABLE]
     sides = changes_against(judged, fail_above)
     worse = judged[sides == margins.Side.BELOW]
     if len(worse):

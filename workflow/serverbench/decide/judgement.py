@@ -109,7 +109,7 @@ class Users:
 class TimedComparison(Comparison):
     """A comparison on time (req/s, fairness, latency under load): a ``Comparison`` with what
     the timed lens adds. ``a_value``/``b_value`` are each side's median (req/s, Jain's index,
-    a knee or a p99); verdicts.csv calls them ``median_a``/``median_b`` and the outcome ``verdict``."""
+    a knee or a p99); verdicts.csv calls them ``median_a``/``median_b``."""
 
     language_a: str | None = None
     language_b: str | None = None
@@ -152,7 +152,6 @@ class TimedComparison(Comparison):
         row = super().as_row()
         return {
             **row,
-            "verdict": row.pop("outcome"),
             "median_a": row.pop("a_value"),
             "median_b": row.pop("b_value"),
             "language_a": self.language_a,

@@ -57,7 +57,7 @@ def _as_comparison(row: dict) -> TimedComparison:
         **{"b": None, **found},
         metric=LATENCY,
         condition=tuple((column, row[column]) for column in CONDITION),
-        outcome=row.get("verdict", ""),
+        outcome=row.get("outcome", ""),
         reasons=(Reason(row["kind"], why),) if why else (),
     )
 
@@ -73,21 +73,21 @@ def latency_pairs(config: dict, found: dict) -> list[tuple[str, str, str]]:
 
 def _knee_row(found: dict) -> dict:
     if found["knee_rps"] is None:
-        return {"verdict": Outcome.NOT_MEASURED, "why": found["knee_note"]}
+        return {"outcome": Outcome.NOT_MEASURED, "why": found["knee_note"]}
     return {
         "median_a": found["knee_rps"],
         "ci_low": found["knee_ci_low"],
         "ci_high": found["knee_ci_high"],
-        "verdict": Outcome.MEASURED,
+        "outcome": Outcome.MEASURED,
         "why": found["knee_note"],
     }
 
 
 def _knee_ratio(a: dict, b: dict) -> dict:
     if not a["knee_rps"] or not b["knee_rps"]:
-        return {"verdict": Outcome.NOT_COMPARABLE, "why": "a knee was not measured"}
+        return {"outcome": Outcome.NOT_COMPARABLE, "why": "a knee was not measured"}
     ratio = a["knee_rps"] / b["knee_rps"]
-    return {"median_a": a["knee_rps"], "median_b": b["knee_rps"], "ratio": ratio, "verdict": Outcome.NOT_TESTED}
+    return {"median_a": a["knee_rps"], "median_b": b["knee_rps"], "ratio": ratio, "outcome": Outcome.NOT_TESTED}
 
 
 def _p99_at_fractions(a: pd.DataFrame, b: pd.DataFrame, confidence: float, seed: int) -> list[dict]:
@@ -98,7 +98,7 @@ def _p99_at_fractions(a: pd.DataFrame, b: pd.DataFrame, confidence: float, seed:
         ]
         row = {"kind": Kind.P99_AT_FRACTION, "fraction": float(fraction)}
         if not values[0] or not values[1]:
-            rows.append({**row, "verdict": Outcome.NOT_COMPARABLE, "why": f"no latency at {fraction:g} on one side"})
+            rows.append({**row, "outcome": Outcome.NOT_COMPARABLE, "why": f"no latency at {fraction:g} on one side"})
             continue
         rows.append({**row, **stats.compare(values[0], values[1], confidence, seed).fields()})
     return rows
@@ -110,11 +110,11 @@ def _p99_at_equal_load(a: pd.DataFrame, b: pd.DataFrame, found: dict) -> dict:
     ranges = [_offered_range(group) for group in (a, b)]
     low, high = max(r[0] for r in ranges), min(r[1] for r in ranges)
     if low > high:
-        return {"verdict": Outcome.NOT_COMPARABLE, "why": "no offered rate lies within both servers' measured rates"}
+        return {"outcome": Outcome.NOT_COMPARABLE, "why": "no offered rate lies within both servers' measured rates"}
     rate = min(max(min(found[name]["knee_rps"] for name in names), low), high)
     p99_a, p99_b = interpolated_p99(a, rate), interpolated_p99(b, rate)
     ratio = p99_a / p99_b
-    return {"offered_rps": rate, "median_a": p99_a, "median_b": p99_b, "ratio": ratio, "verdict": Outcome.NOT_TESTED}
+    return {"offered_rps": rate, "median_a": p99_a, "median_b": p99_b, "ratio": ratio, "outcome": Outcome.NOT_TESTED}
 
 
 def _offered_range(group: pd.DataFrame) -> tuple[float, float]:

@@ -158,7 +158,7 @@ def _waiting(verdicts: pd.DataFrame, a: str, b: str) -> list[str]:
         & (((verdicts["a"] == a) & (verdicts["b"] == b)) | ((verdicts["a"] == b) & (verdicts["b"] == a)))
     ]
     return [
-        f"{row.tool} c={row.concurrency}: {row.a} served its connections {EVENLY.get(row.verdict, row.verdict)}"
+        f"{row.tool} c={row.concurrency}: {row.a} served its connections {EVENLY.get(row.outcome, row.outcome)}"
         f" {row.b} (Jain's index {row.median_a:.2f} against {row.median_b:.2f})"
         for row in rows.itertuples()
     ]
@@ -166,8 +166,8 @@ def _waiting(verdicts: pd.DataFrame, a: str, b: str) -> list[str]:
 
 def _one_verdict(row, better: str, needed: float) -> tuple[str, str]:
     where = f"{row.tool} c={row.concurrency}"
-    if row.verdict in (Outcome.NOT_COMPARABLE, Outcome.NOT_TESTED) or pd.isna(row.ci_low):
-        return UNDETERMINED, f"{where}: {row.verdict} ({row.why})"
+    if row.outcome in (Outcome.NOT_COMPARABLE, Outcome.NOT_TESTED) or pd.isna(row.ci_low):
+        return UNDETERMINED, f"{where}: {row.outcome} ({row.why})"
     low, high, ratio = row.ci_low, row.ci_high, row.ratio
     if row.a != better:
         low, high, ratio = 1 / high, 1 / low, 1 / ratio
@@ -177,11 +177,11 @@ def _one_verdict(row, better: str, needed: float) -> tuple[str, str]:
         found = margins.side(low / needed, high / needed, 0.0, Question.IN_ONE_RUN)
         outcome = {Side.ABOVE: HOLDS, Side.BELOW: CONTRADICTED}.get(found, UNDETERMINED)
         return outcome, f"{said} against the claimed {needed:.2f}×"
-    if row.verdict in (Outcome.FASTER, Outcome.SLOWER):
-        return (HOLDS if (row.verdict == Outcome.FASTER) == (row.a == better) else CONTRADICTED), said
-    if row.verdict == Outcome.EQUIVALENT:
+    if row.outcome in (Outcome.FASTER, Outcome.SLOWER):
+        return (HOLDS if (row.outcome == Outcome.FASTER) == (row.a == better) else CONTRADICTED), said
+    if row.outcome == Outcome.EQUIVALENT:
         return CONTRADICTED, f"{said}: equivalent, not better"
-    return UNDETERMINED, f"{said}: {row.verdict}"
+    return UNDETERMINED, f"{said}: {row.outcome}"
 
 
 def _combine(outcomes: list[str]) -> str:

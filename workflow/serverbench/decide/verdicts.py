@@ -42,9 +42,10 @@ VERDICT_COLUMNS = [
     "kind", "metric", *CONDITION, "fraction", "offered_rps", "a", "b", "language_a", "language_b", "n_a", "n_b",
     "median_a", "median_b", "full_a", "full_b", "method",
     "ratio", "ci_low", "ci_high", "delivered_ratio", "delivered_ci_low", "delivered_ci_high",
-    "level", "p_value", "p_holm", "margin", "detectable_ratio", "rounds_needed", "verdict", "why",
+    "level", "p_value", "p_holm", "margin", "detectable_ratio", "rounds_needed", "outcome", "why",
     "reason_codes", "sentence", "not_measured", "only_not_measured", "left_out", "reasons",
 ]  # fmt: skip
+OLD_OUTCOME = "verdict"  # the outcome's column in verdicts.csv until it was called outcome like every CSV's
 # The columns decided here: all of verdicts.csv but its sentence, which the report stage writes.
 DECIDED_COLUMNS = [column for column in VERDICT_COLUMNS if column != "sentence"]
 # The last three are facts the Answers read, so that no reader parses ``why``: the pair's servers
@@ -285,6 +286,15 @@ def best_deployments(
             faster, slower = sorted(best, key=lambda c: statistics.median(c.rps), reverse=True)
             found.append(estimate_pair(BEST_DEPLOYMENT, condition, faster, slower, quantile=quantile))
     return found
+
+
+def read_verdicts(path) -> pd.DataFrame:
+    """A verdicts.csv as this version writes it: one written before the field had one name in
+    every CSV calls its outcome ``verdict``, read as ``outcome``."""
+    table = pd.read_csv(path)
+    if OLD_OUTCOME in table.columns and "outcome" not in table.columns:
+        return table.rename(columns={OLD_OUTCOME: "outcome"})
+    return table
 
 
 def comparison_table(

@@ -25,7 +25,7 @@ EXIT_STATUS = (
     " every one is shown within it, 3 when the runs cannot tell (the change each could have shown is printed);"
     " 2: a usage error"
 )
-SPEED_COLUMNS = [*compare.MATCH, "ratio", "ci_low", "ci_high", "p_holm", "detectable_drop", "verdict", "why"]
+SPEED_COLUMNS = [*compare.MATCH, "ratio", "ci_low", "ci_high", "p_holm", "detectable_drop", "outcome", "why"]
 
 
 def share(text: str) -> float:

@@ -3,7 +3,7 @@
 Every stage reads and writes these: a job's status, a comparison's kind, the metric
 it was judged on and its outcome. They are ``StrEnum``s, so a member *is* its word:
 it is written to CSV and JSON as that word, and a table read back compares equal to
-the member (``row["verdict"] == Outcome.FASTER``), so no record or table changes
+the member (``row["outcome"] == Outcome.FASTER``), so no record or table changes
 shape by using them.
 """
 

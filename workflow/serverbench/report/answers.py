@@ -41,10 +41,10 @@ def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> 
     verdicts = verdicts[verdicts["kind"] != FAIRNESS]
     # p99 at each fraction is in verdicts.csv; the Answers keep those a test decided.
     latency = latency[
-        (latency["kind"] != Kind.P99_AT_FRACTION) | latency["verdict"].isin([Outcome.LOWER_P99, Outcome.HIGHER_P99])
+        (latency["kind"] != Kind.P99_AT_FRACTION) | latency["outcome"].isin([Outcome.LOWER_P99, Outcome.HIGHER_P99])
     ]
-    decided = verdicts[verdicts["verdict"].isin([Outcome.FASTER, Outcome.SLOWER])]
-    excluded = verdicts[verdicts["verdict"] == Outcome.NOT_COMPARABLE]
+    decided = verdicts[verdicts["outcome"].isin([Outcome.FASTER, Outcome.SLOWER])]
+    excluded = verdicts[verdicts["outcome"] == Outcome.NOT_COMPARABLE]
     only_skipped = excluded["only_not_measured"].map(_true).astype(bool)  # an empty run leaves it untyped
     not_measured = sorted(
         {f"{server} ({reason})" for pairs in excluded["not_measured"] for server, reason in _pairs(pairs)}
@@ -56,7 +56,7 @@ def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> 
         "described, not tested": of(verdicts, Outcome.NOT_TESTED),
         "not comparable": grouped_reasons(excluded[~only_skipped]),
         "not measured": not_measured,
-        "connections kept waiting": waiting.sort_values("verdict", key=_fairness_order)["sentence"].tolist(),
+        "connections kept waiting": waiting.sort_values("outcome", key=_fairness_order)["sentence"].tolist(),
         "latency under load": latency["sentence"].tolist(),
         "speaks HTTP differently": protocol,
         "request framing": framing_sentences(conformance) if conformance is not None else [],
@@ -101,7 +101,7 @@ def _same_server_clause(condition: pd.DataFrame, titles: dict[str, str]) -> str:
         for row in same.itertuples()
     )
     findings = []
-    for verdict, rows in same.groupby("verdict", sort=False):
+    for verdict, rows in same.groupby("outcome", sort=False):
         where = "" if len(rows) == len(same) else " on " + " and ".join(f"{row.a}/{row.b}" for row in rows.itertuples())
         if verdict == Outcome.UNDETERMINED:
             finest = rows["detectable_ratio"].min()
@@ -151,7 +151,7 @@ def _reason_texts(row) -> list[str]:
 
 
 def of(verdicts: pd.DataFrame, outcome: str) -> list[str]:
-    return verdicts[verdicts["verdict"] == outcome]["sentence"].tolist()
+    return verdicts[verdicts["outcome"] == outcome]["sentence"].tolist()
 
 
 def read_table(path) -> pd.DataFrame | None:
@@ -184,8 +184,8 @@ def console_line(row: pd.Series) -> str:
     whom, the outcome, and what the run could have told (the condition is its group's header)."""
     what = "as evenly as" if row["kind"] == FAIRNESS else "against"
     figure = f"{row['ratio']:.2f}× [{row['ci_low']:.2f}–{row['ci_high']:.2f}]"
-    line = f"{row['a']}: {figure} {what} {row['b']} ({row['kind']}) — {row['verdict']}"
-    if row["verdict"] == Outcome.UNDETERMINED and pd.notna(row.get("detectable_ratio")):
+    line = f"{row['a']}: {figure} {what} {row['b']} ({row['kind']}) — {row['outcome']}"
+    if row["outcome"] == Outcome.UNDETERMINED and pd.notna(row.get("detectable_ratio")):
         needed = row.get("rounds_needed")
         rounds = f"; about {needed:.0f} rounds would decide it" if pd.notna(needed) else ""
         line += f" (could tell {row['detectable_ratio']:.2f}×{rounds})"
@@ -195,7 +195,7 @@ def console_line(row: pd.Series) -> str:
 def console_groups(verdicts: pd.DataFrame) -> dict[str, list[str]]:
     """The comparisons with an interval, one line each, under their condition named once."""
     shown = verdicts[~verdicts["kind"].isin(LATENCY_KINDS) & verdicts["ci_low"].notna()]
-    shown = shown.assign(order=shown["verdict"].map(CONSOLE_ORDER).fillna(4)).sort_values("order", kind="stable")
+    shown = shown.assign(order=shown["outcome"].map(CONSOLE_ORDER).fillna(4)).sort_values("order", kind="stable")
     groups: dict[str, list[str]] = {}
     for (profile, workload, tool, concurrency), rows in shown.groupby(
         ["profile", "workload", "tool", "concurrency"], sort=True
@@ -257,7 +257,7 @@ def comparison_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     ordered = verdicts.assign(
         scope=where_of(verdicts),  # profile and workload, where the run has several
         _kind=verdicts["kind"].map(kinds.index),
-        _outcome=verdicts["verdict"].map(rank).fillna(len(rank)),
+        _outcome=verdicts["outcome"].map(rank).fillna(len(rank)),
     ).sort_values(["_kind", "_outcome"], kind="stable")
     rows = [
         [
@@ -266,7 +266,7 @@ def comparison_table(verdicts: pd.DataFrame) -> pd.DataFrame:
             _languages(row),
             _condition(row),
             _ratio(row),
-            row.verdict,
+            row.outcome,
             f"{row.detectable_ratio:.3g}×" if pd.notna(row.detectable_ratio) else "",
             row.why if isinstance(row.why, str) else "",
         ]
@@ -312,7 +312,7 @@ def counts_sentence(verdicts: pd.DataFrame) -> str:
     """How many comparisons the run made and how each came out, in one sentence."""
     if verdicts.empty:
         return ""
-    counts = verdicts["verdict"].value_counts()
+    counts = verdicts["outcome"].value_counts()
     parts = [f"{counts[outcome]} {outcome}" for outcome in OUTCOME_ORDER if outcome in counts]
     return (
         f"This run made {len(verdicts)} comparisons: {', '.join(parts)}. The forest plot draws each "

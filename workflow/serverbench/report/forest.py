@@ -56,11 +56,10 @@ def work_forest_rows(work_verdicts: pd.DataFrame | None) -> pd.DataFrame:
     where = (rows["profile"] + " · " + rows["workload"] + " · ") if several else ""
     return rows.assign(
         comparison=where + rows["a"] + " / " + rows["b"] + " · " + rows["kind"],
-        verdict=rows["outcome"],
         sentence=rows["why"].fillna("") if "why" in rows else "",
         confidence="",
         detectable_ratio=None,
-    )[["comparison", "verdict", "ratio", "ci_low", "ci_high", "confidence", "detectable_ratio", "sentence"]]
+    )[["comparison", "outcome", "ratio", "ci_low", "ci_high", "confidence", "detectable_ratio", "sentence"]]
 
 
 def _panel(rows: pd.DataFrame, margin: float, axis_title: str, colours: tuple[list, list], title: list[str]):
@@ -75,8 +74,8 @@ def _panel(rows: pd.DataFrame, margin: float, axis_title: str, colours: tuple[li
     # width a label column leaves no room for the plot.
     y = alt.Y("comparison:N", sort=None, title=None, axis=None, scale=alt.Scale(padding=0.7))
     legend = alt.Legend(orient="top", direction="horizontal", columns=3, title=None)
-    colour = alt.Color("verdict:N", scale=alt.Scale(domain=colours[0], range=colours[1]), legend=legend)
-    tooltip = ["comparison", "verdict", "ratio", "ci_low", "ci_high", "confidence", "detectable_ratio", "sentence"]
+    colour = alt.Color("outcome:N", scale=alt.Scale(domain=colours[0], range=colours[1]), legend=legend)
+    tooltip = ["comparison", "outcome", "ratio", "ci_low", "ci_high", "confidence", "detectable_ratio", "sentence"]
     band = (
         alt.Chart(pd.DataFrame({"low": [1 / (1 + margin)], "high": [1 + margin]}))
         .mark_rect(color="#dddddd", opacity=0.6)

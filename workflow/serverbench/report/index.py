@@ -14,6 +14,7 @@ from markupsafe import Markup
 
 from serverbench import files
 from serverbench.decide.seeds import claims_in_brief
+from serverbench.decide.verdicts import read_verdicts
 from serverbench.lens import Place, Section
 from serverbench.record.flags import FLAG_HELP
 from serverbench.report import seeds as seed_report
@@ -212,7 +213,7 @@ def write_index(
     environment = json.loads(Path(environment_json).read_text()) if environment_json else {}
     context = index_context(summary, environment, charts, index_path.parent)
     conformance = pd.read_csv(conformance_csv) if conformance_csv else None
-    verdicts = pd.read_csv(verdicts_csv)
+    verdicts = read_verdicts(verdicts_csv)
     context["answers"] = answers(verdicts, conformance)
     context["headline"] = headline(verdicts, language_titles)
     context["margin_words"] = margin_sentence(verdicts)

@@ -11,6 +11,7 @@ import pandas as pd
 
 from serverbench import files
 from serverbench.decide import seeds as side
+from serverbench.decide.verdicts import read_verdicts
 from serverbench.plan import seeds as seed_data
 
 
@@ -18,7 +19,7 @@ def tables(runs_csv, summary_csv, verdicts_csv) -> tuple[pd.DataFrame, pd.DataFr
     """(side by side, claims) of a run's tables (without verdicts.csv: claims not judged in the run)."""
     studies = seed_data.load()
     runs, summary = pd.read_csv(runs_csv), pd.read_csv(summary_csv)
-    verdicts = pd.read_csv(verdicts_csv) if Path(verdicts_csv).exists() else pd.DataFrame()
+    verdicts = read_verdicts(verdicts_csv) if Path(verdicts_csv).exists() else pd.DataFrame()
     return side.side_by_side(studies, runs, summary), side.claim_table(studies, verdicts, set(summary["profile"]))
 
 

@@ -14,7 +14,7 @@ ACROSS = "best deployment"
 
 
 def _ratio(row) -> str:
-    if row["verdict"] == "not comparable" or pd.isna(row.get("ratio")):
+    if row["outcome"] == "not comparable" or pd.isna(row.get("ratio")):
         return ""
     return f"{row['ratio']:.2f}× [{row['ci_low']:.2f}–{row['ci_high']:.2f}]"
 
@@ -38,7 +38,7 @@ def spread_rows(verdicts: pd.DataFrame, summary: pd.DataFrame, titles: dict | No
                 "slowest": row["b"],
                 "req/s": f"{row['median_a']:,.0f} / {row['median_b']:,.0f}" if pd.notna(row.get("median_a")) else "",
                 "ratio": _ratio(row),
-                "outcome": row["verdict"],
+                "outcome": row["outcome"],
             }
         )
     hello_first = {"hello": 0}
@@ -59,7 +59,7 @@ def across_rows(verdicts: pd.DataFrame, titles: dict | None = None) -> list[dict
                 "slower": f"{second}: {row['b']}",
                 "req/s": f"{row['median_a']:,.0f} / {row['median_b']:,.0f}" if pd.notna(row.get("median_a")) else "",
                 "ratio": _ratio(row),
-                "outcome": row["verdict"],
+                "outcome": row["outcome"],
             }
         )
     return sorted(out, key=lambda r: (r["workload"], r["condition"]))

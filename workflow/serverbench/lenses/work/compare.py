@@ -45,7 +45,7 @@ MUST_MATCH = [
     "realtime_priority",
 ]
 FIGURE = work_lens.FIGURE
-COLUMNS = [*KEY, "a_instructions", "b_instructions", "ratio", "ci_low", "ci_high", "verdict", "why"]
+COLUMNS = [*KEY, "a_instructions", "b_instructions", "ratio", "ci_low", "ci_high", "outcome", "why"]
 
 
 def has_work(results: Path) -> bool:
@@ -81,10 +81,10 @@ def _row(a: pd.Series, b: pd.Series, half_width: float, share: float) -> dict:
     row = {**{key: a[key] for key in KEY}, "a_instructions": a[FIGURE], "b_instructions": b[FIGURE]}
     if a["status"] != "ok" or b["status"] != "ok":
         why = "; ".join(f"{side}: {r['reason']}" for side, r in (("A", a), ("B", b)) if r["status"] != "ok")
-        return {**row, "verdict": NOT_COMPARABLE, "why": why}
+        return {**row, "outcome": NOT_COMPARABLE, "why": why}
     differs = _mismatch(a, b)
     if differs:
-        return {**row, "verdict": NOT_COMPARABLE, "why": f"counted with different software or CPU ({differs})"}
+        return {**row, "outcome": NOT_COMPARABLE, "why": f"counted with different software or CPU ({differs})"}
     ratio = b[FIGURE] / a[FIGURE]
     low, high = ratio * math.exp(-half_width), ratio * math.exp(half_width)
     return {
@@ -92,7 +92,7 @@ def _row(a: pd.Series, b: pd.Series, half_width: float, share: float) -> dict:
         "ratio": ratio,
         "ci_low": low,
         "ci_high": high,
-        "verdict": work_lens.outcome(low, high, share, BETWEEN_RUNS),
+        "outcome": work_lens.outcome(low, high, share, BETWEEN_RUNS),
     }
 
 
@@ -121,7 +121,7 @@ def compare_work(a_dir: Path, b_dir: Path, config: dict, share: float | None = N
 def exit_status(table: pd.DataFrame, fail_above: float) -> tuple[int, str]:
     """1 when a server is shown doing more work by more than ``fail_above``, 0 when every
     comparable one is shown within it, 3 when the runs cannot tell; and why."""
-    judged = table[table["verdict"] != NOT_COMPARABLE]
+    judged = table[table["outcome"] != NOT_COMPARABLE]
     sides = changes_against(judged, fail_above)
     worse = judged[sides == Side.ABOVE]
     if len(worse):
@@ -130,6 +130,6 @@ def exit_status(table: pd.DataFrame, fail_above: float) -> tuple[int, str]:
     within = sides == Side.WITHIN
     if len(judged) and within.all() and len(judged) == len(table):
         return 0, f"every server shown within {fail_above:.1%} of its work per request"
-    unsure = [f"{r.server}: {r.why}" for r in table[table["verdict"] == NOT_COMPARABLE].itertuples()]
+    unsure = [f"{r.server}: {r.why}" for r in table[table["outcome"] == NOT_COMPARABLE].itertuples()]
     unsure += [f"{r.server}: {r.ratio:.4f}× [{r.ci_low:.4f}, {r.ci_high:.4f}]" for r in judged[~within].itertuples()]
     return 3, f"cannot tell for {len(unsure)} server(s): " + "; ".join(unsure or ["no server counted in both runs"])

@@ -208,12 +208,12 @@ def timed_beside(row: dict, verdicts: pd.DataFrame | None) -> dict:
     if same.empty:
         return {}
     timed = same.sort_values("concurrency").iloc[0]
-    direction = TIMED_DIRECTION.get(timed["verdict"])
+    direction = TIMED_DIRECTION.get(timed["outcome"])
     decided = row["outcome"] in (MORE_WORK, LESS_WORK, EQUIVALENT)
     return {
         "timed_at": f"{timed['tool']} c={int(timed['concurrency'])}",
         "timed_ratio": timed["ratio"],
-        "timed_outcome": timed["verdict"],
+        "timed_outcome": timed["outcome"],
         "timed_detectable_ratio": timed.get("detectable_ratio"),
         "agrees": (direction == row["outcome"]) if direction and decided else None,
     }
