@@ -101,7 +101,8 @@ class ServerSession:
     backend 0, its front 1; the work lens's counters, a file each);
     ``before_stop``: called with the launch before it is stopped (the timed cell's phase
     clock, the work lens's return to the normal scheduling class); ``ladder=False``: the
-    block's exceptions go on to the caller (after the cleanup), whose own ladder records them.
+    block's exceptions go on to the caller (after the cleanup), who records them step by step
+    (``step``) or over the job's several sessions (the work lens's lives).
     """
 
     def __init__(
@@ -147,6 +148,14 @@ class ServerSession:
 
     def __exit__(self, *exc_info) -> bool:
         return self._exits.__exit__(*exc_info)
+
+    @contextlib.contextmanager
+    def step(self) -> Iterator[Ending]:
+        """One step of a session its job keeps open across steps (``ladder=False``: the front
+        lens measures two deployments in turn): the step's end recorded in ``ending`` by the
+        session's ladder, with its ``failures``, and the session left open for the next."""
+        with ladder(self.ending, self.failures, self.failed_prefix, self.harness_errors, self.log_path):
+            yield self.ending
 
     def prepare(self) -> Launch:
         """Placeholders, argv, network, database, versions: everything before the server's cgroup."""

@@ -30,7 +30,7 @@ from serverbench.cell import loadgen, parsers, servers
 from serverbench.cell.errors import CellFailed, interruptible
 from serverbench.cell.launch import Launch, render
 from serverbench.cell.rawlog import RawLog
-from serverbench.cell.session import Ending, ServerSession, ladder
+from serverbench.cell.session import Ending, ServerSession
 from serverbench.cell.underload import tree_pss
 from serverbench.host.runenv import version_of
 from serverbench.lenses.front.record import (
@@ -80,12 +80,16 @@ def deployments_of(config: dict, profile: Profile, server: str) -> list[str]:
 
 
 class Live:
-    """A deployment started for the job: its session, its launch once it answers, its ending."""
+    """A deployment started for the job: its session (whose ending says how it ended), its
+    launch once it answers."""
 
     def __init__(self, name: str, session: ServerSession):
         self.name, self.session = name, session
         self.launch: Launch | None = None
-        self.ending = Ending()
+
+    @property
+    def ending(self) -> Ending:
+        return self.session.ending
 
 
 class Fronting:
@@ -101,13 +105,12 @@ class Fronting:
         self.runs: list[Run] = []
 
     def start(self, stack: contextlib.ExitStack, name: str) -> Live:
-        session = ServerSession(
-            self.config, Target(self.profile.name, name, self.workload), self.profile, self.log_path, ladder=False
-        )
+        target = Target(self.profile.name, name, self.workload)
+        session = ServerSession(self.config, target, self.profile, self.log_path, ladder=False, failures=FAILURES)
         live = Live(name, stack.enter_context(session))
         with self.log_path.open("a") as log:
             log.write(f"serverbench: {name}\n")
-        with ladder(live.ending, FAILURES, log_path=self.log_path):
+        with session.step():
             launch = session.start()
             session.verify()
             live.launch = launch
@@ -121,7 +124,7 @@ class Fronting:
                 for live in order:
                     if live.launch is None:
                         continue
-                    with ladder(live.ending, FAILURES, log_path=self.log_path):
+                    with live.session.step():
                         self.runs.append(self.measure(live, condition, round_number))
                     if not live.ending.ok:
                         live.launch = None  # failed: measured no further (stopped with the others)
