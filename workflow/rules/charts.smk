@@ -8,8 +8,8 @@ rule chart:
         steady=f"{RESULTS}/steady.csv",
         latency=f"{RESULTS}/latency.csv",
         verdicts=f"{RESULTS}/verdicts.csv",
-        # work.csv, work_detail.csv, work_verdicts.csv where a profile counts work (the forest's second panel).
-        work=LENS_TABLES["work"],
+        # The verdict tables of the lenses that add a panel to the forest (Lens.forest), where made.
+        forest=FOREST_TABLES,
     output:
         html=report(
             f"{RESULTS}/charts/{{chart}}.html",

@@ -276,3 +276,9 @@ OFFERING_TABLES = sorted(
         if name and f"{RESULTS}/{name}" in LENS_TABLES[lens.name]
     }
 )
+# The verdict tables of the lenses that add a panel to the forest of comparisons, where made.
+FOREST_TABLES = [
+    f"{RESULTS}/{lens.forest.table}"
+    for lens in LENSES
+    if lens.forest and f"{RESULTS}/{lens.forest.table}" in LENS_TABLES[lens.name]
+]

@@ -3,6 +3,7 @@
 import sys
 
 import pandas as pd
+from serverbench import registry
 from serverbench.decide.verdicts import read_verdicts
 from serverbench.report import charts
 
@@ -17,7 +18,7 @@ chart = charts.build(
     steady=pd.read_csv(snakemake.input.steady),  # noqa: F821
     latency_rows=pd.read_csv(snakemake.input.latency),  # noqa: F821
     verdicts=read_verdicts(snakemake.input.verdicts),  # noqa: F821
-    work_verdicts=pd.read_csv(snakemake.input.work[2]) if snakemake.input.work else None,  # noqa: F821
+    panels=registry.forest_panels(snakemake.config, snakemake.input.forest),  # noqa: F821
 )
 charts.save_chart(
     chart,

@@ -63,6 +63,21 @@ class Check:
 
 
 @dataclass(frozen=True)
+class ForestPanel:
+    """A panel a lens adds to the forest of comparisons, below the timed one, on an axis of its
+    own: the rows of its verdict table with an interval (columns profile, workload, a, b, kind,
+    ratio, ci_low, ci_high, outcome, why)."""
+
+    table: str  # its verdict table (a file name below the results directory)
+    title: tuple[str, ...]  # the title's lines, the band's line added below them
+    axis: str
+    outcomes: tuple[str, ...]  # the outcomes' order in the legend, each with its colour
+    colours: tuple[str, ...]
+    # Its margin, from the config.
+    margin: Callable[[Mapping], float]
+
+
+@dataclass(frozen=True)
 class Section:
     """What a lens gives the page and answers.md, made from its tables."""
 
@@ -115,6 +130,8 @@ class Lens:
     before_rounds: bool = False
     # The checks it offers to releases and bisect (its figures a release is shown, or judged, on).
     checks: tuple[Check, ...] = ()
+    # A panel it adds to the forest of comparisons (the page's chart of every interval).
+    forest: ForestPanel | None = None
     # Whether a profile (as written) asks for it, where its profile_key does not say (releases).
     asks: Callable[[Mapping], bool] | None = None
 

@@ -8,7 +8,9 @@ import importlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from serverbench.lens import Check, Inputs, Lens, Section, section_of
+import pandas as pd
+
+from serverbench.lens import Check, ForestPanel, Inputs, Lens, Section, section_of
 
 # The registry: a lens is a package of serverbench.lenses with LENS in its __init__.
 BUILT_IN = (
@@ -49,6 +51,13 @@ def sections(config: Mapping, tables: Iterable[Path | str], language_titles: Map
 def offered_checks(found: Iterable[Lens]) -> tuple[Check, ...]:
     """Every check the lenses offer to releases and bisect, in the registry's order."""
     return tuple(check for lens in found for check in lens.checks)
+
+
+def forest_panels(config: Mapping, tables: Iterable[Path | str]) -> list[tuple[ForestPanel, pd.DataFrame]]:
+    """The forest's panels the lenses add, each with its verdict table where the run made it."""
+    made = {Path(path).name: Path(path) for path in tables}
+    found = [lens.forest for lens in lenses(config) if lens.forest is not None and lens.forest.table in made]
+    return [(panel, pd.read_csv(made[panel.table])) for panel in found]
 
 
 def print_consoles(config: Mapping, results: Path | str) -> None:

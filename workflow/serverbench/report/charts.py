@@ -13,6 +13,7 @@ matrix. A point is marked where its cell is not comparable
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import altair as alt
@@ -21,6 +22,7 @@ import pandas as pd
 from serverbench.decide.comparability import comparable
 from serverbench.decide.margins import margin_for, run_margins
 from serverbench.decide.verdicts import VERDICT_COLUMNS
+from serverbench.lens import ForestPanel
 from serverbench.plan import languages
 from serverbench.plan.rates import knee_bounds
 from serverbench.plan.shapes import DEFAULT_WORKLOAD
@@ -318,10 +320,10 @@ def build(
     steady: pd.DataFrame | None = None,
     latency_rows: pd.DataFrame | None = None,
     verdicts: pd.DataFrame | None = None,
-    work_verdicts: pd.DataFrame | None = None,
+    panels: Sequence[tuple[ForestPanel, pd.DataFrame]] = (),
 ):
-    """The chart ``name`` (one of ``report.names.CHARTS``) from the run's tables
-    (``work_verdicts``: the work lens's comparisons, where the run counted work)."""
+    """The chart ``name`` (one of ``report.names.CHARTS``) from the run's tables (``panels``: the
+    forest's panels the run's lenses add, each with its verdict table)."""
     not_comparable = set(config["comparisons"]["not_comparable_flags"])
     builders = {
         **{metric: lambda metric=metric: metric_chart(summary, metric, not_comparable) for metric in METRICS},
@@ -333,8 +335,8 @@ def build(
         "forest": lambda: forest_chart(
             verdicts if verdicts is not None else pd.DataFrame(columns=VERDICT_COLUMNS),
             forest_margin(verdicts, config),
-            work_verdicts,
-            config["work_lens"]["margin"],
+            panels,
+            config,
         ),
     }
     assert set(builders) == set(CHARTS), "every chart in report.names has a builder"

@@ -6,10 +6,13 @@ their own below (another quantity, another axis and margin)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import altair as alt
 import pandas as pd
 
 from serverbench.decide.pairs import FAIRNESS, LATENCY_KINDS
+from serverbench.lens import ForestPanel
 from serverbench.record.vocabulary import Outcome
 from serverbench.report.panels import where_of
 
@@ -42,16 +45,11 @@ def forest_rows(verdicts: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
-WORK_OUTCOMES = [Outcome.MORE_WORK, Outcome.LESS_WORK, Outcome.EQUIVALENT, Outcome.UNDETERMINED]
-WORK_COLOURS = ["#b2182b", "#1b7837", "#2166ac", "#888888"]
-
-
-def work_forest_rows(work_verdicts: pd.DataFrame | None) -> pd.DataFrame:
-    """The work lens's comparisons with an interval, labelled for the axis (its own panel:
-    instructions per request, not requests per second)."""
-    if work_verdicts is None or work_verdicts.empty:
+def panel_rows(verdicts: pd.DataFrame | None) -> pd.DataFrame:
+    """A lens's comparisons with an interval (``lens.ForestPanel``), labelled for the axis."""
+    if verdicts is None or verdicts.empty:
         return pd.DataFrame()
-    rows = work_verdicts[work_verdicts["ci_low"].notna() & work_verdicts["ratio"].notna()]
+    rows = verdicts[verdicts["ci_low"].notna() & verdicts["ratio"].notna()]
     several = rows[["profile", "workload"]].drop_duplicates().shape[0] > 1
     where = (rows["profile"] + " · " + rows["workload"] + " · ") if several else ""
     return rows.assign(
@@ -98,30 +96,27 @@ def _panel(rows: pd.DataFrame, margin: float, axis_title: str, colours: tuple[li
     )
 
 
-def forest_chart(verdicts: pd.DataFrame, margin: float, work_verdicts=None, work_margin: float | None = None):
-    """Every comparison with an interval: the timed ones (requests per second) and, where the
-    run counted work, the work lens's below on an axis of their own."""
-    rows, work = forest_rows(verdicts), work_forest_rows(work_verdicts)
-    if rows.empty and work.empty:
+def forest_chart(verdicts: pd.DataFrame, margin: float, panels: Sequence[tuple[ForestPanel, pd.DataFrame]] = (),
+                 config: Mapping | None = None):  # fmt: skip
+    """Every comparison with an interval: the timed ones (requests per second) and, below them on
+    axes of their own, the panels the run's lenses add (``panels``: each with its verdict table)."""
+    rows = forest_rows(verdicts)
+    drawn = [(panel, panel_rows(table)) for panel, table in panels]
+    drawn = [(panel, found) for panel, found in drawn if not found.empty]
+    if rows.empty and not drawn:
         return (
             alt.Chart(pd.DataFrame({"text": ["no comparison with an interval in this run"]}))
             .mark_text()
             .encode(text="text:N")
         )
-    panels = []
+    charts = []
     if not rows.empty:
         title = ["Every comparison: its ratio and interval", f"grey band: within ±{margin * 100:.3g}% (equivalent)"]
-        panels.append(_panel(rows, margin, "requests/s, ratio A / B (log)", (OUTCOMES, COLOURS), title))
-    if not work.empty:
-        work_margin = work_margin or margin
-        # Short lines: a title is as wide as its longest line, whatever the plot's width.
-        title = [
-            "Work per request (counted, not timed):",
-            "its ratio and interval",
-            f"grey band: within ±{work_margin * 100:.3g}% (equivalent)",
-        ]
-        axis = "instructions per request, ratio A / B (log)"
-        panels.append(_panel(work, work_margin, axis, (WORK_OUTCOMES, WORK_COLOURS), title))
-    if len(panels) == 1:
-        return panels[0]
-    return alt.vconcat(*panels).resolve_scale(color="independent", x="independent", y="independent")
+        charts.append(_panel(rows, margin, "requests/s, ratio A / B (log)", (OUTCOMES, COLOURS), title))
+    for panel, found in drawn:
+        own = panel.margin(config or {}) or margin
+        title = [*panel.title, f"grey band: within ±{own * 100:.3g}% (equivalent)"]
+        charts.append(_panel(found, own, panel.axis, (list(panel.outcomes), list(panel.colours)), title))
+    if len(charts) == 1:
+        return charts[0]
+    return alt.vconcat(*charts).resolve_scale(color="independent", x="independent", y="independent")

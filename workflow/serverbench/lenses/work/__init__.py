@@ -3,8 +3,9 @@ request, counted rather than timed (docs/work.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Check, Inputs, Layout, Lens, Place
+from serverbench.lens import Check, ForestPanel, Inputs, Layout, Lens, Place
 from serverbench.lenses.work.report import print_work, work_context, work_markdown
+from serverbench.record.vocabulary import Outcome
 
 # What it offers to releases and bisect: a release is judged on instructions (work_verdicts.csv),
 # shown its syscalls.
@@ -14,6 +15,18 @@ CHECKS = (
           figure="{value:,.0f}", ratio_digits=4),
     Check("syscalls_per_request", "syscalls / request", "work.csv", Layout.COLUMN, unit="syscalls"),
 )  # fmt: skip
+
+
+# Its comparisons below the timed ones in the forest (short title lines: a title is as wide as its
+# longest line, whatever the plot's width).
+FOREST = ForestPanel(
+    table="work_verdicts.csv",
+    title=("Work per request (counted, not timed):", "its ratio and interval"),
+    axis="instructions per request, ratio A / B (log)",
+    outcomes=(Outcome.MORE_WORK, Outcome.LESS_WORK, Outcome.EQUIVALENT, Outcome.UNDETERMINED),
+    colours=("#b2182b", "#1b7837", "#2166ac", "#888888"),
+    margin=lambda config: config["work_lens"]["margin"],
+)
 
 
 def _jobs(config, matrix) -> list[str]:
@@ -49,4 +62,5 @@ LENS = Lens(
     console=lambda results, inputs: print_work(results / "work_verdicts.csv"),
     before_rounds=True,
     checks=CHECKS,
+    forest=FOREST,
 )
