@@ -25,10 +25,10 @@ from conftest import add_server, require, run_snakemake
 from serverbench import REPO_ROOT
 from serverbench.cell import verify
 from serverbench.lenses.advise import search
-from serverbench.lenses.advise.decide import recommendations
+from serverbench.lenses.advise.decide import recommendations, reproduced
 from serverbench.lenses.advise.deploy import render
 from serverbench.lenses.advise.measure import run_advise
-from serverbench.lenses.advise.record import Bound, ReloadOutcome, Verdict, load_advice
+from serverbench.lenses.advise.record import Bound, ReloadOutcome, Reproduced, Role, Verdict, load_advice
 from serverbench.plan import config as cfg
 
 MB = 1024 * 1024
@@ -109,6 +109,53 @@ def test_threads_are_searched_at_the_best_workers_only_while_they_help():
     assert max(p.setting.threads for p in found) == 2  # one try, which did not help
 
 
+def test_a_step_that_would_end_a_walk_is_read_again_and_the_walk_goes_on_from_the_better_reading():
+    """The kernel places connections on workers: one start of a setting may read low. A reading
+    that would end the walk is measured once more from a fresh start; the walk goes on from the
+    better one, and the recommendation reads the setting by both (what every start met)."""
+    reads: dict[search.Setting, int] = {}
+
+    def measure(setting: search.Setting) -> search.Measured:
+        reads[setting] = reads.get(setting, 0) + 1
+        unlucky = setting.workers == 6 and reads[setting] == 1
+        met = 310.0 if unlucky else 100.0 * setting.workers
+        return search.Measured(setting, search.Capacity(met, met * 1.05), 10 * MB * setting.workers)
+
+    walk = search.Search(search.Space(search.Setting("s", 3), search.Axis(1, 12), None), measure, None, 10)
+    readings = walk.run()
+    assert [r.setting.workers for r in readings][:4] == [3, 6, 6, 12]  # 6 read twice, then on to 12
+    pooled = {p.setting.workers: p for p in search.pool(readings)}
+    assert pooled[6].capacity == search.Capacity(310.0, 630.0)  # the lowest met, the highest missed
+    assert search.best(search.pool(readings), None).setting.workers == 12
+    assert not walk.stopped_at_budget
+
+
+def test_a_search_that_runs_out_of_points_while_capacity_still_rises_says_so():
+    rising = search.Search(
+        search.Space(search.Setting("s", 3), search.Axis(1, 64), None), planted(lambda s: 100.0 * s.workers), None, 3
+    )
+    rising.run()
+    assert rising.stopped_at_budget  # 3, 6, 12 measured, 24 wanted
+    flat = search.Search(
+        search.Space(search.Setting("s", 3), search.Axis(1, 64), None), planted(lambda s: 300.0), None, 3
+    )
+    flat.run()
+    assert not flat.stopped_at_budget  # 6 did no more: the walk ended on the objective
+
+
+def test_a_recommendation_reproduces_only_inside_its_interval_widened_by_the_margin():
+    chosen = search.Measured(search.Setting("s", 2), search.Capacity(100.0, 110.0), 10 * MB)
+
+    def again(met):
+        return search.Measured(chosen.setting, search.Capacity(met, met * 1.1), 10 * MB)
+
+    assert reproduced(chosen, again(95.0), 0.1) is Reproduced.YES  # 100 / 1.1 = 90.9 ≤ 95
+    assert reproduced(chosen, again(120.0), 0.1) is Reproduced.YES  # ≤ 110 × 1.1 = 121
+    assert reproduced(chosen, again(89.0), 0.1) is Reproduced.LOWER
+    assert reproduced(chosen, again(122.0), 0.1) is Reproduced.HIGHER
+    assert reproduced(chosen, None, 0.1) is Reproduced.NOT_MEASURED
+
+
 # ---- ground truth, with real servers ------------------------------------------------------
 
 
@@ -131,6 +178,11 @@ def test_a_cpu_bound_app_is_advised_about_as_many_workers_as_cpus(tmp_path, no_l
     # app must get is no more than two requests at a time on its one CPU.
     assert row["verdict"] == Verdict.RECOMMENDED and row["workers"] * row["threads"] <= 2
     assert row["rule_workers"] == 3  # 2 × 1 CPU + 1
+    # Then measured again from its deployed file, started as a user starts it (gunicorn --config).
+    again = [p for p in record.points if p.role is Role.REPRODUCE]
+    assert (again[0].workers, again[0].threads) == (row["workers"], row["threads"]) and again[0].status == "ok"
+    assert row["reproduced"] != Reproduced.NOT_MEASURED and row["reproduced_rps"] > 0
+    assert "from its deployed file: gunicorn --config " in (tmp_path / "planted-gthread.log").read_text()
 
 
 def test_an_io_bound_app_is_advised_far_above_the_rule_of_thumb(tmp_path, no_leftovers):
@@ -259,6 +311,10 @@ def test_the_advise_profile_runs_through_the_workflow_to_its_page_and_configurat
         if row["verdict"] == Verdict.RECOMMENDED:
             text = (results / "advice" / "configurations" / server / file).read_text()
             assert str(int(row["workers"])) in text
+            # Measured again from that file: the advice says whether it reproduced.
+            assert row["reproduced"] in {Reproduced.YES, Reproduced.LOWER, Reproduced.HIGHER}, row["reproduced"]
+            again = points[(points["server"] == server) & (points["role"] == Role.REPRODUCE)]
+            assert (again["workers"].iloc[0], again["threads"].iloc[0]) == (row["workers"], row["threads"])
     page = (results / "index.html").read_text()
     assert page.index("Your deployment") < page.index("<h2>Answers</h2>")
     assert (results / "answers.md").read_text().startswith("## Your deployment")

@@ -203,6 +203,18 @@ class Launch:
             raise CellSkipped(f"server program {self.argv[0]!r} not found on PATH")
         self._probe_versions()
 
+    def use_command(self, template: list[str], values: dict) -> None:
+        """Start the server with another command than the catalogue's (after ``prepare``): the
+        advise lens's deployed file as a user starts it (``gunicorn --config FILE``), its
+        placeholders the launch's and ``values``. A server with a backend or in a container
+        runs only its catalogue command."""
+        if self.in_docker or self.spec.backend:
+            raise CellSkipped("a deployed file runs on the host, for a server of one command")
+        self.argv = render(self.config, template, {**self.values, **values})
+        self.found.server.argv = self.argv
+        if shutil.which(self.argv[0], path=self.program_env["PATH"]) is None:
+            raise CellSkipped(f"server program {self.argv[0]!r} not found on PATH")
+
     def _template_values(self) -> dict:
         """The templates' variables: the placeholders, and a front's settings as ``front``."""
         fronted = self.spec.fronted

@@ -1,10 +1,13 @@
 """The recommendation: per server the setting of most capacity at the objective within the
-budget (of those its intervals do not tell apart, beyond the record's margin, the one using the least memory: the same
-reading the search steered by, ``plan.search.best``), then the servers ranked.
+budget (of those its intervals do not tell apart, beyond the record's margin, the one using the
+least memory: the same reading the search steered by, ``search.best``, each setting read by
+all its readings, ``search.pool``), then the servers ranked.
 
 Beside each: what the rule of thumb's setting gave at the same objective, what held the
-recommended setting (the objective, or the memory budget where a setting over it did clearly
-more), and the reload under load at the recommended setting. A server is recommended only
+recommended setting (the objective, the memory budget where a setting over it did clearly
+more, or the point budget where the search wanted more settings than it could measure),
+whether it reproduced from its deployed file (its capacity then inside the search's interval
+widened by the margin, ``decide.margins.side``), and the reload under load at it. A server is recommended only
 where some setting met the objective within the budget and its reloads failed no request;
 otherwise it is listed with the reason. Ranked servers next to each other are "equivalent"
 where their capacities' intervals overlap.
@@ -13,11 +16,14 @@ where their capacities' intervals overlap.
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 
-from serverbench.lenses.advise.record import AdviceRecord, Bound, Point, ReloadOutcome, Verdict
-from serverbench.lenses.advise.search import Capacity, Measured, Setting, best
+from serverbench.decide import margins
+from serverbench.decide.margins import Question, Side
+from serverbench.lenses.advise.record import AdviceRecord, Bound, Point, ReloadOutcome, Reproduced, Role, Verdict
+from serverbench.lenses.advise.search import Capacity, Measured, Setting, best, pool, runner_up
 from serverbench.record.units import megabytes
 from serverbench.record.vocabulary import Outcome, Status
 
@@ -27,12 +33,38 @@ COLUMNS = [
     "capacity_rps", "capacity_missed_rps", "memory_mb", "bound_by", "equivalent_settings",
     "rule_model", "rule_workers", "rule_threads", "rule_capacity_rps", "rule_memory_mb", "gain",
     "reload", "reload_failed", "vs_next", "objective_p99_ms", "memory_budget_mb", "margin", "cpus", "points",
+    "readings", "reproduced", "reproduced_rps", "reproduced_ratio", "runner_up", "runner_up_capacity_rps",
+    "runner_up_reproduced_rps",
 ]  # fmt: skip
 
 
 def measured(point: Point) -> Measured:
     setting = Setting(point.model, point.workers, point.threads)
     return Measured(setting, Capacity(point.met_rps, point.missed_rps), point.memory_bytes, point.status is Status.OK)
+
+
+def searched(record: AdviceRecord) -> list[Measured]:
+    """Every setting the search measured, read by all its readings (``search.pool``)."""
+    return pool([measured(p) for p in record.points if p.role is not Role.REPRODUCE])
+
+
+def _reproduction(record: AdviceRecord, found: Measured | None) -> Measured | None:
+    """The setting's reading from its deployed file, where the job made one."""
+    if found is None:
+        return None
+    again = [measured(p) for p in record.points if p.role is Role.REPRODUCE]
+    return next((reading for reading in again if reading.setting == found.setting), None)
+
+
+def reproduced(chosen: Measured, again: Measured | None, margin: float) -> Reproduced:
+    """The deployed file's capacity against the search's interval widened by the margin."""
+    if again is None or not again.ok:
+        return Reproduced.NOT_MEASURED
+    new = again.capacity.met
+    low, high = chosen.capacity.met, chosen.capacity.upper()
+    ratios = (new / high if high > 0 else math.inf, new / low if low > 0 else math.inf)
+    side = margins.side(*ratios, margin, Question.IN_ONE_RUN)
+    return {Side.ABOVE: Reproduced.HIGHER, Side.BELOW: Reproduced.LOWER}.get(side, Reproduced.YES)
 
 
 def _rule(record: AdviceRecord) -> Point | None:
@@ -62,7 +94,7 @@ def _why_not(record: AdviceRecord, chosen: Measured | None, points: list[Measure
 
 def server_row(record: AdviceRecord) -> dict:
     """One server's recommendation (the module's docstring), as a row of advice_recommendations.csv."""
-    points = [measured(p) for p in record.points]
+    points = searched(record)
     chosen = best(points, record.memory_budget_bytes, record.margin)
     verdict, reason = _why_not(record, chosen, points)
     rule = _rule(record)
@@ -70,7 +102,7 @@ def server_row(record: AdviceRecord) -> dict:
         "profile": record.profile, "server": record.server, "language": record.language, "verdict": verdict,
         "reason": reason, "objective_p99_ms": record.objective_p99_ms,
         "memory_budget_mb": megabytes(record.memory_budget_bytes), "margin": record.margin, "cpus": record.cpus,
-        "points": len(points),
+        "points": len(points), "readings": sum(p.role is not Role.REPRODUCE for p in record.points),
         "rule_model": rule.model if rule else None, "rule_workers": rule.workers if rule else None,
         "rule_threads": rule.threads if rule else None, "rule_capacity_rps": rule.met_rps if rule else None,
         "rule_memory_mb": megabytes(rule.memory_bytes) if rule else None,
@@ -88,12 +120,28 @@ def _chosen(chosen: Measured, points: list[Measured], record: AdviceRecord, rule
     tied = [p for p in points if p.eligible(budget) and not p.capacity.told_apart(chosen.capacity, margin)]
     over = [p for p in points if p.ok and not p.fits(budget) and p.capacity.clearly_above(chosen.capacity, margin)]
     setting = chosen.setting
+    bound = Bound.BUDGET if over else Bound.POINTS if setting.model in record.stopped_at_budget else Bound.OBJECTIVE
     return {
         "model": setting.model, "workers": setting.workers, "threads": setting.threads,
         "capacity_rps": chosen.capacity.met, "capacity_missed_rps": chosen.capacity.missed,
-        "memory_mb": megabytes(chosen.memory_bytes), "bound_by": Bound.BUDGET if over else Bound.OBJECTIVE,
+        "memory_mb": megabytes(chosen.memory_bytes), "bound_by": bound,
         "equivalent_settings": json.dumps(sorted(p.setting.label() for p in tied if p.setting != setting)),
         "gain": round(chosen.capacity.met / rule.met_rps, 3) if rule and rule.met_rps else None,
+        **_reproduced_columns(record, chosen, points),
+    }  # fmt: skip
+
+
+def _reproduced_columns(record: AdviceRecord, chosen: Measured, points: list[Measured]) -> dict:
+    again = _reproduction(record, chosen)
+    second = runner_up(points, chosen, record.memory_budget_bytes, record.margin)
+    second_again = _reproduction(record, second)
+    new = again.capacity.met if again is not None and again.ok else None
+    return {
+        "reproduced": reproduced(chosen, again, record.margin), "reproduced_rps": new,
+        "reproduced_ratio": round(new / chosen.capacity.met, 3) if new is not None and chosen.capacity.met else None,
+        "runner_up": second.setting.label() if second else None,
+        "runner_up_capacity_rps": second.capacity.met if second else None,
+        "runner_up_reproduced_rps": second_again.capacity.met if second_again and second_again.ok else None,
     }  # fmt: skip
 
 

@@ -4,9 +4,12 @@ The server's settings (its worker models, workers, threads: the catalogue's ``se
 searched adaptively (``plan.search``); each setting is a server started through the one
 ``ServerSession`` on the machine the profile emulates (its ``server_cpus``, its
 ``memory_limit``), verified, and asked for its capacity at the p99 objective
-(``cell.objective``) and its memory under that load. At the setting the search found best,
-the server is started once more and reloaded under load (operations' machinery): a server
-that fails requests on reload is never recommended. Everything measured is one frozen
+(``cell.objective``) and its memory under that load; a reading that would end a walk is
+measured once more from a fresh start (``search``). The setting the search found best and its
+runner-up are then measured again from their deployed files, as a user starts them
+(``deploy``: ``gunicorn --config FILE``), one after the other: whether the recommendation
+reproduces. At the best setting the server is started once more and reloaded under load
+(operations' machinery): a server that fails requests on reload is never recommended. Everything measured is one frozen
 ``AdviceRecord``, the load tool's raw output beside it; a server that cannot start is a
 recorded failure, and no process outlives the job.
 """
@@ -19,19 +22,19 @@ from pathlib import Path
 
 from serverbench import files
 from serverbench.cell import loadgen, servers
-from serverbench.cell.errors import CellFailed, interruptible
+from serverbench.cell.errors import CellFailed, CellSkipped, interruptible
 from serverbench.cell.launch import placeholders_used
 from serverbench.cell.rawlog import RawLog
 from serverbench.cell.session import ServerSession
 from serverbench.cell.underload import reload_under_load
-from serverbench.lenses.advise import search
+from serverbench.lenses.advise import deploy, search
 from serverbench.lenses.advise.objective import Found, ObjectiveProbe, connections_for
-from serverbench.lenses.advise.record import ADVICE_SCHEMA, AdviceRecord, Point, ReloadCheck, ReloadOutcome
+from serverbench.lenses.advise.record import ADVICE_SCHEMA, AdviceRecord, Point, ReloadCheck, ReloadOutcome, Role
 from serverbench.plan import apps
 from serverbench.plan.catalogue import SearchSpec, server_entry
 from serverbench.plan.config import effective_profile
 from serverbench.plan.shapes import Profile, Target
-from serverbench.record.units import MB
+from serverbench.record.units import MB, megabytes
 from serverbench.record.vocabulary import Status
 
 FAILURES = (OSError, servers.ServerError, loadgen.ToolMissing)
@@ -64,18 +67,22 @@ class Advising:
         self.raw = RawLog(str(Path(json_path).with_suffix(".raw.txt")))
         budget = profile.advise["memory_budget_mb"]
         self.budget = None if budget is None else int(budget * MB)
-        self.points: dict[search.Setting, Point] = {}
+        self.points: list[Point] = []
         self.rules: set[search.Setting] = set()
+        self.stopped_at_budget: list[str] = []  # the models whose search ran out of points still rising
 
     def search_all(self, models: tuple[str, ...]) -> list[search.Measured]:
+        """Every reading of every model's search."""
         measured = []
         cpus = len(self.profile.server_cpus)
         for model in models:
             space = space_of(self.config, model, cpus)
             self.rules.add(space.start)
             spec = self.profile.advise
-            found = search.Search(space, self.measure, self.budget, spec["max_points"], spec["margin"]).run()
-            measured.extend(found)
+            walk = search.Search(space, self.measure, self.budget, spec["max_points"], spec["margin"])
+            measured.extend(walk.run())
+            if walk.stopped_at_budget:
+                self.stopped_at_budget.append(model)
         return measured
 
     def _session(self, setting: search.Setting) -> ServerSession:
@@ -92,15 +99,21 @@ class Advising:
             raise CellFailed(f"the answer breaks the workload's header rules: {'; '.join(check.rule_problems)}")
         return apps.workloads(self.config, self.profile.name)[self.workload]["path"]
 
-    def measure(self, setting: search.Setting) -> search.Measured:
+    def measure(self, setting: search.Setting, deployed: dict | None = None) -> search.Measured:
+        """One reading of a setting, a fresh start of the server: from the catalogue's command,
+        or (``deployed``: its recommendation row) from its deployed file as a user starts it."""
         started = time.monotonic()
         connections = connections_for(setting.workers, setting.threads, self.profile.advise["max_connections"])
         found = Found()
         session = self._session(setting)
+        read_before = any(p.role is not Role.REPRODUCE and self._setting_of(p) == setting for p in self.points)
+        role = Role.REPRODUCE if deployed else Role.CONFIRM if read_before else Role.SEARCH
         with session:
+            if deployed is not None:
+                self._from_deployed_file(session, deployed)
             launch = session.start()
             path = self._verified(session)
-            probe = ObjectiveProbe(self.config, self.profile, launch, path, self.raw, setting.label())
+            probe = ObjectiveProbe(self.config, self.profile, launch, path, self.raw, f"{setting.label()} ({role})")
             found = probe.capacity(connections)
         ending = session.ending
         point = Point(
@@ -108,10 +121,43 @@ class Advising:
             status=ending.status, reason=ending.reason, peak_rps=found.peak_rps, connections=connections,
             met_rps=found.met, missed_rps=found.missed, limit=found.limit if ending.ok else None,
             memory_bytes=found.memory_at_met(), steps=tuple(found.steps),
-            rule_of_thumb=setting in self.rules, seconds=round(time.monotonic() - started, 2),
+            rule_of_thumb=setting in self.rules, seconds=round(time.monotonic() - started, 2), role=role,
         )  # fmt: skip
-        self.points[setting] = point
+        self.points.append(point)
         return search.Measured(setting, search.Capacity(found.met, found.missed), point.memory_bytes, ending.ok)
+
+    @staticmethod
+    def _setting_of(point: Point) -> search.Setting:
+        return search.Setting(point.model, point.workers, point.threads)
+
+    def _from_deployed_file(self, session: ServerSession, row: dict) -> None:
+        """The session's server started from the setting's deployed file (``deploy.render``) at
+        the session's address, written into its run directory."""
+        entry = server_entry(self.config, row["model"])
+        if entry.deploy is None:
+            raise CellSkipped(f"the catalogue gives {row['model']} no `deploy`")
+        launch = session.prepare()
+        text, run = deploy.render(self.config, self.profile.name, row, (launch.host, launch.port))
+        path = session.rundir / entry.deploy.file
+        files.write_atomic(path, text)
+        launch.use_command(run, {"file": str(path)})
+        with self.log_path.open("a") as log:
+            log.write(f"serverbench: from its deployed file: {' '.join(launch.argv)}\n")
+
+    def reproduce(self, chosen: search.Measured, runner_up: search.Measured | None) -> None:
+        """The recommended setting and its runner-up measured again from their deployed files,
+        one after the other (each reading a ``Role.REPRODUCE`` point)."""
+        for found in (chosen, runner_up):
+            if found is None:
+                continue
+            setting = found.setting
+            row = {
+                "profile": self.profile.name, "model": setting.model, "workers": setting.workers,
+                "threads": setting.threads, "capacity_rps": found.capacity.met,
+                "objective_p99_ms": self.profile.advise["objective_p99_ms"], "cpus": len(self.profile.server_cpus),
+                "memory_mb": megabytes(found.memory_bytes),
+            }  # fmt: skip
+            self.measure(setting, deployed=row)
 
     def reload_check(self, setting: search.Setting | None) -> ReloadCheck:
         spec = self.profile.advise
@@ -170,10 +216,13 @@ def run_advise(config: dict, profile_name: str, server: str, json_path, log_path
     advising.log_path.parent.mkdir(parents=True, exist_ok=True)
     advising.log_path.write_bytes(b"")
     Path(advising.raw.path).write_bytes(b"")
-    measured = advising.search_all(models)
-    chosen = search.best(measured, advising.budget, profile.advise["margin"])
+    pooled = search.pool(advising.search_all(models))
+    margin = profile.advise["margin"]
+    chosen = search.best(pooled, advising.budget, margin)
+    if chosen is not None:
+        advising.reproduce(chosen, search.runner_up(pooled, chosen, advising.budget, margin))
     reload = advising.reload_check(chosen.setting if chosen else None)
-    points = list(advising.points.values())
+    points = list(advising.points)
     status, reason = overall(points)
     record = AdviceRecord(
         schema=ADVICE_SCHEMA, profile=profile_name, server=server, language=entry.language,
@@ -183,6 +232,7 @@ def run_advise(config: dict, profile_name: str, server: str, json_path, log_path
         cpus=len(profile.server_cpus), memory_limit_bytes=profile.memory_limit, models=models,
         status=status, reason=reason, points=tuple(points), reload=reload,
         raw=Path(advising.raw.path).name, seconds=round(time.monotonic() - started, 2),
+        stopped_at_budget=tuple(advising.stopped_at_budget),
     )  # fmt: skip
     files.write_json(json_path, record.to_dict())
     return record.to_dict()

@@ -1,9 +1,11 @@
 """The settings search of one server (the ``advise`` profile): ``AdviceRecord``, versioned
 (``ADVICE_SCHEMA``), frozen and assembled once when the search ends.
 
-Every setting measured is a ``Point``; its capacity at the objective rests on ``Step``s, each
-one open-loop run at an offered rate whose p99 met the objective or did not. The raw output of
+Every setting measured is a ``Point`` (a setting measured again from a fresh start is one
+more, its ``role`` saying why); its capacity at the objective rests on ``Step``s, each one
+open-loop run at an offered rate whose p99 met the objective or did not. The raw output of
 every load-tool run is kept beside the record (``raw``: the file and each run's header in it).
+A record of ``serverbench.advice/1`` (no roles, no reproduction) is read as before.
 """
 
 from __future__ import annotations
@@ -13,7 +15,17 @@ from enum import StrEnum
 
 from serverbench.record.vocabulary import Status
 
-ADVICE_SCHEMA = "serverbench.advice/1"
+ADVICE_SCHEMA = "serverbench.advice/2"
+READ_SCHEMAS = ("serverbench.advice/1", ADVICE_SCHEMA)
+
+
+class Role(StrEnum):
+    """Why a setting was measured (each reading a fresh start of the server)."""
+
+    SEARCH = "search"  # the search's first reading of the setting
+    CONFIRM = "confirm"  # once more, where its first reading would have ended a walk
+    # After the search: the recommended setting and its runner-up from their deployed files.
+    REPRODUCE = "reproduce"
 
 
 class Limit(StrEnum):
@@ -69,6 +81,7 @@ class Point:
     steps: tuple[Step, ...]
     rule_of_thumb: bool  # the setting the rule of thumb gives
     seconds: float
+    role: Role = Role.SEARCH
 
 
 @dataclass(frozen=True)
@@ -109,6 +122,8 @@ class AdviceRecord:
     reload: ReloadCheck | None
     raw: str | None = None  # the raw output file beside the record
     seconds: float = 0.0
+    # The worker models whose search wanted a setting after its point budget was spent.
+    stopped_at_budget: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -117,19 +132,21 @@ class AdviceRecord:
 def point_from_dict(data: dict) -> Point:
     steps = tuple(Step(**step) for step in data["steps"])
     limit = Limit(data["limit"]) if data.get("limit") else None
-    return Point(**{**data, "status": Status(data["status"]), "limit": limit, "steps": steps})
+    role = Role(data.get("role", Role.SEARCH))
+    return Point(**{**data, "status": Status(data["status"]), "limit": limit, "steps": steps, "role": role})
 
 
 def load_advice(data: dict) -> AdviceRecord:
     """A record as written (``to_dict``), typed again."""
-    if data.get("schema") != ADVICE_SCHEMA:
-        raise ValueError(f"not an advice record of {ADVICE_SCHEMA}: {data.get('schema')!r}")
+    if data.get("schema") not in READ_SCHEMAS:
+        raise ValueError(f"not an advice record of {' or '.join(READ_SCHEMAS)}: {data.get('schema')!r}")
     reload = data.get("reload")
     return AdviceRecord(
         **{
             **data,
             "status": Status(data["status"]),
             "models": tuple(data["models"]),
+            "stopped_at_budget": tuple(data.get("stopped_at_budget", ())),
             "points": tuple(point_from_dict(p) for p in data["points"]),
             "reload": ReloadCheck(**{**reload, "outcome": ReloadOutcome(reload["outcome"])}) if reload else None,
         }
@@ -149,3 +166,14 @@ class Bound(StrEnum):
 
     OBJECTIVE = "objective"  # more workers or threads did not meet the objective at a higher rate
     BUDGET = "memory budget"  # a setting over the budget did clearly more
+    POINTS = "point budget"  # the search wanted more settings than advise.max_points: still rising
+
+
+class Reproduced(StrEnum):
+    """The recommended setting measured again from its deployed file, against the search's interval
+    widened by the margin (``decide.margins.side``)."""
+
+    YES = "reproduced"
+    LOWER = "lower than searched"
+    HIGHER = "higher than searched"
+    NOT_MEASURED = "not measured"  # no deployed file (the catalogue gives no `deploy`), or it failed

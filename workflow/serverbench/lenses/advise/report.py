@@ -9,7 +9,7 @@ import json
 
 import pandas as pd
 
-from serverbench.lenses.advise.record import Verdict
+from serverbench.lenses.advise.record import Bound, Reproduced, Verdict
 from serverbench.record.vocabulary import Outcome
 
 
@@ -46,11 +46,30 @@ def server_sentence(row: dict) -> str:
     )
     tied = json.loads(row["equivalent_settings"]) if isinstance(row["equivalent_settings"], str) else []
     tie = f"; not told apart from {', '.join(tied)}, which use more memory" if tied else ""
-    bound = "; the memory budget bound it" if row["bound_by"] == "memory budget" else ""
+    bound = BOUND_WORDS.get(row["bound_by"], "")
     return (
         f"#{int(row['rank'])} {row['server']}: {_setting(row)}: {row['capacity_rps']:.0f} req/s with {objective} "
-        f"(capacity {interval} req/s), {row['memory_mb']} MB PSS under that load{bound}{tie}{_rule(row)}."
+        f"(capacity {interval} req/s), {row['memory_mb']} MB PSS under that load{bound}{tie}{_rule(row)}"
+        f"{_reproduced(row)}."
     )
+
+
+BOUND_WORDS = {
+    Bound.BUDGET: "; the memory budget bound it",
+    Bound.POINTS: "; the search stopped at its point budget while capacity still rose (more may do more: "
+    "raise advise.max_points)",
+}
+
+
+def _reproduced(row: dict) -> str:
+    """Whether the recommendation reproduced from its deployed file, and by how much it moved."""
+    said = row.get("reproduced")
+    if not isinstance(said, str) or said == Reproduced.NOT_MEASURED:
+        return "; not measured again from its deployed file"
+    again = f"; from its deployed file it gave {row['reproduced_rps']:.0f} req/s"
+    if said == Reproduced.YES:
+        return f"{again}: reproduced"
+    return f"{again}, {row['reproduced_ratio']:.2f}× the search's: did not reproduce ({said})"
 
 
 def ranking_sentence(rows: list[dict]) -> str | None:

@@ -17,6 +17,15 @@ the objective, the lowest that missed it), and one setting does more than anothe
 its interval lies wholly above the other's widened by a margin (``advise.margin``, 10%: what
 a repeat of one setting moved by, docs/advise.md). The same reading decides the
 recommendation (``decide.advice``), so the search steers by the rule its answer is judged by.
+
+No step rests on one reading where it would end a walk: a setting that did not clearly do
+more (or, halving, clearly did less) is measured once more from a fresh start — a new
+placement of connections on workers, which the kernel decides — and the walk goes on from the
+better of its readings. The recommendation reads every setting by all its readings (``pool``:
+what each start of it met, the lowest, up to the highest it missed at), so a setting is
+recommended for what it did on each start, not on its luckiest. A walk that wanted a setting
+after the point budget (``max_points``) was spent says so (``stopped_at_budget``): capacity was
+still rising there, and the answer is bound by the budget, not by the objective.
 """
 
 from __future__ import annotations
@@ -139,9 +148,38 @@ def best(points: list[Measured], budget_bytes: int | None, margin: float = DEFAU
     return min(tied, key=lambda p: (p.memory_bytes or 0, p.setting.concurrency, p.setting))
 
 
+def pool(readings: list[Measured]) -> list[Measured]:
+    """One ``Measured`` per setting from all its readings (each a fresh start), in the order the
+    settings were first measured: its capacity what every reading met (the lowest met) up to the
+    highest it missed at (none where a reading missed at none), its memory the most any used;
+    measured where any reading was."""
+    by_setting: dict[Setting, list[Measured]] = {}
+    for reading in readings:
+        by_setting.setdefault(reading.setting, []).append(reading)
+    pooled = []
+    for setting, found in by_setting.items():
+        ok = [r for r in found if r.ok] or found
+        if len(ok) == 1:
+            pooled.append(ok[0])
+            continue
+        missed = [r.capacity.missed for r in ok]
+        capacity = Capacity(min(r.capacity.met for r in ok), None if None in missed else max(missed))
+        memories = [r.memory_bytes for r in ok if r.memory_bytes is not None]
+        pooled.append(Measured(setting, capacity, max(memories) if memories else None, any(r.ok for r in ok)))
+    return pooled
+
+
+def runner_up(points: list[Measured], chosen: Measured, budget_bytes: int | None, margin: float) -> Measured | None:
+    """The eligible setting of most capacity that ``chosen`` was told apart from (clearly above it):
+    what the recommendation is measured again beside."""
+    below = [p for p in points if p.eligible(budget_bytes) and chosen.capacity.clearly_above(p.capacity, margin)]
+    return max(below, key=lambda p: p.capacity.met, default=None)
+
+
 class Search:
     """One worker model's adaptive search (the module's docstring); ``measure`` measures a
-    setting, at most ``max_points`` settings are measured."""
+    setting (a fresh start each call), at most ``max_points`` settings are measured, and a step
+    that would end a walk once more."""
 
     def __init__(
         self,
@@ -153,23 +191,45 @@ class Search:
     ):
         self.space, self.measure, self.budget, self.max_points = space, measure, budget_bytes, max_points
         self.margin = margin
+        # What the walks steer by: each setting's best reading.
         self.points: dict[Setting, Measured] = {}
+        self.readings: list[Measured] = []  # every reading, in order
+        self.stopped_at_budget = False
 
     def run(self) -> list[Measured]:
+        """Every reading of the search (``pool`` reads them a setting each)."""
         start = self.at(self.space.start)
         if start is not None and start.ok:
             self._walk_workers()
             self._walk_threads()
             self._refine()
-        return list(self.points.values())
+        return list(self.readings)
 
-    def at(self, setting: Setting) -> Measured | None:
+    def at(self, setting: Setting, walking: bool = False) -> Measured | None:
+        """The setting's reading, measured where it has none (None: the point budget is spent;
+        ``walking``: a walk wanted it, so capacity was still rising when the budget ran out)."""
         if setting in self.points:
             return self.points[setting]
         if len(self.points) >= self.max_points:
+            self.stopped_at_budget = self.stopped_at_budget or walking
             return None
-        self.points[setting] = self.measure(setting)
+        self.points[setting] = self._read(setting)
         return self.points[setting]
+
+    def _read(self, setting: Setting) -> Measured:
+        found = self.measure(setting)
+        self.readings.append(found)
+        return found
+
+    def confirmed(self, found: Measured) -> Measured:
+        """A reading that would end a walk, measured once more from a fresh start: the better of
+        its readings (the one a walk goes on from where it does)."""
+        if sum(r.setting == found.setting for r in self.readings) > 1:
+            return self.points[found.setting]
+        again = self._read(found.setting)
+        better = max((found, again), key=lambda r: (r.ok, r.capacity.met))
+        self.points[found.setting] = better
+        return better
 
     def _best(self) -> Measured:
         found = best(list(self.points.values()), self.budget, self.margin)
@@ -185,11 +245,16 @@ class Search:
                 nxt = self.space.setting(w * 2 if grow else max(1, w // 2), t)
                 if nxt == current.setting or nxt in self.points:
                     break
-                found = self.at(nxt)
+                found = self.at(nxt, walking=grow)
                 if found is None or not found.ok:
                     break
-                if not (self._grows(found, current) if grow else self._shrinks(found, current)):
-                    break
+                steps = self._grows if grow else self._shrinks
+                if not steps(found, current):
+                    if not found.fits(self.budget):  # the budget ends it, not a placement: no second reading
+                        break
+                    found = self.confirmed(found)
+                    if not steps(found, current):
+                        break
                 current = found
 
     def _grows(self, found: Measured, current: Measured) -> bool:
@@ -210,11 +275,13 @@ class Search:
             nxt = self.space.setting(current.setting.workers, current.setting.threads * 2)
             if nxt == current.setting or nxt in self.points:
                 break
-            found = self.at(nxt)
+            found = self.at(nxt, walking=True)
             if found is None or not found.ok or not found.fits(self.budget):
                 break
             if not found.capacity.clearly_above(current.capacity, self.margin):
-                break
+                found = self.confirmed(found)
+                if not found.capacity.clearly_above(current.capacity, self.margin):
+                    break
             current = found
 
     def _refine(self) -> None:

@@ -4,8 +4,10 @@ A row is a point: the server and worker model, workers and threads, its capacity
 objective as an interval (``capacity_rps`` the highest offered rate whose p99 met the
 objective, ``capacity_missed_rps`` the lowest that did not; empty: none missed), what held
 it (``limit``), the server tree's PSS under that load, whether it fits the budget, whether it
-is the rule of thumb's setting, and the open-loop runs it rests on (``steps``, JSON). A
-setting that could not be measured is a row with its status and reason.
+is the rule of thumb's setting, why it was measured (``role``: the search's reading, once more
+where it would have ended a walk, or again from its deployed file) and the open-loop runs it
+rests on (``steps``, JSON). A setting that could not be measured is a row with its status and
+reason.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from serverbench.record.units import megabytes
 COLUMNS = [
     "profile", "server", "language", "app", "workload", "model", "workers", "threads", "status", "reason",
     "capacity_rps", "capacity_missed_rps", "limit", "memory_mb", "within_budget", "rule_of_thumb", "peak_rps",
-    "connections", "objective_p99_ms", "memory_budget_mb", "cpus", "seconds", "steps",
+    "connections", "objective_p99_ms", "memory_budget_mb", "cpus", "seconds", "role", "steps",
 ]  # fmt: skip
 
 
@@ -41,7 +43,7 @@ def point_rows(record: AdviceRecord) -> list[dict]:
                 "within_budget": budget is None or (memory is not None and memory <= budget),
                 "rule_of_thumb": point.rule_of_thumb, "peak_rps": point.peak_rps,
                 "connections": point.connections, "objective_p99_ms": record.objective_p99_ms,
-                "memory_budget_mb": budget, "cpus": record.cpus, "seconds": point.seconds,
+                "memory_budget_mb": budget, "cpus": record.cpus, "seconds": point.seconds, "role": point.role,
                 "steps": json.dumps([asdict(step) for step in point.steps]),
             }
         )  # fmt: skip
