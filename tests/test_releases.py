@@ -10,11 +10,13 @@ instructions are counted, and a dropped connection is a failed request however f
 
 from __future__ import annotations
 
+import http.server
 import io
 import json
 import shutil
 import subprocess
 import sys
+import threading
 from importlib.metadata import version
 from pathlib import Path
 
@@ -23,7 +25,7 @@ import pytest
 import yaml
 from conftest import QUICK_PROFILE, REPO_ROOT, run_snakemake
 from serverbench.decide.pairs import declared_pairs
-from serverbench.drive.bisect import between, listed_versions
+from serverbench.drive.bisect import SIMPLE_JSON, between, listed_versions, next_middle
 from serverbench.host.releases import install, not_installed_reason
 from serverbench.plan import config as cfg
 from serverbench.plan.catalogue import server_entry
@@ -197,15 +199,97 @@ def test_compare_between_two_releases_runs_works_as_between_two_commits(planted_
     assert list(rows["server"]) == ["tinyserve"] and rows["outcome"].iloc[0] == Outcome.MORE_WORK
 
 
+class LocalIndex(http.server.ThreadingHTTPServer):
+    """A package index on loopback speaking PEP 691's simple JSON API, as PyPI does: each
+    project's files (name, bytes, yanked), so bisect lists releases and pip installs them
+    without the network."""
+
+    def __init__(self, projects: dict[str, list[tuple[str, bytes, bool]]]):
+        super().__init__(("127.0.0.1", 0), IndexHandler)
+        self.projects = projects
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/simple"
+
+
+class IndexHandler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        parts = self.path.strip("/").split("/")
+        files = {name: data for listed in self.server.projects.values() for name, data, _ in listed}
+        if parts[0] == "simple" and len(parts) == 2 and parts[1] in self.server.projects:
+            listed = [{"filename": name, "url": f"/files/{name}", "hashes": {}, "yanked": yanked}
+                      for name, _, yanked in self.server.projects[parts[1]]]  # fmt: skip
+            self._send(
+                json.dumps({"meta": {"api-version": "1.0"}, "name": parts[1], "files": listed}).encode(), SIMPLE_JSON
+            )
+        elif parts[0] == "files" and len(parts) == 2 and parts[1] in files:
+            self._send(files[parts[1]], "application/octet-stream")
+        else:
+            self.send_error(404)
+
+    def _send(self, body: bytes, kind: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):  # quiet: pytest keeps the output for failures
+        pass
+
+
+@pytest.fixture
+def local_index():
+    made = []
+
+    def serve(projects) -> LocalIndex:
+        index = LocalIndex(projects)
+        threading.Thread(target=index.serve_forever, daemon=True).start()
+        made.append(index)
+        return index
+
+    yield serve
+    for index in made:
+        index.shutdown()
+        index.server_close()
+
+
+# Six releases for bisect, the change (no connection dropped on reload) in 1.4, and 1.2 a wheel
+# that does not install (not a zip): bisect must skip it as `git bisect skip` does.
+BISECTED = {"1.0": ("drop", 0), "1.1": ("drop", 0), "1.3": ("drop", 0), "1.4": ("graceful", 0), "2.0": ("graceful", 0)}
+
+
+@pytest.fixture(scope="module")
+def bisect_wheels(tmp_path_factory) -> Path:
+    found = tmp_path_factory.mktemp("tinyserve-bisect") / "wheels"
+    found.mkdir()
+    for release, (reload, extra) in BISECTED.items():
+        build_release(found, release, reload, extra)
+    (found / "tinyserve-1.2-py3-none-any.whl").write_bytes(b"not a wheel: pip refuses it")
+    return found
+
+
+def test_the_middle_release_is_the_one_measured_next_or_the_nearest_that_can_be():
+    assert next_middle(0, 5, set()) == 2
+    assert next_middle(0, 5, {2}) == 1  # equally near: the older first
+    assert next_middle(1, 5, {2}) == 3
+    assert next_middle(3, 4, set()) is None and next_middle(1, 3, {2}) is None
+
+
 @pytest.mark.e2e
-def test_bisect_names_the_first_release_that_changed_a_check(tmp_path, wheels):
-    """1.0 and 1.1 drop connections on reload and stay away 0.5 s, 2.0 does not: bisect measures
-    1.0 against 2.0, then 1.0 against 1.1 (the same), then 1.1 against 2.0, and names 2.0. The
+def test_bisect_names_the_first_release_that_changed_a_check(tmp_path, bisect_wheels, local_index):
+    """1.0, 1.1 and 1.3 drop connections on reload and stay away 0.5 s; 1.4 and 2.0 do not; 1.2
+    does not install. Listed and installed from a local index: bisect measures 1.0 against 2.0,
+    skips 1.2 (its install's reason said), measures 1.1, then 1.3, then 1.4, and names 1.4. The
     check is the longest time without an answer (0.5 s and its restart, against milliseconds):
     the failed requests of a release that is away count the client's retries, which its speed
     sets, so two releases that drop alike can differ there by a few."""
+    files = [(path.name, path.read_bytes(), False) for path in sorted(bisect_wheels.iterdir())]
+    index = local_index({"tinyserve": files})
     mine = tmp_path / "mine.yaml"
-    config = releases_config(tmp_path, wheels, ["1.0", "2.0"])
+    config = releases_config(tmp_path, bisect_wheels, ["1.0", "2.0"])
+    config["releases"]["tinyserve"] = {"servers": ["tinyserve"], "versions": ["1.0", "2.0"], "index_url": index.url}
     config["profiles"] = {"rel": {**QUICK_PROFILE, "description": "bisect's settings", "repeats": 1,
                                   "servers": ["tinyserve@1.0"], "operations": OPERATIONS}}  # fmt: skip
     mine.write_text(yaml.safe_dump(config))
@@ -217,20 +301,36 @@ def test_bisect_names_the_first_release_that_changed_a_check(tmp_path, wheels):
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     found = json.loads((out / "bisect.json").read_text())
-    assert found["candidates"] == ["1.0", "1.1", "2.0"] and found["first_changed"] == "tinyserve@2.0"
+    assert found["candidates"] == ["1.0", "1.1", "1.2", "1.3", "1.4", "2.0"]
+    assert found["first_changed"] == "tinyserve@1.4" and found["skipped"] == ["tinyserve@1.2"]
     assert [(s["older"], s["newer"]) for s in found["steps"]] == [
         ("tinyserve@1.0", "tinyserve@2.0"),
+        ("tinyserve@1.0", "tinyserve@1.2"),  # not installed: skipped
         ("tinyserve@1.0", "tinyserve@1.1"),
-        ("tinyserve@1.1", "tinyserve@2.0"),
+        ("tinyserve@1.1", "tinyserve@1.3"),
+        ("tinyserve@1.3", "tinyserve@1.4"),
     ]
-    # Both are away alike: no change (within the check's ±10%, or not decided either way).
     outcomes = [s["outcome"] for s in found["steps"]]
-    assert outcomes[0] == outcomes[2] == Outcome.LOWER and outcomes[1] in (Outcome.EQUIVALENT, Outcome.UNDETERMINED)
-    assert "First release that changed reload_longest_gap_s: tinyserve@2.0" in done.stdout
+    assert outcomes[0] == outcomes[4] == Outcome.LOWER and outcomes[1] is None
+    assert "install" in found["steps"][1]["reason"]
+    # Away alike: no change (within the check's ±10%, or not decided either way, said so).
+    assert set(outcomes[2:4]) <= {Outcome.EQUIVALENT, Outcome.UNDETERMINED}
+    if Outcome.UNDETERMINED in outcomes[2:4]:
+        assert "undetermined: taken as no change" in done.stdout
+    assert "First release that changed reload_longest_gap_s: tinyserve@1.4" in done.stdout
+    assert "tinyserve@1.2 against tinyserve@1.0: not measured: its install" in done.stdout
 
 
-def test_bisect_lists_the_releases_between_from_pypi_and_from_a_wheel_directory(wheels):
-    """PyPI's JSON API for a package of PyPI (final releases, in order), the wheels for one of find_links."""
-    listed = between(listed_versions("gunicorn", {}), "20.1.0", "23.0.0")
-    assert listed == ["20.1.0", "21.0.0", "21.0.1", "21.1.0", "21.2.0", "22.0.0", "23.0.0"]
+def test_bisect_lists_the_releases_between_from_an_index_and_from_a_wheel_directory(wheels, local_index):
+    """An index's simple JSON API (final releases, in order; a release whose files are all yanked,
+    a pre-release and a file of no release left out), the wheels of a find_links directory."""
+    listed = [(name, b"", False) for name in (
+        "gunicorn-20.1.0.tar.gz", "gunicorn-20.1.0-py3-none-any.whl", "gunicorn-21.0.0-py3-none-any.whl",
+        "gunicorn-21.0.1.tar.gz", "gunicorn-22.0.0rc1-py3-none-any.whl", "gunicorn-23.0.0-py3-none-any.whl",
+        "gunicorn-19.0.win32.exe", "gunicorn-24.0.0-py3-none-any.whl")]  # fmt: skip
+    listed.append(("gunicorn-21.1.0-py3-none-any.whl", b"", True))  # yanked
+    index = local_index({"gunicorn": listed})
+    versions = listed_versions("gunicorn", {"index_url": index.url})
+    assert versions == ["20.1.0", "21.0.0", "21.0.1", "23.0.0", "24.0.0"]
+    assert between(versions, "20.1.0", "23.0.0") == ["20.1.0", "21.0.0", "21.0.1", "23.0.0"]
     assert listed_versions("tinyserve", {"find_links": str(wheels)}) == ["1.0", "1.1", "2.0"]

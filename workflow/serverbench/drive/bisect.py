@@ -1,17 +1,22 @@
 """``serverbench bisect SERVER GOOD BAD --check CHECK``: the first release of a server whose
 check differs from the release before it, found by measuring releases in pairs.
 
-The releases between GOOD and BAD are those its package's source lists (PyPI's JSON API, or
-the wheels of its ``find_links`` directory), final releases only. Every step is one run of
+The releases between GOOD and BAD are those its package's source lists (its index's simple
+JSON API, PEP 691 — PyPI's unless ``index_url`` names another —, or the wheels of its
+``find_links`` directory), final releases only, a release whose every file is yanked left out. Every step is one run of
 the workflow (a profile ``bisect``: the ``releases`` profile's settings, with only the lens
 the check needs, two releases side by side) whose release_verdicts.csv says whether the newer
 of the two changed the check from the older, by that lens's rule (``lenses.releases.decide``). The
 first run measures GOOD against BAD: the change must be seen there, its direction is the one
 looked for. Then the range halves until two neighbouring releases are left; the last step
-measures those two, so the change named is one release's, with its figures.
+measures those two, so the change named is one release's, with its figures. A release that
+cannot be measured (its install failed: the step's releases.csv says why) is skipped, as
+``git bisect skip`` does, and the nearest one to the middle measured instead.
 
 Exit status: 0 the release named; 3 GOOD and BAD do not differ on the check (nothing to look
-for, the outcome printed); 2 a usage error (an unknown server or check, too few releases).
+for, the outcome printed); 4 the change lies among releases some of which could not be
+measured (each named, with why); 2 a usage error (an unknown server or check, too few
+releases).
 """
 
 from __future__ import annotations
@@ -26,7 +31,13 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 from packaging.version import InvalidVersion, Version
 from snakemake.utils import update_config
 
@@ -34,6 +45,7 @@ from serverbench import REPO_ROOT, files, registry
 from serverbench.lenses.releases.decide import CHANGED, PREVIOUS
 from serverbench.lenses.releases.report import change_sentence
 from serverbench.lenses.releases.table import CONFORMANCE_CHECK as CONFORMANCE
+from serverbench.lenses.releases.table import INSTALLED
 from serverbench.plan import config as cfg
 from serverbench.plan.releases import distribution_of, package_of, release_name
 from serverbench.record.vocabulary import Outcome
@@ -41,7 +53,8 @@ from serverbench.record.vocabulary import Outcome
 HELP = "the first release of a server whose check changed, measured in pairs (PyPI lists the releases)"
 EXIT_STATUS = "exit status: 0 the release named; 3 the two releases given do not differ on the check; 2 a usage error"
 PROFILE = "bisect"
-PYPI_JSON = "https://pypi.org/pypi/{distribution}/json"
+PYPI_SIMPLE = "https://pypi.org/simple"
+SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"  # PEP 691
 
 
 class BisectError(ValueError):
@@ -57,31 +70,37 @@ class Step:
     results: str
     outcome: str | None
     sentence: str | None
+    # Why the newer release could not be measured, where it could not (its install's status).
+    reason: str | None = None
 
 
 def listed_versions(package: str, spec: dict) -> list[str]:
-    """Every final release the package's source offers (its wheel directory, else PyPI)."""
-    found = set()
+    """Every final release the package's source offers (its wheel directory, else its index)."""
     if spec.get("find_links"):
-        for path in Path(spec["find_links"]).iterdir():
-            try:
-                version = parse_wheel_filename(path.name)[1] if path.suffix == ".whl" else None
-                version = version or parse_sdist_filename(path.name)[1]
-            except (InvalidWheelFilename, InvalidSdistFilename):
-                continue
-            found.add(version)
+        names = [path.name for path in Path(spec["find_links"]).iterdir()]
     else:
-        url = PYPI_JSON.format(distribution=distribution_of(package, spec))
-        with urllib.request.urlopen(url, timeout=30) as answer:
-            releases = json.load(answer)["releases"]
-        for text, uploads in releases.items():
-            try:
-                version = Version(text)
-            except InvalidVersion:
-                continue
-            if uploads and not all(upload.get("yanked") for upload in uploads):
-                found.add(version)
+        names = _index_files(distribution_of(package, spec), spec.get("index_url") or PYPI_SIMPLE)
+    found = {version for version in map(_version_of, names) if version is not None}
     return [str(v) for v in sorted(v for v in found if not v.is_prerelease and not v.is_devrelease)]
+
+
+def _version_of(filename: str) -> Version | None:
+    """A wheel's or sdist's version, None for any other file."""
+    try:
+        if filename.endswith(".whl"):
+            return parse_wheel_filename(filename)[1]
+        return parse_sdist_filename(filename)[1]
+    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+        return None
+
+
+def _index_files(distribution: str, index_url: str) -> list[str]:
+    """The files an index's simple JSON API (PEP 691) lists for a distribution, the yanked left out."""
+    url = f"{index_url.rstrip('/')}/{canonicalize_name(distribution)}/"
+    request = urllib.request.Request(url, headers={"Accept": SIMPLE_JSON})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        listed = json.load(answer)["files"]
+    return [file["filename"] for file in listed if not file.get("yanked")]
 
 
 def between(versions: list[str], good: str, bad: str) -> list[str]:
@@ -128,28 +147,55 @@ def run_step(args, config: dict, pair: list[str], number: int) -> Step:
     mine = verdicts[(verdicts["release"] == pair[1]) & (verdicts["relation"] == PREVIOUS)]
     mine = mine[mine["check"] == args.check]
     if mine.empty:
-        return Step(pair[0], pair[1], str(results), None, None)
+        return Step(pair[0], pair[1], str(results), None, None, _not_measured(results, pair[1]))
     row = mine.iloc[0]
     sentence = change_sentence(row, registry.offered_checks(registry.lenses(config)))
     return Step(pair[0], pair[1], str(results), str(row["outcome"]), sentence)
 
 
-def bisect(args, config: dict, candidates: list[str]) -> tuple[int, list[Step]]:
+def _not_measured(results: Path, release: str) -> str:
+    """Why a step's release has no verdict: its install's status and reason, where it failed."""
+    table = results / "releases.csv"
+    if table.exists() and table.stat().st_size:
+        rows = pd.read_csv(table)
+        installed = rows[(rows["release"] == release) & (rows["check"] == INSTALLED)]
+        if not installed.empty and installed.iloc[0]["status"] != "ok":
+            return f"its install {installed.iloc[0]['status']}: {installed.iloc[0]['reason']}"
+    return "the check has no verdict for it"
+
+
+def next_middle(low: int, high: int, skipped: set[int]) -> int | None:
+    """The release to measure next between ``low`` and ``high``: the middle one, else (skipped)
+    the nearest to it that can still be measured; None where none is left."""
+    left = [index for index in range(low + 1, high) if index not in skipped]
+    middle = (low + high) // 2
+    return min(left, key=lambda index: (abs(index - middle), index)) if left else None
+
+
+def bisect(args, config: dict, candidates: list[str]) -> tuple[int, list[Step], list[str]]:
     """Halve [GOOD, BAD] until the release that changed the check is one step from the one
-    before it; (exit status, the steps run)."""
+    before it, skipping a release that cannot be measured; (exit status, the steps run, and
+    where releases were skipped the releases the change could be in)."""
     names = [release_name(args.server, version) for version in candidates]
     steps = [run_step(args, config, [names[0], names[-1]], 0)]
     wanted = steps[0].outcome
+    if wanted is None:
+        raise BisectError(f"{names[-1]} against {names[0]} could not be measured: {steps[0].reason}")
     if wanted not in CHANGED:
-        return 3, steps
-    low, high = 0, len(names) - 1
-    while high - low > 1:
-        middle = (low + high) // 2
+        return 3, steps, []
+    low, high, skipped = 0, len(names) - 1, set()
+    while (middle := next_middle(low, high, skipped)) is not None:
         steps.append(run_step(args, config, [names[low], names[middle]], len(steps)))
+        if steps[-1].outcome is None:  # could not be measured: skipped, another measured instead
+            skipped.add(middle)
+            continue
         low, high = (low, middle) if steps[-1].outcome == wanted else (middle, high)
-    if (names[low], names[high]) != (steps[-1].older, steps[-1].newer):
+    if any(low < index < high for index in skipped):
+        return 4, steps, [names[index] for index in range(low + 1, high + 1)]
+    measured = [(s.older, s.newer) for s in steps if s.outcome is not None]
+    if (names[low], names[high]) != measured[-1]:
         steps.append(run_step(args, config, [names[low], names[high]], len(steps)))
-    return 0, steps
+    return 0, steps, []
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -178,20 +224,26 @@ def run(args: argparse.Namespace) -> int:
         if package is None:
             raise BisectError(f"{args.server!r} is not a server of any package in config `releases`")
         candidates = between(listed_versions(package, config["releases"][package]), args.good, args.bad)
-        status, steps = bisect(args, config, candidates)
+        status, steps, could_be = bisect(args, config, candidates)
     except BisectError as exc:
         sys.stderr.write(f"serverbench bisect: {exc}\n")
         return 2
     for step in steps:
-        print(f"{step.newer} against {step.older}: {step.outcome or 'not measured'} ({step.results})")
+        why = f": {step.reason}" if step.reason else ""
+        print(f"{step.newer} against {step.older}: {step.outcome or 'not measured'}{why} ({step.results})")
         if step.outcome == Outcome.UNDETERMINED:  # taken as no change: the range went on past it
             print(f"  undetermined: taken as no change from {step.older}; a change there would be missed")
-    last = steps[-1]
+    last = [step for step in steps if step.outcome is not None][-1]
     if status == 0:
         print(f"First release that changed {args.check}: {last.newer}\n  {last.sentence}")
+    elif status == 4:
+        skipped = ", ".join(step.newer for step in steps if step.outcome is None)
+        print(f"The first release that changed {args.check} is one of: {', '.join(could_be)} ({skipped} not measured)")
     else:
         print(f"{args.good} and {args.bad} do not differ on {args.check} ({steps[0].outcome}): nothing to look for")
     result = {"server": args.server, "check": args.check, "candidates": candidates, "status": status,
-              "first_changed": last.newer if status == 0 else None, "steps": [asdict(s) for s in steps]}  # fmt: skip
+              "first_changed": last.newer if status == 0 else None, "could_be": could_be,
+              "skipped": [s.newer for s in steps if s.outcome is None],
+              "steps": [asdict(s) for s in steps]}  # fmt: skip
     files.write_json(Path(args.out) / "bisect.json", result)
     return status
