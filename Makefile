@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 UNIT_SOURCE ?= $(wildcard $(CURDIR)/../shared/vendor/unit-1.35.0.tar.gz)
 export UNIT_SOURCE
 
-.PHONY: install install-test bench test lint report clean
+.PHONY: install install-test bench test test-quick lint report clean
 
 install:
 	scripts/install --unit
@@ -24,6 +24,11 @@ bench: install
 # SERVERBENCH_MAKE_TEST: a program the install put in place is never a reason to skip.
 test: install-test
 	SERVERBENCH_MAKE_TEST=1 python -m pytest -ra --durations=40
+
+# The edit-run loop: the unit tests and one tiny workflow run (the toy lens), under 5 minutes
+# (the modules marked quick); make test before a commit lands.
+test-quick: install-test
+	SERVERBENCH_MAKE_TEST=1 python -m pytest -ra -m quick --durations=10
 
 lint: install
 	ruff check workflow tests benchmarks apps

@@ -15,6 +15,8 @@ from serverbench.plan import config as cfg
 from serverbench.report import charts, screenshots, verdicts
 from serverbench.report.index import write_index
 
+pytestmark = pytest.mark.quick  # the edit-run loop's set: make test-quick
+
 LANGUAGE = {
     "gunicorn": "python",
     "starman": "perl",

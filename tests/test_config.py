@@ -11,6 +11,8 @@ from serverbench import REPO_ROOT
 from serverbench.plan import config as cfg
 from serverbench.plan import matrix, scaling
 
+pytestmark = pytest.mark.quick  # the edit-run loop's set: make test-quick
+
 SHIPPED = cfg.read(REPO_ROOT / "config.yaml")
 
 

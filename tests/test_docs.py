@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from serverbench import REPO_ROOT
 
+pytestmark = pytest.mark.quick  # the edit-run loop's set: make test-quick
+
 DOCS = sorted((REPO_ROOT / "docs").glob("*.md"))
 PAGES = [REPO_ROOT / "README.md", *DOCS]
 # [text](target) outside code; images too.

@@ -16,6 +16,8 @@ from serverbench.record.sections import Checks, Fairness, LittlesLaw
 from serverbench.tables import summary as summary_table
 from serverbench.tables.columns import AVERAGED_COLUMNS, CONTEXT_COLUMNS
 
+pytestmark = pytest.mark.quick  # the edit-run loop's set: make test-quick
+
 THRESHOLDS = cfg.load(REPO_ROOT / "config.yaml")["flags"]
 
 

@@ -12,7 +12,10 @@ import sys
 import tokenize
 from pathlib import Path
 
+import pytest
 from serverbench import REPO_ROOT
+
+pytestmark = pytest.mark.quick  # the edit-run loop's set: make test-quick
 
 PACKAGE = REPO_ROOT / "workflow" / "serverbench"
 STAGES = ["plan", "host", "cell", "record", "tables", "decide", "report"]

@@ -16,6 +16,8 @@ from serverbench import registry
 from serverbench.decide import margins
 from serverbench.record.vocabulary import Outcome
 
+pytestmark = pytest.mark.quick  # the edit-run loop's set: make test-quick
+
 LENSES = REPO_ROOT / "tests" / "lenses"
 TOY = "toy_bytes"
 

@@ -25,6 +25,8 @@ from serverbench.tables import runs as run_table
 from serverbench.tables import summary as summary_table
 from serverbench.tables.columns import RUN_COLUMNS, SUMMARY_COLUMNS
 
+pytestmark = pytest.mark.quick  # the edit-run loop's set: make test-quick
+
 STORED = RECORDS_V1
 RECORDS = sorted((STORED / "cells").rglob("r*.json"))
 KEYS = ["profile", "workload", "tool", "server", "concurrency"]

@@ -6,6 +6,8 @@ import pytest
 from conftest import RAW
 from serverbench.cell import parsers
 
+pytestmark = pytest.mark.quick  # the edit-run loop's set: make test-quick
+
 
 def parse(tool, name):
     return parsers.parse(tool, (RAW / name).read_text())

@@ -19,6 +19,8 @@ from serverbench.report.answers import answers, console_groups, headline
 from serverbench.report.verdicts import verdict_table
 from serverbench.tables import estimates
 
+pytestmark = pytest.mark.quick  # the edit-run loop's set: make test-quick
+
 CONFIG = cfg.load(REPO_ROOT / "config.yaml")
 
 
