@@ -1,8 +1,9 @@
-"""``serverbench compare`` as a user runs it, on real workflow output: two tiny default
-runs (gunicorn-gthread and its A/A twin, work counted), the second with 3% of the hello's
-cost planted in gunicorn-gthread (tests/data/planted-3pct-gunicorn.yaml: a catalogue
-entry of one's own, in place of the shipped one). Exit statuses: 0 shown within, 1 shown
-worse, 3 cannot tell (a condition differs), 2 a usage error."""
+"""``serverbench compare`` as a user runs it, on real workflow output: a tiny default run
+(gunicorn-gthread and its A/A twin, work counted), and three more of its work: the same
+commit again, one with 3% of the hello's cost planted in gunicorn-gthread
+(tests/data/planted-3pct-gunicorn.yaml: a catalogue entry of one's own, in place of the
+shipped one), one counted with two workers. Exit statuses, each from real runs: 0 shown
+within, 1 shown worse, 3 cannot tell (a condition differs), 2 a usage error."""
 
 from __future__ import annotations
 
@@ -33,15 +34,23 @@ BEFORE_TABLES = ["runs.csv", "summary.csv", "verdicts.csv", "environment.json", 
 def two_runs(tmp_path_factory):
     require("gunicorn", "wrk", "valgrind", "perf")
     base = tmp_path_factory.mktemp("compare")
+    two_workers = base / "two-workers.yaml"
+    two_workers.write_text("work_lens: {workers: 2}\n")
     runs = {}
-    # Only the tables compare reads (the charts and the page are tested elsewhere); the planted
-    # run only its work: speed is compared on the first run alone.
-    wanted = {"before": BEFORE_TABLES, "after": ["work.csv"]}
-    for name, extra in (("before", []), ("after", [PLANTED])):
-        results = base / name
-        targets = [str(results / table) for table in wanted[name]]
+    # Only the tables compare reads (the charts and the page are tested elsewhere); the other
+    # runs only gunicorn-gthread's work: speed is compared on the first run alone.
+    alone = ["servers=[gunicorn-gthread]"]
+    plans = {
+        "before": (BEFORE_TABLES, [], []),
+        "again": (["work.csv"], [], alone),
+        "after": (["work.csv"], [PLANTED], []),
+        "two workers": (["work.csv"], [str(two_workers)], alone),
+    }
+    for name, (tables, extra, matrix) in plans.items():
+        results = base / name.replace(" ", "-")
+        targets = [str(results / table) for table in tables]
         done = run_snakemake(
-            ["--cores", "4", *targets, *SHORT_LIVES, *extra], [*MATRIX, f"results={results}"], work=True
+            ["--cores", "4", *targets, *SHORT_LIVES, *extra], [*MATRIX, *matrix, f"results={results}"], work=True
         )
         assert done.returncode == 0, done.stderr[-3000:]
         runs[name] = results
@@ -58,10 +67,10 @@ def compare(*args) -> subprocess.CompletedProcess:
     )
 
 
-def test_work_the_same_run_is_within_and_the_planted_three_percent_is_worse(two_runs):
+def test_work_the_same_commit_again_is_within_and_the_planted_three_percent_is_worse(two_runs):
     before, after = two_runs["before"], two_runs["after"]
-    same = compare(before, before, "--metric", "work", "--fail-above", "1%")
-    assert same.returncode == 0, same.stderr
+    same = compare(before, two_runs["again"], "--metric", "work", "--fail-above", "1%")
+    assert same.returncode == 0, same.stdout + same.stderr
     assert "every server shown within 1.0%" in same.stderr
     planted = compare(before, after, "--metric", "work", "--fail-above", "1%")
     assert planted.returncode == 1, planted.stdout + planted.stderr
@@ -74,10 +83,14 @@ def test_work_the_same_run_is_within_and_the_planted_three_percent_is_worse(two_
 
 
 def test_work_a_condition_that_differs_cannot_be_compared(two_runs, tmp_path):
-    """A run counted on another CPU model (glibc picks its string functions by CPU) or with
-    other workers is not compared: the servers are named with the difference, exit 3."""
+    """A run counted with other workers (a real run) or on another CPU model (glibc picks its
+    string functions by CPU: this host has one, so its work.csv is edited) is not compared:
+    the servers are named with the difference, exit 3."""
     before = two_runs["before"]
-    for column, value in (("cpu_model", "Another CPU"), ("workers", 2)):
+    done = compare(before, two_runs["two workers"], "--metric", "work", "--fail-above", "1%")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "workers: A" in done.stderr and "cannot tell for 1 server(s)" in done.stderr
+    for column, value in (("cpu_model", "Another CPU"),):
         other = tmp_path / column
         shutil.copytree(before, other)
         work = pd.read_csv(other / "work.csv")
