@@ -24,6 +24,7 @@ import yaml
 from conftest import add_server, require, run_snakemake
 from serverbench import REPO_ROOT
 from serverbench.cell import verify
+from serverbench.host.runenv import run_env
 from serverbench.lenses.advise import search
 from serverbench.lenses.advise.decide import recommendations, reproduced
 from serverbench.lenses.advise.deploy import render
@@ -236,9 +237,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def serve_and_count(argv: list[str], port: int) -> tuple[bytes, int]:
+def _children_once_forked(pid: int, expected: int, deadline: float) -> int:
+    """The master's children, read from the process tree once at least ``expected`` are there
+    (or at the deadline): no sleep standing in for "every worker forked"."""
+    while True:
+        found = len(psutil.Process(pid).children(recursive=True))
+        if found >= expected or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def serve_and_count(argv: list[str], port: int, expected: int) -> tuple[bytes, int]:
     """Start a server from its deployed configuration: its answer to / and its processes."""
-    env = {**os.environ, "PATH": f"{REPO_ROOT / '.venv' / 'bin'}:{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": run_env()["PATH"]}  # the programs the harness finds, as it finds them
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 20
@@ -250,8 +261,7 @@ def serve_and_count(argv: list[str], port: int) -> tuple[bytes, int]:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise
                 time.sleep(0.1)
-        time.sleep(0.5)  # every worker forked
-        return body, len(psutil.Process(proc.pid).children(recursive=True))
+        return body, _children_once_forked(proc.pid, expected, deadline)
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(10)
@@ -265,7 +275,7 @@ def serve_and_count(argv: list[str], port: int) -> tuple[bytes, int]:
         ("uwsgi", 2, 1, "uwsgi"),
         ("uwsgi-threaded", 2, 4, "uwsgi"),
         ("starman", 2, 1, "starman"),
-        ("uwsgi-psgi", 2, 1, "/usr/bin/uwsgi-core"),
+        ("uwsgi-psgi", 2, 1, "uwsgi-core"),
     ],
 )
 def test_a_recommended_configuration_serves_the_app_with_its_settings(
@@ -281,7 +291,7 @@ def test_a_recommended_configuration_serves_the_app_with_its_settings(
     text, run = render(config, "advise", row, ("127.0.0.1", port))
     path = tmp_path / server
     path.write_text(text)
-    body, processes = serve_and_count([part.replace("{file}", str(path)) for part in run], port)
+    body, processes = serve_and_count([part.replace("{file}", str(path)) for part in run], port, workers)
     assert body == b"Hello World!"
     assert processes == workers  # the master's children: one a worker
 
