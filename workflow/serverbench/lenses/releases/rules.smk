@@ -9,13 +9,13 @@ rule releases_table:
     output:
         table=report(f"{RESULTS}/releases.csv", category="Tables"),
         verdicts=report(f"{RESULTS}/release_verdicts.csv", category="Tables"),
-    params:
-        # The checks as their lenses declare them (serverbench.lens.Check).
-        checks=OFFERED_CHECKS,
     log:
         f"{RESULTS}/logs/releases_table.log",
     localrule: True
     conda:
         "../../../../envs/workflow.yaml"
+    params:
+        # The checks as their lenses declare them (serverbench.lens.Check).
+        checks=OFFERED_CHECKS,
     script:
         "scripts/releases_table.py"
