@@ -7,6 +7,7 @@ within, 1 shown worse, 3 cannot tell (a condition differs), 2 a usage error."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -69,8 +70,10 @@ def compare(*args) -> subprocess.CompletedProcess:
 
 def test_work_the_same_commit_again_is_within_and_the_planted_three_percent_is_worse(two_runs):
     before, after = two_runs["before"], two_runs["after"]
-    same = compare(before, two_runs["again"], "--metric", "work", "--fail-above", "1%")
+    same = compare(before, two_runs["again"], "--fail-above", "1%")  # as docs/statistics.md's recipe
     assert same.returncode == 0, same.stdout + same.stderr
+    first = same.stderr.splitlines()[0]
+    assert first.startswith("serverbench compare: judging by work per request: both runs counted it"), first
     assert "every server shown within 1.0%" in same.stderr
     planted = compare(before, after, "--metric", "work", "--fail-above", "1%")
     assert planted.returncode == 1, planted.stdout + planted.stderr
@@ -99,6 +102,21 @@ def test_work_a_condition_that_differs_cannot_be_compared(two_runs, tmp_path):
         done = compare(before, other, "--metric", "work", "--fail-above", "1%")
         assert done.returncode == 3, done.stderr
         assert f"{column}: A" in done.stderr and "cannot tell for 2 server(s)" in done.stderr
+
+
+def test_json_and_what_a_ci_job_does_when_the_runs_cannot_tell(two_runs):
+    """--format json carries the metric, the status and its reason with the rows; --inconclusive
+    turns "cannot tell" (exit 3) into the CI job's choice, and says so."""
+    before = two_runs["before"]
+    done = compare(before, two_runs["after"], "--fail-above", "1%", "--format", "json")
+    found = json.loads(done.stdout)
+    assert done.returncode == found["status"] == 1 and found["metric"] == "work"
+    assert {row["server"]: row["outcome"] for row in found["rows"]}["gunicorn-gthread"] == "more work"
+    unsure = [before, two_runs["two workers"], "--fail-above", "1%"]
+    assert compare(*unsure).returncode == 3
+    for choice, status in (("pass", 0), ("fail", 1)):
+        done = compare(*unsure, "--inconclusive", choice)
+        assert done.returncode == status and f"--inconclusive {choice}: exit {status}" in done.stderr
 
 
 def test_speed_the_same_run_and_the_controls_lines(two_runs):

@@ -3,12 +3,16 @@ per request (where both runs counted it) or on speed; the judging is
 ``serverbench.decide.compare`` (speed) and ``serverbench.lenses.work.compare`` (work),
 this module reads the command line and writes what they found for a reader.
 
-``--fail-above 5%`` exits 1 when some server is shown worse by more than 5%, 0 when
-every one is shown within 5%, and 3 when the runs cannot tell (2: a usage error)."""
+Its first line (on stderr) says which metric it judges by and why. ``--fail-above 5%`` exits 1
+when some server is shown worse by more than 5%, 0 when every one is shown within 5%, and 3
+when the runs cannot tell (2: a usage error); ``--inconclusive pass|fail`` makes a CI job treat
+"cannot tell" as it chooses (exit 0 or 1, said so). ``--format json`` writes the metric, the
+status, its reason and every row."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -22,9 +26,10 @@ from serverbench.plan import config as cfg
 HELP = "two result sets server by server, on work per request or speed; --fail-above for CI"
 EXIT_STATUS = (
     "exit status: 0, or with --fail-above SHARE: 1 when a server is shown worse by more than SHARE, 0 when"
-    " every one is shown within it, 3 when the runs cannot tell (the change each could have shown is printed);"
-    " 2: a usage error"
+    " every one is shown within it, 3 when the runs cannot tell (the change each could have shown is printed;"
+    " --inconclusive pass|fail turns it into 0 or 1); 2: a usage error"
 )
+INCONCLUSIVE = {"report": None, "pass": 0, "fail": compare.EXIT_REGRESSION}
 SPEED_COLUMNS = [*compare.MATCH, "ratio", "ci_low", "ci_high", "p_holm", "detectable_drop", "outcome", "why"]
 
 
@@ -43,8 +48,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="work per request (the default where both runs counted it: results/work.csv) or speed",
     )
-    parser.add_argument("--format", choices=["table", "csv", "markdown"], default="table")
+    parser.add_argument("--format", choices=["table", "csv", "markdown", "json"], default="table")
     parser.add_argument("--fail-above", type=share, default=None, metavar="SHARE", help="e.g. 5%% or 0.05")
+    parser.add_argument(
+        "--inconclusive",
+        choices=list(INCONCLUSIVE),
+        default="report",
+        help="with --fail-above, when the runs cannot tell: exit 3 (report, the default), 0 (pass) or 1 (fail)",
+    )
     parser.add_argument("--config", type=Path, default=REPO_ROOT / "config.yaml", help="whose comparisons section")
     parser.add_argument(
         "--normalise",
@@ -84,9 +95,27 @@ def render_work(table: pd.DataFrame, form: str) -> str:
     return title + table.fillna("").to_string(index=False, float_format=lambda v: f"{v:.4f}") + "\n"
 
 
-def _exit(status_and_why: tuple[int, str]) -> int:
-    status, why = status_and_why
-    sys.stderr.write(f"serverbench compare: {why}\n")
+def _status(args: argparse.Namespace, found: tuple[int, str] | None) -> tuple[int, str | None]:
+    """The exit status and its reason (none without --fail-above), "cannot tell" turned as asked."""
+    if found is None:
+        return 0, None
+    status, why = found
+    turned = INCONCLUSIVE[args.inconclusive]
+    if status == compare.EXIT_CANNOT_TELL and turned is not None:
+        return turned, f"{why} (--inconclusive {args.inconclusive}: exit {turned})"
+    return status, why
+
+
+def _finish(args: argparse.Namespace, metric: str, table: pd.DataFrame, found, text: str) -> int:
+    """The table as asked (json: with the metric and the status), the reason on stderr, the status."""
+    status, why = _status(args, found)
+    if args.format == "json":
+        rows = json.loads(table.to_json(orient="records"))
+        sys.stdout.write(json.dumps({"metric": metric, "status": status, "why": why, "rows": rows}, indent=2) + "\n")
+    else:
+        sys.stdout.write(text)
+    if why:
+        sys.stderr.write(f"serverbench compare: {why}\n")
     return status
 
 
@@ -96,8 +125,9 @@ def run_work(args: argparse.Namespace, config: dict) -> int:
         sys.stderr.write("serverbench compare: --metric work needs results/work.csv in both runs\n")
         return 2
     table = compare_work.compare_work(args.a, args.b, config, args.fail_above)
-    sys.stdout.write(render_work(table, args.format))
-    return 0 if args.fail_above is None else _exit(compare_work.exit_status(table, args.fail_above))
+    found = None if args.fail_above is None else compare_work.exit_status(table, args.fail_above)
+    text = "" if args.format == "json" else render_work(table, args.format)
+    return _finish(args, "work", table, found, text)
 
 
 def run_speed(args: argparse.Namespace, config: dict) -> int:
@@ -118,20 +148,34 @@ def run_speed(args: argparse.Namespace, config: dict) -> int:
         return compare.EXIT_CANNOT_TELL
     table = compare.compare_sets(a, b, config, args.fail_above, args.normalise)
     differences = compare.environment_differences(a.environment, b.environment)
-    out = sys.stdout
-    if differences and args.format != "csv":
-        out.write("Environments differ:\n" + "".join(f"  {line}\n" for line in differences) + "\n")
+    text = ""
+    if differences and args.format in ("table", "markdown"):
+        text += "Environments differ:\n" + "".join(f"  {line}\n" for line in differences) + "\n"
     controls = compare.control_outcomes(args.a, "A") + compare.control_outcomes(args.b, "B")
-    if controls and args.format != "csv":
-        out.write("A/A control (the same server twice in one run):\n" + "".join(f"  {c}\n" for c in controls) + "\n")
-    out.write(render(table, args.format))
-    return 0 if args.fail_above is None else _exit(compare.exit_status(table, args.fail_above))
+    if controls and args.format in ("table", "markdown"):
+        text += "A/A control (the same server twice in one run):\n" + "".join(f"  {c}\n" for c in controls) + "\n"
+    text += "" if args.format == "json" else render(table, args.format)
+    found = None if args.fail_above is None else compare.exit_status(table, args.fail_above)
+    return _finish(args, "speed", table, found, text)
+
+
+def metric_and_why(args: argparse.Namespace) -> tuple[str, str]:
+    """Which metric compare judges by, and why: the one asked, else work where both runs
+    counted it (instructions are counted, so two runs of one commit agree within a fraction of
+    a per cent), else speed."""
+    if args.metric:
+        return args.metric, f"--metric {args.metric}"
+    counted = [side for side, path in (("A", args.a), ("B", args.b)) if compare_work.has_work(path)]
+    if len(counted) == 2:
+        return "work", "both runs counted it (results/work.csv); --metric speed judges by speed"
+    lacking = " and ".join(side for side in ("A", "B") if side not in counted)
+    return "speed", f"{lacking} counted no work per request (no results/work.csv)"
 
 
 def run(args: argparse.Namespace) -> int:
     """``serverbench compare A B``: on work where both runs counted it (or ``--metric``), else speed."""
     config = cfg.load(args.config)
-    both_counted = compare_work.has_work(args.a) and compare_work.has_work(args.b)
-    if args.metric == "work" or (args.metric is None and both_counted):
-        return run_work(args, config)
-    return run_speed(args, config)
+    metric, why = metric_and_why(args)
+    words = "work per request" if metric == "work" else "speed"
+    sys.stderr.write(f"serverbench compare: judging by {words}: {why}\n")
+    return run_work(args, config) if metric == "work" else run_speed(args, config)
