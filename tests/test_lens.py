@@ -14,6 +14,9 @@ import yaml
 from conftest import REPO_ROOT, require, run_snakemake
 from serverbench import registry
 from serverbench.decide import margins
+from serverbench.drive.preview import SMALL_JOBS_S
+from serverbench.plan import config as cfg
+from serverbench.plan.matrix import Matrix
 from serverbench.record.vocabulary import Outcome
 
 pytestmark = pytest.mark.quick  # the edit-run loop's set: make test-quick
@@ -93,3 +96,36 @@ def test_serverbench_list_reads_the_registry_and_the_config():
     assert {"gunicorn", "starman"} <= {server["name"] for server in found["servers"]}
     one = subprocess.run([sys.executable, "-m", "serverbench.cli", "list", "lenses"], capture_output=True, text=True)
     assert one.returncode == 0 and one.stdout.startswith("lenses (5):")
+
+
+def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_records(tmp_path):
+    """`serverbench plan default`: the matrix's cells and rounds, the lenses with their jobs, and
+    the time from records an earlier run here left (planted, so the sum is known): a cell's
+    warm-up and duration plus what earlier cells took besides, a work job's median seconds."""
+    cell = tmp_path / "cells" / "default" / "hello" / "wrk" / "starman" / "c2" / "r1.json"
+    cell.parent.mkdir(parents=True)
+    # 1.5 s besides measuring: from the job's start to verified 1 s, stopped to the job's end 0.5 s.
+    cell.write_text(json.dumps({"timing": {"job_start": 0, "verify": 1, "load": 1.5, "stop": 3.5, "job_end": 4}}))
+    for number, seconds in enumerate((10, 12, 14)):
+        work = tmp_path / "work" / "default" / "hello" / f"server{number}.json"
+        work.parent.mkdir(parents=True, exist_ok=True)
+        work.write_text(json.dumps({"seconds": seconds}))
+    argv = [sys.executable, "-m", "serverbench.cli", "plan", "default", "--results", str(tmp_path), "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    config = cfg.load(REPO_ROOT / "config.yaml")
+    matrix = Matrix(config)
+    assert plan["cells"] == len(matrix.cells) and plan["rounds"] == {"default": 5}
+    assert plan["servers"] == sorted(config["profiles"]["default"]["servers"]) and plan["lenses"] == ["work"]
+    jobs = {job["name"]: job for job in plan["jobs"]}
+    profile = matrix.profiles["default"]
+    assert jobs["cells"]["seconds_each"] == pytest.approx(profile.warmup + profile.duration + 1.5)
+    assert (
+        jobs["work lens"]["jobs"] == len(matrix.profiles["default"].servers) and jobs["work lens"]["seconds_each"] == 12
+    )
+    assert plan["unknown"] == ["conformance probes"]  # no earlier probe here: said, not guessed
+    expected = jobs["cells"]["jobs"] * jobs["cells"]["seconds_each"] + 12 * jobs["work lens"]["jobs"] + SMALL_JOBS_S
+    assert plan["estimated_s"] == pytest.approx(expected, abs=0.1)
+    shown = subprocess.run([*argv[:-1]], capture_output=True, text=True, timeout=120)
+    assert "estimated: " in shown.stdout and "conformance probes not known here" in shown.stdout

@@ -1,4 +1,5 @@
-"""The ``serverbench`` command: ``serverbench list [WHAT]``, ``serverbench compare A B``, ``serverbench seeds RESULTS``,
+"""The ``serverbench`` command: ``serverbench list [WHAT]``, ``serverbench plan PROFILE``, ``serverbench compare A B``,
+``serverbench seeds RESULTS``,
 ``serverbench bisect SERVER GOOD BAD --check CHECK`` (the workflow itself runs with
 snakemake). Each command's module (report/, drive/) declares its arguments
 (``add_arguments``) and runs them (``run``); the usage is argparse's, so it names every
@@ -9,10 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from serverbench.drive import bisect, compare, listing
+from serverbench.drive import bisect, compare, listing, preview
 from serverbench.report import seeds
 
-COMMANDS = {"list": listing, "compare": compare, "seeds": seeds, "bisect": bisect}
+COMMANDS = {"list": listing, "plan": preview, "compare": compare, "seeds": seeds, "bisect": bisect}
 
 
 def parser() -> argparse.ArgumentParser:

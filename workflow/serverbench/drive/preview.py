@@ -1,0 +1,190 @@
+"""``serverbench plan PROFILE [KEY=VALUE ...]``: what a run will do before it runs, and how long
+it will take here. From the config (with the same overrides ``snakemake --config`` takes), the
+cell matrix and the lens registry: the servers, the lenses and their jobs, the cells in their
+rounds (and the rounds precision may add), the conformance probes and the installs; then the
+time, job kind by job kind, from the records earlier runs on this host left in a results
+directory (each record's own seconds: the median of its kind, the planned profiles' where there
+are any). A cell's time is its profile's warm-up and duration plus what earlier cells here took
+besides measuring (starting, verifying and stopping their server), else a few seconds. Nothing
+is measured."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import yaml
+
+from serverbench import REPO_ROOT, files, registry
+from serverbench.plan import config as cfg
+from serverbench.plan.matrix import Matrix
+from serverbench.plan.releases import releases_in
+
+HELP = "what a run of a profile will do (servers, lenses, jobs, cells, rounds, installs) and its time here"
+CELL_START_STOP_S = 3.0  # a cell's server started, verified and stopped, where no earlier run says
+SMALL_JOBS_S = 60.0  # the tables, charts and page at the end of a run
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of job of a run: how many, and each one's seconds (and where that comes from)."""
+
+    name: str
+    jobs: int
+    seconds_each: float | None
+    source: str  # "earlier runs here (N records)", "the profile", "unknown: no earlier run here"
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.seconds_each is None else self.jobs * self.seconds_each
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("profile", help="a profile of config.yaml (serverbench list profiles)")
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="as snakemake --config takes them")
+    parser.add_argument("--config", type=Path, default=REPO_ROOT / "config.yaml", help="the config to read")
+    parser.add_argument("--results", type=Path, default=None, help="earlier runs' results (default: config's)")
+    parser.add_argument("--json", action="store_true", help="as JSON, for a program")
+
+
+def load(path: Path, profile: str, overrides: list[str]) -> dict:
+    """The config as snakemake --config PROFILE KEY=VALUE ... would read it."""
+    pairs = {"profile": profile}
+    for text in overrides:
+        key, _, value = text.partition("=")
+        pairs[key] = yaml.safe_load(value)
+    return cfg.load(path, pairs)
+
+
+def record_seconds(path: Path) -> float | None:
+    """A job record's own duration: its ``seconds``, or a cell's timing from job start to end."""
+    try:
+        data = files.read_json(path)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("seconds"), int | float):
+        return float(data["seconds"])
+    timing = data.get("timing") or {}
+    if isinstance(timing, dict) and timing.get("job_end") and timing.get("job_start"):
+        return float(timing["job_end"]) - float(timing["job_start"])
+    return None
+
+
+def cell_overhead(path: Path) -> float | None:
+    """What an earlier cell took besides its warm-up and load: its server started, its answer
+    checked, its server stopped (from its timing)."""
+    try:
+        timing = files.read_json(path).get("timing") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    needed = ("job_start", "verify", "load", "stop", "job_end")
+    if not all(isinstance(timing.get(key), int | float) for key in needed):
+        return None
+    return (timing["job_end"] - timing["job_start"]) - (timing["stop"] - timing["verify"])
+
+
+def earlier(results: Path, folder: str, profiles: list[str]) -> list[float]:
+    """The seconds of the earlier records of one job kind (``folder`` below the results), those
+    of the profiles planned where there are any."""
+    base = results / folder
+    if not base.is_dir():
+        return []
+    found = {path: record_seconds(path) for path in base.rglob("*.json")}
+    found = {path: seconds for path, seconds in found.items() if seconds is not None}
+    mine = [s for p, s in found.items() if any(part in profiles for part in p.relative_to(base).parts)]
+    return mine or list(found.values())
+
+
+def kind(name: str, jobs: int, seen: list[float], fallback: float | None, fallback_source: str) -> Kind:
+    if seen:
+        return Kind(name, jobs, statistics.median(seen), f"earlier runs here ({len(seen)} records)")
+    return Kind(name, jobs, fallback, fallback_source if fallback is not None else "unknown: no earlier run here")
+
+
+def cells_kind(matrix: Matrix, results: Path) -> Kind:
+    """The cells: each its profile's warm-up and duration, plus the median of what earlier cells
+    here took besides (else ``CELL_START_STOP_S``)."""
+    base = results / "cells"
+    seen = [cell_overhead(path) for path in base.rglob("*.json")] if base.is_dir() else []
+    seen = [s for s in seen if s is not None and s >= 0]
+    overhead = statistics.median(seen) if seen else CELL_START_STOP_S
+    source = f"the profile, and earlier cells here ({len(seen)} records)" if seen else "the profile"
+    measured = [float(matrix.profiles[c.profile].warmup or 0) + float(matrix.profiles[c.profile].duration or 0)
+                for c in matrix.cells]  # fmt: skip
+    each = (statistics.mean(measured) + overhead) if measured else 0.0
+    return Kind("cells", len(matrix.cells), each, source)
+
+
+def kinds(config: dict, matrix: Matrix, results: Path) -> list[Kind]:
+    """Every kind of job the run will have, with its count and time."""
+    profiles = list(matrix.profiles)
+    found = [cells_kind(matrix, results)]
+    if config["conformance"]:
+        probes = {(matrix.conformance_profile(c.profile, c.server), c.server) for c in matrix.cells}
+        found.append(kind("conformance probes", len(probes), earlier(results, "conformance", profiles), None, ""))
+    for lens in registry.lenses(config):
+        jobs = lens.jobs(config, matrix)
+        if jobs:
+            folder = Path(jobs[0]).parts[0]
+            found.append(kind(f"{lens.name} lens", len(jobs), earlier(results, folder, profiles), None, ""))
+    return found
+
+
+def preview(config: dict, results: Path) -> dict:
+    """What the run will do and its estimated time (the module's docstring), as data."""
+    matrix = Matrix(config)
+    servers = sorted({cell.server for cell in matrix.cells})
+    lenses = [lens.name for lens in registry.lenses(config) if lens.jobs(config, matrix)]
+    found = kinds(config, matrix, results)
+    known = [k.seconds for k in found if k.seconds is not None]
+    return {
+        "profiles": list(matrix.profiles),
+        "servers": servers,
+        "lenses": lenses,
+        "cells": len(matrix.cells),
+        "rounds": {name: len({c.repeat for c in matrix.cells if c.profile == name}) for name in matrix.profiles},
+        "possible_cells": len(matrix.possible_cells) + len(matrix.rate_cells),
+        "installs": [f"{spec['package']} {spec['version']}" for spec in releases_in(config, servers)],
+        "jobs": [asdict(k) | {"seconds": k.seconds} for k in found],
+        "estimated_s": round(sum(known) + SMALL_JOBS_S, 1),
+        "unknown": [k.name for k in found if k.seconds is None],
+    }
+
+
+def minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+
+
+def text(plan: dict) -> str:
+    rounds = ", ".join(f"{name}: {count}" for name, count in plan["rounds"].items())
+    lines = [
+        f"serverbench plan: {', '.join(plan['profiles'])}",
+        f"  servers ({len(plan['servers'])}): {', '.join(plan['servers'])}",
+        f"  lenses: {', '.join(['timed rounds', *plan['lenses']])}",
+        f"  cells: {plan['cells']} in {rounds} round(s) (up to {plan['possible_cells']} where rounds are added)",
+        f"  installs: {', '.join(plan['installs']) or 'none'}",
+    ]
+    for job in plan["jobs"]:
+        each = "?" if job["seconds_each"] is None else f"{job['seconds_each']:.1f} s each"
+        lines.append(f"  {job['name']}: {job['jobs']} job(s), {each} ({job['source']})")
+    unknown = f", and {', '.join(plan['unknown'])} not known here" if plan["unknown"] else ""
+    lines.append(f"  estimated: {minutes(plan['estimated_s'])} with the tables and the page{unknown}")
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = load(args.config, args.profile, args.overrides)
+    except (cfg.ConfigError, KeyError) as exc:
+        sys.stderr.write(f"serverbench plan: {exc}\n")
+        return 2
+    results = args.results or (REPO_ROOT / str(config["results"]))
+    plan = preview(config, results)
+    sys.stdout.write(json.dumps(plan, indent=2) + "\n" if args.json else text(plan))
+    return 0
