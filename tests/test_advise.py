@@ -37,6 +37,7 @@ MB = 1024 * 1024
 QUICK = {
     "objective_p99_ms": 250, "memory_budget_mb": None, "peak_s": 0.5, "step_s": 1, "max_step_s": 2,
     "tail_samples": 150, "rate_steps": 3, "resolution": 0.1, "max_points": 4, "reloads": 1, "reload_every": 0.6,
+    "extend_points": 0,
 }  # fmt: skip
 
 

@@ -79,7 +79,9 @@ class Advising:
             space = space_of(self.config, model, cpus)
             self.rules.add(space.start)
             spec = self.profile.advise
-            walk = search.Search(space, self.measure, self.budget, spec["max_points"], spec["margin"])
+            walk = search.Search(
+                space, self.measure, self.budget, spec["max_points"], spec["margin"], spec["extend_points"]
+            )
             measured.extend(walk.run())
             if walk.stopped_at_budget:
                 self.stopped_at_budget.append(model)

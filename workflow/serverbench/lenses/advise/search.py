@@ -23,9 +23,10 @@ more (or, halving, clearly did less) is measured once more from a fresh start â€
 placement of connections on workers, which the kernel decides â€” and the walk goes on from the
 better of its readings. The recommendation reads every setting by all its readings (``pool``:
 what each start of it met, the lowest, up to the highest it missed at), so a setting is
-recommended for what it did on each start, not on its luckiest. A walk that wanted a setting
-after the point budget (``max_points``) was spent says so (``stopped_at_budget``): capacity was
-still rising there, and the answer is bound by the budget, not by the objective.
+recommended for what it did on each start, not on its luckiest. A walk that still rises when
+the point budget (``max_points``) is spent goes on, up to ``extend_points`` settings more;
+where it wants one more even then it says so (``stopped_at_budget``): capacity was still rising
+there, and the answer is bound by the budget, not by the objective.
 """
 
 from __future__ import annotations
@@ -188,9 +189,10 @@ class Search:
         budget_bytes: int | None,
         max_points: int,
         margin: float = DEFAULT_MARGIN,
+        extend_points: int = 0,
     ):
         self.space, self.measure, self.budget, self.max_points = space, measure, budget_bytes, max_points
-        self.margin = margin
+        self.margin, self.extend_points = margin, extend_points
         # What the walks steer by: each setting's best reading.
         self.points: dict[Setting, Measured] = {}
         self.readings: list[Measured] = []  # every reading, in order
@@ -207,10 +209,12 @@ class Search:
 
     def at(self, setting: Setting, walking: bool = False) -> Measured | None:
         """The setting's reading, measured where it has none (None: the point budget is spent;
-        ``walking``: a walk wanted it, so capacity was still rising when the budget ran out)."""
+        ``walking``: a walk that still rises wants it, which ``extend_points`` more may serve,
+        else capacity was still rising when the budget ran out)."""
         if setting in self.points:
             return self.points[setting]
-        if len(self.points) >= self.max_points:
+        budget = self.max_points + (self.extend_points if walking else 0)
+        if len(self.points) >= budget:
             self.stopped_at_budget = self.stopped_at_budget or walking
             return None
         self.points[setting] = self._read(setting)
