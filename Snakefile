@@ -37,7 +37,7 @@ localrules:
     decide,
     conformance_table,
     seeds,
-    chart,
+    charts,
     index,
     screenshots,
 

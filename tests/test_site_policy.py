@@ -38,16 +38,16 @@ def test_the_rule_list_is_read():
     assert set(starting_servers()) <= set(rules())
 
 
-def test_one_job_at_a_time_here_but_two_sets_of_probes_or_two_charts():
+def test_one_job_at_a_time_here_but_two_sets_of_probes_or_the_charts_beside_a_table():
     profile = yaml.safe_load((REPO_ROOT / "profiles/default/config.yaml").read_text())
     slots = resources(profile["resources"])["bench_slot"]
-    # Every job takes every slot unless the profile says otherwise, and only the probes and charts do.
+    # Every job takes every slot unless the profile says otherwise, and only the probes and the charts do.
     assert resources(profile["default-resources"])["bench_slot"] == slots
     lowered = {entry.split(":")[0]: resources([entry.split(":")[1]]) for entry in profile["set-resources"]}
-    assert lowered == {"conformance": {"bench_slot": slots // 2}, "chart": {"bench_slot": slots // 2}}
-    # A chart may share the machine only because it reads the summary, which collect
+    assert lowered == {"conformance": {"bench_slot": slots // 2}, "charts": {"bench_slot": slots // 2}}
+    # The charts may share the machine only because they read the summary, which collect
     # writes from every cell (whose jobs each wait for their server's probes).
-    chart, collect = rules()["chart"], rules()["collect"]
+    chart, collect = rules()["charts"], rules()["collect"]
     assert 'summary=f"{RESULTS}/summary.csv"' in chart and "cells=cell_results" in collect
 
 

@@ -1,7 +1,10 @@
 # Charts from the summary, and the index page that shows them together.
 
 
-rule chart:
+# Every chart in one job: what costs is starting Python, importing pandas and
+# Altair and starting the Vega renderer, not drawing (docs/development.md), so
+# one job draws them all.
+rule charts:
     input:
         summary=f"{RESULTS}/summary.csv",
         workers=f"{RESULTS}/workers.csv",
@@ -11,25 +14,14 @@ rule chart:
         # The verdict tables of the lenses that add a panel to the forest (Lens.forest), where made.
         forest=FOREST_TABLES,
     output:
-        html=report(
-            f"{RESULTS}/charts/{{chart}}.html",
-            category="Charts",
-            subcategory="interactive",
-            labels={"chart": "{chart}"},
-        ),
-        png=report(
-            f"{RESULTS}/charts/{{chart}}.png",
-            category="Charts",
-            subcategory="static",
-            labels={"chart": "{chart}"},
-        ),
-        svg=f"{RESULTS}/charts/{{chart}}.svg",
-        # The Vega-Lite spec, which index.html draws in place.
-        json=f"{RESULTS}/charts/{{chart}}.json",
+        # Per chart: its own page, a PNG and an SVG, and the Vega-Lite spec index.html draws in place.
+        **CHART_OUTPUTS,
     log:
-        f"{RESULTS}/logs/chart-{{chart}}.log",
+        f"{RESULTS}/logs/charts.log",
     conda:
         "../../envs/workflow.yaml"
+    params:
+        charts=list(CHARTS),
     script:
         "../scripts/chart.py"
 

@@ -43,11 +43,27 @@ CELL_GROUP = CELL_PATH.rsplit("/", 1)[0]
 # so parsing the workflow loads no charting library.
 # index.html as a reader sees it (a status only, where no browser is installed).
 SCREENSHOTS = [f"{RESULTS}/screenshots"] if config["screenshots"] else []
+CHART_EXTENSIONS = ("html", "png", "svg", "json")
 CHART_FILES = [
-    f"{RESULTS}/charts/{name}.{ext}"
-    for name in CHARTS
-    for ext in ("html", "png", "svg", "json")
+    f"{RESULTS}/charts/{name}.{ext}" for name in CHARTS for ext in CHART_EXTENSIONS
 ]
+
+
+def chart_output(name, ext):
+    """A chart's file; its page and its PNG are shown in the report."""
+    path = f"{RESULTS}/charts/{name}.{ext}"
+    if ext not in ("html", "png"):
+        return path
+    kind = {"html": "interactive", "png": "static"}[ext]
+    return report(path, category="Charts", subcategory=kind, labels={"chart": name})
+
+
+# The charts rule's outputs by name, `{chart}_{ext}`.
+CHART_OUTPUTS = {
+    f"{name}_{ext}": chart_output(name, ext)
+    for name in CHARTS
+    for ext in CHART_EXTENSIONS
+}
 
 # isolation: docker: the engine this run started, if it started one (stopped at the end).
 DOCKER_RUN = {}

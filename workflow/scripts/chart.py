@@ -1,4 +1,4 @@
-"""Draws one chart from the run's tables (serverbench.report.charts)."""
+"""Draws every chart from the run's tables (serverbench.report.charts), in one process."""
 
 import sys
 
@@ -10,20 +10,14 @@ from serverbench.report import charts
 # The rule's log is this job's stderr: warnings and a traceback land beside the run.
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821, SIM115 (injected by Snakemake)
 
-chart = charts.build(
-    snakemake.wildcards.chart,  # noqa: F821 (injected by Snakemake)
-    snakemake.config,  # noqa: F821
-    pd.read_csv(snakemake.input.summary),  # noqa: F821
-    workers=pd.read_csv(snakemake.input.workers),  # noqa: F821
-    steady=pd.read_csv(snakemake.input.steady),  # noqa: F821
-    latency_rows=pd.read_csv(snakemake.input.latency),  # noqa: F821
-    verdicts=read_verdicts(snakemake.input.verdicts),  # noqa: F821
-    panels=registry.forest_panels(snakemake.config, snakemake.input.forest),  # noqa: F821
-)
-charts.save_chart(
-    chart,
-    snakemake.output.html,  # noqa: F821
-    snakemake.output.png,  # noqa: F821
-    snakemake.output.svg,  # noqa: F821
-    snakemake.output.json,  # noqa: F821
-)
+tables = {
+    "workers": pd.read_csv(snakemake.input.workers),  # noqa: F821
+    "steady": pd.read_csv(snakemake.input.steady),  # noqa: F821
+    "latency_rows": pd.read_csv(snakemake.input.latency),  # noqa: F821
+    "verdicts": read_verdicts(snakemake.input.verdicts),  # noqa: F821
+    "panels": registry.forest_panels(snakemake.config, snakemake.input.forest),  # noqa: F821
+}
+summary = pd.read_csv(snakemake.input.summary)  # noqa: F821
+for name in snakemake.params.charts:  # noqa: F821
+    chart = charts.build(name, snakemake.config, summary, **tables)  # noqa: F821
+    charts.save_chart(chart, *(snakemake.output[f"{name}_{ext}"] for ext in ("html", "png", "svg", "json")))  # noqa: F821
