@@ -66,6 +66,18 @@ def require(*programs: str) -> None:
         missing(f"needs {', '.join(absent)} on PATH (install with scripts/install)")
 
 
+def require_server(server: str, config: dict | None = None) -> None:
+    """Skip the calling test unless the programs a catalogue server starts are installed, found
+    as the harness finds them (its ``programs``, ``program_dirs``, then PATH); under `make test`: fail."""
+    config = config or _shipped_config()
+    spec = config["catalogue"][server]
+    path = run_env()["PATH"]
+    for argv in (spec.get("backend"), spec["command"]):
+        program = resolve_program(config, argv)[0] if argv else None
+        if program and shutil.which(str(program), path=path) is None:
+            missing(f"{server} needs {program}, not installed here (scripts/install)")
+
+
 @functools.cache
 def _shipped_config() -> dict:
     """config.yaml read and validated once a session (each test gets its own copy)."""

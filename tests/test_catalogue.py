@@ -40,7 +40,11 @@ def smoke(tmp_path_factory):
     # Only the table (the charts and the page are tested elsewhere): every catalogue server is the point here.
     # The request framing checks are left out (tests/test_framing.py, and the e2e run's two servers).
     targets = [str(results / "summary.csv"), str(results / "conformance.csv")]
-    done = snakemake(*targets, "--config", "profile=smoke", f"results={results}", "conformance_framing=False")
+    # The probes wait on servers (a second's silence, the Date a second later, a client that dribbles
+    # for 3 s), never on their speed, and this test asks only that each server gets a full row: four
+    # servers' probes at a time here (each claims its cell's two CPUs; a cell still takes every slot).
+    slots = ["--cores", "8", "--resources", "bench_slot=4", "--default-resources", "bench_slot=4"]
+    done = snakemake(*targets, *slots, "--config", "profile=smoke", f"results={results}", "conformance_framing=False")
     assert done.returncode == 0, done.stderr[-3000:]
     summary = pd.read_csv(results / "summary.csv").set_index("server")
     return results, summary, server_processes() - before
@@ -67,9 +71,12 @@ def test_catalogue_server(smoke, server):
         assert row["status"] == "skipped" and missing in row["reason"]
         needs(f"{server} needs {missing}, not installed here")  # under make test: a failure
     assert row["status"] == "ok", row["reason"]
-    assert row["rps_trimmed_mean"] > 100
     record = json.loads(next((results / "cells" / "smoke" / "hello" / "wrk" / server).rglob("r1.json")).read_text())
     assert record["verify"]["ok"]
+    # It took load: wrk's requests answered, none with an error status or in time-outs (how many is
+    # the machine's speed; a server that closes every connection shows read errors, flagged apart).
+    errors = record["load"]["errors"]
+    assert record["load"]["requests"] > 0 and errors["non_2xx"] == errors["timeout"] == errors["connect"] == 0, errors
     assert record["server"]["version"] and "Traceback" not in record["server"]["version"]
     if CATALOGUE[server]["language"] != "none":
         assert record["server"]["interpreter"], "the interpreter really run is recorded"

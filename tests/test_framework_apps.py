@@ -15,7 +15,7 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import RECORDS_V1, missing, require
+from conftest import RECORDS_V1, missing, require, require_server
 from serverbench import REPO_ROOT
 from serverbench.cell import verify
 from serverbench.cell.phases import run_cell
@@ -44,24 +44,22 @@ def require_framework(app: str) -> None:
         missing(f"Perl lacks {module} or DBD::SQLite (envs/apt.txt)")
 
 
-# Each app under a server of its language (and the program the server needs).
+# Each app under a server of its language.
 APP_SERVERS = [
-    ("flask", "gunicorn-gthread", "gunicorn"),
-    ("django", "uwsgi-debian", "/usr/bin/uwsgi-core"),
-    ("dancer2", "starman", "starman"),
-    ("mojolicious", "uwsgi-psgi", "/usr/bin/uwsgi-core"),
+    ("flask", "gunicorn-gthread"),
+    ("django", "uwsgi-debian"),
+    ("dancer2", "starman"),
+    ("mojolicious", "uwsgi-psgi"),
 ]
 
 
-@pytest.mark.parametrize(("app", "server", "program"), APP_SERVERS)
-def test_a_framework_app_answers_every_workload_under_a_server(
-    base_config, tmp_path, no_leftovers, app, server, program
-):
+@pytest.mark.parametrize(("app", "server"), APP_SERVERS)
+def test_a_framework_app_answers_every_workload_under_a_server(base_config, tmp_path, no_leftovers, app, server):
     """Every workload a cell: the app's setup made its database, the verifier passed its
     answer (a second answer on the connection, other rows, still 'keeps'), and the load
     got only 2xx answers."""
     require_framework(app)
-    require(program)
+    require_server(server, base_config)
     base_config["app"] = app
     for workload in WORKLOADS:
         base_config["profiles"]["default"]["workloads"] = [workload]
@@ -300,7 +298,7 @@ def test_a_database_without_its_rows_fails_the_cell_with_the_apps_error(
     """A setup that made no tables (a database the app cannot use): the db cell fails with the
     answer's status and the error the app logged, where the framework logs one."""
     require_framework(app)
-    require(server.split("-")[0])
+    require_server(server, base_config)
     base_config["app"] = app
     base_config["apps"][app]["setup"] = [sys.executable, "-c", "pass"]  # no database made
     base_config["profiles"]["default"]["workloads"] = ["db"]
@@ -336,7 +334,7 @@ def test_each_framework_app_meets_techempowers_header_rules(base_config, tmp_pat
     """Server and Date on the answer, the Date the answer's time, as TechEmpower's verifier asks
     (under gunicorn and Starman, which send a Date; Mojolicious sets its Server header itself)."""
     require_framework(app)
-    require(program)
+    require_server(server, base_config)
     base_config["app"] = app
     base_config["profiles"]["default"]["workloads"] = ["plaintext"]
     paths = [str(tmp_path / f"plaintext.{suffix}") for suffix in ("json", "load.txt", "server.log")]

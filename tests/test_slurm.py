@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import TINY_MATRIX, require, run_snakemake, server_processes
+from conftest import TINY_MATRIX, missing, require, run_snakemake, server_processes
 from serverbench import REPO_ROOT
 from serverbench.tables.columns import RUN_COLUMNS, SUMMARY_COLUMNS
 
@@ -28,9 +28,9 @@ def _running(names) -> set[str]:
 
 
 def _require_one_node_slurm() -> None:
-    missing = [program for program in SLURM_PROGRAMS if shutil.which(program, path=SBIN_PATH) is None]
-    if missing:
-        missing(f"needs Debian's Slurm and munge ({', '.join(missing)} not installed: scripts/install --slurm)")
+    absent = [program for program in SLURM_PROGRAMS if shutil.which(program, path=SBIN_PATH) is None]
+    if absent:
+        missing(f"needs Debian's Slurm and munge ({', '.join(absent)} not installed: scripts/install --slurm)")
     if os.geteuid() != 0:
         pytest.skip("starts munged, slurmctld and slurmd: needs root")
     if Path("/etc/slurm/slurm.conf").exists() or _running(("slurmctld", "slurmd")):

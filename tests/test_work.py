@@ -84,7 +84,7 @@ def test_a_forked_process_counts_its_own_work_not_its_parents(tmp_path):
     carries none of its parent's history, and the parent's parts add up to its whole."""
     require("valgrind")
     out = tmp_path / "callgrind.%p"
-    argv = ["valgrind", "-q", "--tool=callgrind", f"--callgrind-out-file={out}", "/usr/bin/python3", "-c", FORKING]
+    argv = ["valgrind", "-q", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-c", FORKING]
     subprocess.run(argv, check=True)
     # The child's pid is the later one.
     _, inherited = sorted(map(callgrind.read, tmp_path.glob("callgrind.*")), key=lambda c: c.pid)

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import measure_cell, require
+from conftest import measure_cell, require, require_server
 from serverbench.cell import verify
 from serverbench.cell.phases import run_cell
 from serverbench.plan import apps
@@ -28,7 +28,6 @@ def app(environ, start_response):
     start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "12")])
     return [b"Hello World!"]
 """
-MOD_WSGI = "/opt/serverbench/system-venv/bin/mod_wsgi-express"
 
 
 @pytest.fixture
@@ -53,7 +52,7 @@ def test_an_app_outside_the_repository_is_hosted(base_config, tmp_path, no_lefto
     """gunicorn takes shop.entry:app with --chdir, uWSGI the file shop/entry.py with --callable
     app, mod_wsgi-express (as www-data) the same file with --callable-object app: each from
     the run directory's readable copy of the app."""
-    require({"gunicorn": "gunicorn", "uwsgi-debian": "/usr/bin/uwsgi-core", "mod_wsgi": MOD_WSGI}[server])
+    require_server(server, base_config)
     directory, served_log = my_app
     record = measure_cell(base_config, tmp_path / "cells", server=server)
     assert record["status"] == "ok", record["reason"]
