@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import missing, require
+from conftest import missing, require, require_server
 from serverbench import REPO_ROOT
 from serverbench.cell import database, servers
 from serverbench.cell.phases import run_cell
@@ -95,13 +95,13 @@ def test_the_template_is_a_stopped_cluster_each_cell_copies(template, tmp_path):
     assert not postgres_processes(str(template))
 
 
-@pytest.mark.parametrize(("app", "server", "program"), APP_SERVERS)
-def test_a_framework_app_queries_postgresql(pg_config, tmp_path, no_leftovers, app, server, program):
+@pytest.mark.parametrize(("app", "server"), APP_SERVERS)
+def test_a_framework_app_queries_postgresql(pg_config, tmp_path, no_leftovers, app, server):
     """Each app's fortunes (UTF-8 and escaping through the database's rows) and updates
     (rows written back) verified against PostgreSQL, its statements counted: at least
     what the answers need, and the database stopped with the cell."""
     require_framework(app)
-    require(program)
+    require_server(server, pg_config)
     if app in ("dancer2", "mojolicious") and subprocess.run(["perl", "-MDBD::Pg", "-e1"]).returncode:
         missing("Perl lacks DBD::Pg (envs/apt.txt: libdbd-pg-perl)")
     pg_config["app"] = app

@@ -19,15 +19,24 @@ Bare, each server also gets the share it keeps against 1, per condition and pool
 every slow sender, body and reader measured (``EVERY_SLOW_KIND``: each round of each
 condition a figure, so the interval is narrow where the slow clients do not touch it). The
 answer: it *needs a front* where the front's deployment kept clearly more beside some slow
-clients; it *does not need one* where, bare, the pooled share is equivalent to 1 and no slow
-kind took a clear share (clients that connect per request are load, not slow clients: they
-are reported, not counted here), or where the front kept no more anywhere; otherwise the run
-could not tell.
+clients, or where bare the slow clients starved the normal ones in some placement and behind
+the front in none; it *does not need one* where, bare, the pooled share is equivalent to 1, no
+slow kind took a clear share and no placement starved it (clients that connect per request are
+load, not slow clients: they are reported, not counted here), or where the front kept no more
+anywhere; otherwise the run could not tell.
+
+Placements: which worker the kernel hands each slow connection decides whether a server whose
+workers each accept connections (gunicorn's gthread worker) is starved, so one condition's shares
+are not one figure with noise around it but a mixture (all kept, or none). Each round of each
+condition is a placement (the slow clients connect afresh); one in which the normal clients kept
+less than ``starved_share`` of their rate alone is *starved*, a fact counted (k of n) beside the
+interval, never averaged into it: a server starved in 1 of 15 placements can be starved.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -35,7 +44,7 @@ from scipy import stats
 
 from serverbench.decide import margins
 from serverbench.decide.judgement import Comparison, Reason
-from serverbench.lenses.front.record import ALONE, FrontAnswer, SlowKind
+from serverbench.lenses.front.record import ALONE, EVERY_SLOW_KIND, FrontAnswer, SlowKind
 from serverbench.plan.catalogue import server_entry
 from serverbench.record.vocabulary import Kind, Metric, Outcome, Status
 
@@ -95,7 +104,6 @@ def kept(runs: pd.DataFrame, deployment: str, kind: str, relative, count: int) -
     return share[np.isfinite(share)]
 
 
-EVERY_SLOW_KIND = "every slow kind"  # the pooled comparison: slow senders, bodies and readers together
 SLOW_KINDS = (SlowKind.SENDERS, SlowKind.BODY, SlowKind.READERS)
 
 
@@ -105,10 +113,26 @@ def pooled(runs: pd.DataFrame, deployment: str, conditions: list[tuple]) -> pd.S
     return pd.concat(parts) if parts else pd.Series(dtype=float)
 
 
-def saving(runs, a: str, b: str | None, condition: tuple, margin: float, server_row, every=None) -> Comparison:
+@dataclass(frozen=True)
+class KeptComparison(Comparison):
+    """The share kept beside slow clients, with the placements that starved each side: of
+    ``placements`` (rounds of the condition, or of every condition pooled, measured on both
+    sides), those in which the normal clients kept less than the profile's ``starved_share``."""
+
+    placements: int | None = None
+    starved_a: int | None = None
+    starved_b: int | None = None  # None where b is the rate alone
+
+    def as_row(self) -> dict:
+        return {**super().as_row(), "placements": self.placements, "starved_a": self.starved_a,
+                "starved_b": self.starved_b}  # fmt: skip
+
+
+def saving(runs, a: str, b: str | None, condition: tuple, spec: dict, server_row, every=None) -> KeptComparison:
     """The share kept beside slow clients: a against b (front − bare), or a against 1 (bare
     only); ``every``: the conditions pooled (``EVERY_SLOW_KIND``), each round of each a pair."""
     kind, relative, count = condition
+    margin, starving = float(spec["margin"]), float(spec["starved_share"])
     named = (("slow", kind), ("relative", relative), ("slow_count", int(count)))
     made = _made(server_row, a, b or ALONE, Metric.KEPT, named, margin)
     share_a = pooled(runs, a, every) if every else kept(runs, a, kind, relative, count)
@@ -116,15 +140,23 @@ def saving(runs, a: str, b: str | None, condition: tuple, margin: float, server_
     if b:
         share_b = pooled(runs, b, every) if every else kept(runs, b, kind, relative, count)
     both = pd.concat([share_a, share_b], axis=1, keys=["a", "b"]).dropna()
+    made["placements"] = len(both)
+    made["starved_a"] = int((both["a"] < starving).sum())
+    made["starved_b"] = int((both["b"] < starving).sum()) if b else None
     if len(both) < 2:
         why = Reason("too_few", f"{len(both)} round(s) with both measured: no interval")
-        return Comparison(outcome=Outcome.UNDETERMINED, reasons=(why,), **made)
+        return KeptComparison(outcome=Outcome.UNDETERMINED, reasons=(why,), **made)
     mean, low, high = t_interval((both["a"] - both["b"]).to_numpy(float))
     side = margins.side(low, high, margin, margins.Question.IN_ONE_RUN, margins.Scale.DIFFERENCE)
-    return Comparison(
+    return KeptComparison(
         outcome=margins.outcome(side, above=Outcome.HIGHER, below=Outcome.LOWER), estimate=mean,
         a_value=float(both["a"].median()), b_value=float(both["b"].median()), low=low, high=high, **made,
     )  # fmt: skip
+
+
+def spared(comparison: Comparison) -> bool:
+    """Behind the front in no placement starved, where bare some were (the placements the kernel chose)."""
+    return bool(isinstance(comparison, KeptComparison) and comparison.starved_b and comparison.starved_a == 0)
 
 
 WORK_COUNTS = ("instructions_per_request", "syscalls_per_request")
@@ -165,32 +197,36 @@ def work(work_table: pd.DataFrame, a: str, b: str, config: dict, server_row) -> 
 def answer(comparisons: list[Comparison], fronted: bool) -> FrontAnswer:
     """A server's answer from its comparisons of the share kept beside slow clients."""
     kept_rows = [c for c in comparisons if c.metric == Metric.KEPT]
-    if fronted and any(c.outcome == Outcome.HIGHER for c in kept_rows):
+    if fronted and any(c.outcome == Outcome.HIGHER or spared(c) for c in kept_rows):
         return FrontAnswer.NEEDS
     every = [c for c in kept_rows if c.b == ALONE and dict(c.condition)["slow"] == EVERY_SLOW_KIND]
     bare_lower = [c for c in kept_rows if c.b == ALONE and c.outcome == Outcome.LOWER]
     slow_lower = [c for c in bare_lower if dict(c.condition)["slow"] in (*SLOW_KINDS, EVERY_SLOW_KIND)]
-    if every and every[0].outcome == Outcome.EQUIVALENT and not slow_lower:
+    never_starved = bool(every) and not getattr(every[0], "starved_a", 0)
+    if every and every[0].outcome == Outcome.EQUIVALENT and not slow_lower and never_starved:
         return FrontAnswer.NOT_NEEDED
     if fronted and kept_rows and all(c.outcome in (Outcome.EQUIVALENT, Outcome.LOWER) for c in kept_rows):
         return FrontAnswer.NOT_NEEDED
     return FrontAnswer.UNDETERMINED
 
 
-def _server_comparisons(runs: pd.DataFrame, work_table, config, margin: float, cost_margin: float) -> list[Comparison]:
+def _server_comparisons(runs: pd.DataFrame, work_table, config, spec: dict) -> list[Comparison]:
     server_row = runs.iloc[0]
     bare = server_row["server"]
     ok = runs[runs["deployment_status"] == Status.OK].dropna(subset=["kind"])
     slow = ok[ok["kind"] != SlowKind.NONE][SLOW_CONDITION].drop_duplicates().itertuples(index=False, name=None)
     conditions = [(kind, None if pd.isna(relative) else relative, count) for kind, relative, count in slow]
     fronts = [name for name in ok["deployment"].unique() if name != bare]
-    found = [saving(ok, bare, None, condition, margin, server_row) for condition in conditions]
-    if any(condition[0] in SLOW_KINDS for condition in conditions):
-        every = (EVERY_SLOW_KIND, None, 0)
-        found.append(saving(ok, bare, None, every, margin, server_row, every=conditions))
+    found = [saving(ok, bare, None, condition, spec, server_row) for condition in conditions]
+    every = (EVERY_SLOW_KIND, None, 0)
+    pooling = any(condition[0] in SLOW_KINDS for condition in conditions)
+    if pooling:
+        found.append(saving(ok, bare, None, every, spec, server_row, every=conditions))
     for front in fronts:
-        found.append(cost(ok, front, bare, cost_margin, server_row))
-        found.extend(saving(ok, front, bare, condition, margin, server_row) for condition in conditions)
+        found.append(cost(ok, front, bare, float(spec["cost_margin"]), server_row))
+        found.extend(saving(ok, front, bare, condition, spec, server_row) for condition in conditions)
+        if pooling:
+            found.append(saving(ok, front, bare, every, spec, server_row, every=conditions))
         found.extend(work(work_table, front, bare, config, server_row))
     return found
 
@@ -201,8 +237,7 @@ def front_verdicts(table: pd.DataFrame, work_table: pd.DataFrame, config: dict) 
     if table.empty:
         return pd.DataFrame(columns=["profile", "server", "answer"])
     for (profile, server), runs in table.groupby(["profile", "server"], sort=True):
-        spec = config["profiles"][profile]["front"]
-        found = _server_comparisons(runs, work_table, config, float(spec["margin"]), float(spec["cost_margin"]))
+        found = _server_comparisons(runs, work_table, config, config["profiles"][profile]["front"])
         fronted = (
             runs["fronted"].astype(bool).any()
             and (runs[runs["fronted"].astype(bool)]["deployment_status"] == Status.OK).any()

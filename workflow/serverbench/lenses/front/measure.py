@@ -8,7 +8,8 @@ deployment, the deployments' order alternating round by round so that a slow spe
 machine falls on both: the normal clients (the profile's ``tool``: closed loop, keep-alive,
 ``clients`` connections) alone, and beside slow clients of each kind and count
 (``cell.slowclients``; clients that connect for every request are oha with keep-alive off),
-started ``settle_s`` before the normal clients and held until they end. The slow clients
+in place (every connection open and sending: they say so) ``settle_s`` before the normal
+clients start, and held until they end. The slow clients
 run on the client's CPUs; their own CPU time is recorded (a slow client must not be a busy
 one), and so is every timeout the server, the front and the clients apply.
 
@@ -33,6 +34,7 @@ from serverbench.cell.rawlog import RawLog
 from serverbench.cell.session import Ending, ServerSession
 from serverbench.cell.underload import tree_pss
 from serverbench.host.runenv import version_of
+from serverbench.lenses.front import slowclients
 from serverbench.lenses.front.record import (
     FRONT_SCHEMA,
     Condition,
@@ -53,6 +55,8 @@ FAILURES = (OSError, servers.ServerError, loadgen.ToolMissing)
 PATHS = {SlowKind.BODY: "/echo", SlowKind.READERS: "/large"}  # the hello apps' (apps/*/hello.*)
 HOLD_AFTER_S = 0.5  # the slow clients hold on this long after the normal clients' run should end
 NEW_CONNECTIONS_TOOL = "oha-fresh-closed"
+READY_TIMEOUT_S = 10  # beyond the hold: the slow clients' process starting on a stalled machine
+READY_POLL_S = 0.01
 
 
 def slow_count(relative: Relative, holds: int) -> int:
@@ -136,8 +140,12 @@ class Fronting:
         hold = spec["settle_s"] + duration + HOLD_AFTER_S
         path = apps.workloads(self.config, self.profile.name)[self.workload]["path"]
         label = f"{live.name} round {round_number}, {condition.label()}"
-        slow_thread, slow_result = self._slow(launch, condition, hold, path)
+        ready = self.log_path.with_name(f".{self.server}.slow-ready")
+        ready.unlink(missing_ok=True)
+        slow_thread, slow_result = self._slow(launch, condition, hold, path, ready)
         try:
+            if slow_thread and condition.kind is not SlowKind.NEW_CONNECTIONS:
+                wait_ready(ready, slow_thread, hold + READY_TIMEOUT_S)
             time.sleep(spec["settle_s"] if slow_thread else 0)
             argv = self._normal_argv(launch, path, duration)
             deadline = duration + self.profile.timeout + 30
@@ -145,6 +153,7 @@ class Fronting:
         finally:
             if slow_thread:
                 slow_thread.join()
+            ready.unlink(missing_ok=True)
         header = self.raw.add(f"{label}: normal clients", ran.output)
         pss = tree_pss(launch) if condition.kind is SlowKind.NONE else None
         try:
@@ -163,18 +172,21 @@ class Fronting:
         values = loadgen.tool_values(self.profile, clients or self.spec["clients"], url, duration)
         return loadgen.build_argv(self.config["load_tools"][tool or self.spec["tool"]], values)
 
-    def _slow(self, launch: Launch, condition: Condition, hold: float, path: str):
-        """The slow clients started in a thread of their own (None where there are none)."""
+    def _slow(self, launch: Launch, condition: Condition, hold: float, path: str, ready: Path):
+        """The slow clients started in a thread of their own (None where there are none). The
+        slow clients' module run as a file: it needs only the standard library, and starts in a
+        tenth of the time importing this package would take."""
         if condition.kind is SlowKind.NONE:
             return None, {}
         if condition.kind is SlowKind.NEW_CONNECTIONS:
             argv = self._normal_argv(launch, path, hold, NEW_CONNECTIONS_TOOL, condition.count)
         else:
             argv = [
-                sys.executable, "-m", "serverbench.lenses.front.slowclients", "--kind", str(condition.kind),
+                sys.executable, slowclients.__file__, "--kind", str(condition.kind),
                 "--count", str(condition.count), "--host", launch.host, "--port", str(launch.port),
                 "--path", PATHS.get(condition.kind, path), "--hold", f"{hold:g}",
                 "--pace", f"{self.spec['pace_s']:g}", "--body-bytes", str(self.spec["body_bytes"]),
+                "--ready", str(ready),
             ]  # fmt: skip
         result: dict = {}
 
@@ -200,6 +212,14 @@ class Fronting:
         except (ValueError, IndexError):
             raise CellFailed(f"the slow clients' account could not be read ({label})", ran.output) from None
         return SlowAccount(found["outcomes"], found["held_s_median"], found["first_closed_s"], busy, header)
+
+
+def wait_ready(ready: Path, slow: threading.Thread, timeout: float) -> None:
+    """Until the slow clients say every connection is open and sending (``ready`` exists), they
+    have ended, or ``timeout``: the settling starts from there, not from their process's start."""
+    deadline = time.monotonic() + timeout
+    while not ready.exists() and slow.is_alive() and time.monotonic() < deadline:
+        time.sleep(READY_POLL_S)
 
 
 def normal_run(deployment, round_number, condition, parsed, duration, pss, slow, header) -> Run:

@@ -17,6 +17,8 @@ from serverbench.record.vocabulary import Outcome, Status
 
 # The `b` of a comparison of a deployment with its own normal clients alone (no other side).
 ALONE = "its rate alone"
+# The pooled comparison: slow senders, bodies and readers together (decide.front).
+EVERY_SLOW_KIND = "every slow kind"
 
 FRONT_SCHEMA = "serverbench.front/1"
 

@@ -9,10 +9,11 @@ from pathlib import Path
 import pandas as pd
 
 from serverbench.lenses.front.record import ALONE as BARE
-from serverbench.lenses.front.record import FrontAnswer, SlowKind
+from serverbench.lenses.front.record import EVERY_SLOW_KIND, FrontAnswer, SlowKind
 from serverbench.record.vocabulary import Metric, Outcome
 
 SLOW_COLUMNS = (SlowKind.SENDERS, SlowKind.BODY, SlowKind.READERS, SlowKind.NEW_CONNECTIONS)
+STARVED_COLUMN = "placements starved"  # bare → behind the front, k of n (decide.front's placements)
 
 
 def _percent(value) -> str:
@@ -60,6 +61,54 @@ def work_cell(rows: pd.DataFrame) -> str:
     return ", ".join(said)
 
 
+def _placements(rows: pd.DataFrame, front: bool) -> pd.Series | None:
+    """The pooled row (every slow kind) of the bare server against its rate alone, or of the front
+    against bare: where its ``starved_*`` counts are (None in a table written before them)."""
+    if "placements" not in rows.columns:
+        return None
+    pooled = rows[(rows["metric"] == Metric.KEPT) & (rows["slow"] == EVERY_SLOW_KIND)]
+    pooled = pooled[pooled["b"] != BARE] if front else pooled[pooled["b"] == BARE]
+    return pooled.iloc[0] if len(pooled) and not pd.isna(pooled.iloc[0]["placements"]) else None
+
+
+def starved_cell(rows: pd.DataFrame) -> str:
+    """Placements that starved the normal clients bare → behind the front: "3 of 10 → 0 of 10"."""
+    bare, front = _placements(rows, False), _placements(rows, True)
+    if bare is None:
+        return "–"
+    said = f"{int(bare['starved_a'])} of {int(bare['placements'])}"
+    return said + (f" → {int(front['starved_a'])} of {int(front['placements'])}" if front is not None else "")
+
+
+def _starved_clause(rows: pd.DataFrame) -> str:
+    bare, front = _placements(rows, False), _placements(rows, True)
+    if bare is None:
+        return ""
+    said = f"; the slow clients starved them in {int(bare['starved_a'])} of {int(bare['placements'])} placements bare"
+    if front is not None:
+        said += f", {int(front['starved_a'])} of {int(front['placements'])} behind {front['a'].split('+')[-1]}"
+    return said
+
+
+def _needs_clause(rows: pd.DataFrame, holds) -> str:
+    """What the front saved: the clearest saving, else the placements it spared."""
+    kept_rows = rows[rows["metric"] == Metric.KEPT]
+    saved = kept_rows[kept_rows["outcome"] == Outcome.HIGHER]
+    if saved.empty and "starved_b" in rows.columns:
+        saved = kept_rows[(kept_rows["starved_b"] > 0) & (kept_rows["starved_a"] == 0)]
+    if saved.empty:
+        return ""
+    best = saved.iloc[0]
+    beside = (
+        "every slow client measured" if best["slow"] == EVERY_SLOW_KIND else f"{int(best['slow_count'])} {best['slow']}"
+    )
+    return (
+        f": beside {beside} (its workers × threads hold {holds} requests at once) the normal clients kept "
+        f"{_percent(best['b_value'])} of their rate bare and {_percent(best['a_value'])} behind "
+        f"{best['a'].split('+')[-1]} (medians)"
+    )
+
+
 def server_sentence(server: str, rows: pd.DataFrame, table: pd.DataFrame) -> str:
     """One server's answer, and the figures it rests on."""
     said = rows.iloc[0]["answer"]
@@ -68,19 +117,15 @@ def server_sentence(server: str, rows: pd.DataFrame, table: pd.DataFrame) -> str
     holds = int(mine["holds_at_once"].iloc[0]) if len(mine) else None
     head = f"{server} ({language}): {said}"
     if said == FrontAnswer.NEEDS:
-        saved = rows[(rows["metric"] == Metric.KEPT) & (rows["outcome"] == Outcome.HIGHER)]
-        best = saved.iloc[0]
-        count = int(best["slow_count"])
-        head += (
-            f": beside {count} {best['slow']} (its {holds} workers × threads hold {holds} requests at once) the "
-            f"normal clients kept {_percent(best['b_value'])} of their rate bare and {_percent(best['a_value'])} "
-            f"behind {best['a'].split('+')[-1]}"
-        )
+        head += _needs_clause(rows, holds) + _starved_clause(rows)
     elif said == FrontAnswer.NOT_NEEDED:
         bare = rows[(rows["metric"] == Metric.KEPT) & (rows["b"] == BARE)]
         low, high = bare["a_value"].min(), bare["a_value"].max()
         kept = f"{_percent(low)}–{_percent(high)}"
         head += f": bare, beside every slow client measured, the normal clients kept {kept} of their rate"
+        head += _starved_clause(rows)
+    else:
+        head += _starved_clause(rows)
     cost = rows[rows["metric"] == Metric.SPEED]
     if len(cost) and not pd.isna(cost.iloc[0]["ratio"]):
         head += f"; with fast clients only the front gives {cost_cell(rows)} of the bare rate"
@@ -118,6 +163,7 @@ def front_context(table_csv, verdicts_csv) -> dict | None:
                 "cost": cost_cell(mine),
                 "work": work_cell(mine),
                 **{str(kind): kept_cell(mine, kind) for kind in SLOW_COLUMNS},
+                STARVED_COLUMN: starved_cell(mine),
             }
         )
         sentences.append(server_sentence(server, mine, table))
@@ -127,7 +173,7 @@ def front_context(table_csv, verdicts_csv) -> dict | None:
         f"{int(first['threads'])} threads on {int(first['cpus'])} CPU(s), the front on the same CPUs; slow clients "
         f"send or read once every {first['pace_s']:g} s"
     )
-    columns = ["server", "language", "answer", "cost", "work", *map(str, SLOW_COLUMNS)]
+    columns = ["server", "language", "answer", "cost", "work", *map(str, SLOW_COLUMNS), STARVED_COLUMN]
     return {
         "rows": rows, "columns": columns, "sentences": sentences, "conditions": conditions,
         "timeouts": timeouts_sentence(table),

@@ -3,7 +3,8 @@
     python -m serverbench.lenses.front.slowclients --kind "slow senders" --count 2 --host H --port P \
         --path / --hold 2.5 --pace 0.5
 
-opens ``count`` connections at once and keeps them for ``hold`` seconds:
+opens ``count`` connections at once and keeps them for ``hold`` seconds (``--ready FILE``:
+creates FILE once every connection is open and has sent its first bytes):
 
 - **slow senders** send the request line and headers one byte every ``pace`` seconds (a
   request of 240 bytes takes two minutes at 0.5 s): a server that reads the request in the
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import resource
 import socket
@@ -65,17 +67,20 @@ def status_of(data: bytes) -> int | None:
 
 
 class SlowClient:
-    def __init__(self, kind: str, host: str, port: int, path: str, pace: float, body_bytes: int):
+    def __init__(self, kind: str, host: str, port: int, path: str, pace: float, body_bytes: int, started=None):
         self.kind, self.host, self.port, self.path = kind, host, port, path
         self.pace, self.body_bytes = pace, body_bytes
         self.sent = self.read = 0
         self.answer = b""
+        # Set once connected and its first bytes sent (or refused): what the caller waits for.
+        self.started = started or asyncio.Event()
 
     async def run(self, until: float) -> Ending:
         started = time.monotonic()
         try:
             reader, writer = await self._connect()
         except OSError:
+            self.started.set()
             return Ending("refused", 0.0)
         try:
             outcome = await asyncio.wait_for(self._talk(reader, writer), max(0.0, until - time.monotonic()))
@@ -85,6 +90,7 @@ class SlowClient:
             outcome = "closed"
         finally:
             writer.close()
+            self.started.set()
         held = round(time.monotonic() - started, 3)
         return Ending(outcome, held, status_of(self.answer), self.sent, self.read)
 
@@ -100,6 +106,7 @@ class SlowClient:
         writer.write(data)
         await writer.drain()
         self.sent += len(data)
+        self.started.set()
 
     async def _talk(self, reader, writer) -> str:
         head = request_head(self.kind, self.host, self.path, self.body_bytes)
@@ -139,7 +146,21 @@ async def run_all(args) -> list[Ending]:
     clients = [
         SlowClient(args.kind, args.host, args.port, args.path, args.pace, args.body_bytes) for _ in range(args.count)
     ]
-    return await asyncio.gather(*(client.run(until) for client in clients))
+    running = [asyncio.ensure_future(client.run(until)) for client in clients]
+    if args.ready:
+        await announce_ready(args.ready, clients, until)
+    return list(await asyncio.gather(*running))
+
+
+async def announce_ready(path: str, clients: list[SlowClient], until: float) -> None:
+    """Create ``path`` once every connection is open and has sent its first bytes (or was refused,
+    or ended), at the latest when the hold ends: the caller starts its normal clients only then,
+    so the slow ones are in place however long this process took to start."""
+    with contextlib.suppress(TimeoutError):
+        waits = asyncio.gather(*(client.started.wait() for client in clients))
+        await asyncio.wait_for(waits, max(0.0, until - time.monotonic()))
+    with open(path, "w") as ready:
+        ready.write(f"{time.monotonic():.6f}\n")
 
 
 def summary(args, endings: list[Ending], wall_s: float) -> dict:
@@ -174,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hold", type=float, required=True, help="seconds every connection is kept at most")
     parser.add_argument("--pace", type=float, default=0.5)
     parser.add_argument("--body-bytes", type=int, default=65536)
+    parser.add_argument("--ready", help="a file created once every connection is open and sending")
     args = parser.parse_args(argv)
     started = time.monotonic()
     endings = asyncio.run(run_all(args))
