@@ -244,7 +244,9 @@ def test_compare_at_full_speed_sees_ten_percent_and_no_change_where_there_is_non
     # The second host runs 5% faster at full speed: normalising divides it out.
     before, same, worse = windowed_set(rng), windowed_set(rng, level=1.05), windowed_set(rng, 0.9, level=1.05)
     unchanged = compare.compare_sets(before, same, config, 0.05, normalise)
-    assert compare.exit_status(unchanged, 0.05)[0] != 1
+    # By the host's own speed every cell is shown within 5%; by the ceiling, the ceiling itself and
+    # Starman (whose rounds could show only 11%) cannot be: never worse, either way.
+    assert compare.exit_status(unchanged, 0.05)[0] == {"host": 0, "ceiling": 3}[normalise]
     regressed = compare.compare_sets(before, worse, config, 0.05, normalise)
     assert compare.exit_status(regressed, 0.05)[0] == 1
     assert regressed.set_index("server").loc["gunicorn", "ratio"] == pytest.approx(0.9, abs=0.03)

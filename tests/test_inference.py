@@ -110,13 +110,17 @@ def test_compare_rarely_alarms_on_runs_that_only_drift_and_never_passes_a_slowed
     exits = noise_simulation.compare_exits(config, pairs=100, seed=7)
     assert exits.get(1, 0.0) <= 0.05
     rng = np.random.default_rng(11)
+    slowed_exits, same_exits = [], []
     for _ in range(20):
         run = noise_simulation.simulated_run(rng)
         slowed = run[0].copy()
         slowed.loc[slowed["server"] == "a", "rps"] *= 0.8
-        table = compare.compare_sets(run, (slowed, run[1], {}), config, 0.05)
-        assert compare.exit_status(table, 0.05)[0] != 0
-        assert compare.exit_status(compare.compare_sets(run, run, config, 0.05), 0.05)[0] != 1
+        slowed_exits.append(compare.exit_status(compare.compare_sets(run, (slowed, run[1], {}), config, 0.05), 0.05)[0])
+        same_exits.append(compare.exit_status(compare.compare_sets(run, run, config, 0.05), 0.05)[0])
+    # A copy slowed by 20% is never passed: shown worse (exit 1) in most, else cannot tell (3), never 0.
+    assert set(slowed_exits) <= {1, 3} and slowed_exits.count(1) >= 10, slowed_exits
+    # A run compared with itself between runs: time cannot show it within 5% (docs/statistics.md), never worse.
+    assert set(same_exits) == {3}, same_exits
 
 
 @pytest.mark.parametrize(
