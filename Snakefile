@@ -65,6 +65,8 @@ onsuccess:
     docker_down()
     print_answers(f"{RESULTS}/verdicts.csv", f"{RESULTS}/conformance.csv")
     registry.print_consoles(config, RESULTS)
+    # Last: under `strict` a run to look at ends here with a non-zero exit status.
+    print_health(config, RESULTS)
 
 
 onerror:

@@ -15,7 +15,10 @@ def test_gunicorn_cell_is_measured(base_config, tmp_path, no_leftovers, tool):
     record = measure_cell(base_config, tmp_path, tool=tool)
     assert record["status"] == "ok", record["reason"]
     load = record["load"]
-    assert load["requests"] > 100 and load["requests_per_s"] > 100
+    # How many is the machine's speed; that they were counted, and the rate is them over the run, is not.
+    assert load["requests"] > 0 and load["requests_per_s"] == pytest.approx(
+        load["requests"] / load["duration_s"], rel=0.02
+    )
     assert load["errors_total"] == 0
     assert record["verify"]["ok"] and record["verify"]["keepalive"] == "closes-announced"
     assert record["server"]["version"].startswith("gunicorn")

@@ -138,6 +138,21 @@ def test_failed_cells_are_data_and_the_matrix_completes(tmp_path, broken_server_
     index = (results / "index.html").read_text()
     assert "Failed and skipped cells (1)" in index and "exited with code 4" in index
     assert (results / "charts" / "rps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The block at the end names it; exit 0 unless the run is strict.
+    block = done.stdout[done.stdout.index("thing(s) to look at") :]
+    assert "failed (1):" in block and "broken (default, hello, wrk, c=10): " in block, block
+    # Under strict=True the same run (its page made again, nothing measured) exits non-zero
+    # after writing every output, and says why.
+    strict = subprocess.run(
+        [*_snakemake(results, "--configfile", str(broken_server_config), "--forcerun", "index"), "strict=True"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert strict.returncode != 0 and "strict: 1 failed" in strict.stdout + strict.stderr, strict.stderr[-3000:]
+    assert "measuring broken" not in strict.stdout + strict.stderr  # nothing measured again
+    assert (results / "index.html").exists()
 
 
 @pytest.mark.e2e
@@ -167,7 +182,10 @@ def test_signal_mid_cell_leaves_nothing_and_rerun_completes_the_rest(tmp_path, s
     # workflow's whole process group, the running cell's harness included.
     os.killpg(workflow.pid, sig)
     assert workflow.wait(timeout=120) != 0
-    time.sleep(0.5)
+    # The cell's harness stops its server as it exits; the kernel reaps the tree a moment later.
+    deadline = time.monotonic() + 10
+    while server_processes() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not (server_processes() - before), "a server outlived the interrupted workflow"
     written = sorted((results / "cells").rglob("r*.json"))
     for path in written:

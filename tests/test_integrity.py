@@ -45,7 +45,7 @@ def test_one_worker_keepalive_server_at_100_connections_is_flagged_starved(
     fairness = record["fairness"]
     assert fairness["status"] == "ok", fairness
     assert fairness["method"] == method
-    assert fairness["client_rps_min"] == 0 and fairness["client_rps_max"] > 100
+    assert fairness["client_rps_min"] == 0 and fairness["client_rps_max"] > 0  # one served, the rest waiting
     assert "starved" in record["flags"]
     # Little's law: 100 connections, but req/s × mean latency accounts for about one.
     assert record["checks"]["littles_law"]["ratio"] < 0.25

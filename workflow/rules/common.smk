@@ -14,6 +14,7 @@ from serverbench.plan.matrix import Matrix, kept_seed
 from serverbench.plan.shapes import CELL_PATH, RATE_CELL_PATH
 from serverbench import registry
 from serverbench.report.answers import print_answers
+from serverbench.report.health import print_health
 from serverbench.report.names import CHARTS
 
 try:
