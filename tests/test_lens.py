@@ -94,6 +94,14 @@ def test_serverbench_list_reads_the_registry_and_the_config():
     assert runs["advise"] == ["advise"] and runs["quick"] == []
     assert "instructions_per_request" in {check["name"] for check in found["checks"]}
     assert {"gunicorn", "starman"} <= {server["name"] for server in found["servers"]}
+    listed = {server["name"]: server for server in found["servers"]}
+    assert (listed["gunicorn"]["language"], listed["gunicorn"]["family"]) == ("python", "preforking")
+    assert listed["gunicorn-gthread-again"]["compared_with"] == "gunicorn-gthread"
+    assert (listed["gunicorn-gthread-plus5"]["compared_with"], listed["gunicorn-gthread-plus5"]["planted"]) == (
+        "gunicorn-gthread",
+        "slower",
+    )
+    assert listed["plackup+nginx"]["compared_with"] == "plackup" and listed["gunicorn"]["compared_with"] is None
     one = subprocess.run([sys.executable, "-m", "serverbench.cli", "list", "lenses"], capture_output=True, text=True)
     assert one.returncode == 0 and one.stdout.startswith("lenses (5):")
 

@@ -57,10 +57,19 @@ def profiles(config: dict) -> list[dict]:
 
 
 def servers(config: dict) -> list[dict]:
-    return [
-        {"name": name, "language": entry.get("language"), "description": first_sentence(entry.get("description"))}
-        for name, entry in config["catalogue"].items()
-    ]
+    """Each server with its language, its family (the design compared across languages) and the
+    server it is measured against where it is a copy (a variant, an A/A alias, a deployment
+    behind a front against itself bare)."""
+    found = []
+    for name, entry in config["catalogue"].items():
+        fronted = entry.get("fronted") or {}
+        against = entry.get("variant_of") or entry.get("alias_of") or fronted.get("server")
+        found.append({
+            "name": name, "language": entry.get("language"), "family": entry.get("family"),
+            "compared_with": against, "planted": entry.get("planted"),
+            "description": first_sentence(entry.get("description")),
+        })  # fmt: skip
+    return found
 
 
 def apps(config: dict) -> list[dict]:
@@ -92,7 +101,8 @@ def line(what: str, row: dict) -> str:
         runs = ", ".join(["timed rounds", *row["lenses"]])
         return f"{row['name']:<16} {row['question']} [{runs}]"
     if what == "servers":
-        return f"{row['name']:<28} {row['language'] or '':<8} {row['description']}"
+        against = f" (against {row['compared_with']})" if row["compared_with"] else ""
+        return f"{row['name']:<28} {row['language'] or '':<8} {row['family'] or '':<18} {row['description']}{against}"
     if what == "apps":
         return f"{row['name']:<12} {row['description']} (workloads: {', '.join(row['workloads']) or 'hello'})"
     return row["name"]
