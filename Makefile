@@ -23,7 +23,7 @@ bench: install
 
 # SERVERBENCH_MAKE_TEST: a program the install put in place is never a reason to skip.
 test: install-test
-	SERVERBENCH_MAKE_TEST=1 python -m pytest -ra --durations=40
+	SERVERBENCH_MAKE_TEST=1 python -m pytest -ra --durations=40 --junitxml=.test-times.xml
 
 # The edit-run loop: the unit tests and one tiny workflow run (the toy lens), under 5 minutes
 # (the modules marked quick); make test before a commit lands.
