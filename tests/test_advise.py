@@ -111,6 +111,25 @@ def test_threads_are_searched_at_the_best_workers_only_while_they_help():
     assert max(p.setting.threads for p in found) == 2  # one try, which did not help
 
 
+def test_where_threads_moved_the_best_more_workers_are_tried_at_its_threads():
+    """At one thread, more than 3 workers did no more (a placement: the kernel gave one worker the
+    connections); with threads they do. The workers' walk stopped at 3 × 1, the threads' reached
+    3 × 16, and in turn the workers at 16 threads go on to 6 × 16, which clearly does more."""
+
+    def capacity_of(setting: search.Setting) -> float:
+        if setting.threads == 1:
+            return 100.0 * min(setting.workers, 3)
+        return min(100.0 * setting.workers * setting.threads, 8000.0)
+
+    space = search.Space(search.Setting("s", 3, 1), search.Axis(1, 12), search.Axis(1, 16))
+    walk = search.Search(space, planted(capacity_of), None, 12)
+    readings = walk.run()
+    order = [(r.setting.workers, r.setting.threads) for r in readings]
+    assert order.index((6, 16)) == order.index((3, 16)) + 1, order
+    assert search.best(search.pool(readings), None).setting == search.Setting("s", 6, 16)
+    assert not walk.stopped_at_budget
+
+
 def test_a_step_that_would_end_a_walk_is_read_again_and_the_walk_goes_on_from_the_better_reading():
     """The kernel places connections on workers: one start of a setting may read low. A reading
     that would end the walk is measured once more from a fresh start; the walk goes on from the

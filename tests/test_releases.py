@@ -318,6 +318,13 @@ def test_bisect_names_the_first_release_that_changed_a_check(tmp_path, bisect_wh
     if Outcome.UNDETERMINED in outcomes[2:4]:
         assert "undetermined: taken as no change" in done.stdout
     assert "First release that changed reload_longest_gap_s: tinyserve@1.4" in done.stdout
+    # Each step said when it started (with what may follow and, after the first, its time at the
+    # pace so far) and when it ended, as it happened, before the summary.
+    lines = done.stdout.splitlines()
+    assert lines[0] == "bisect step 0: tinyserve@2.0 against tinyserve@1.0; at most 4 more", lines[:3]
+    assert lines[1].startswith("bisect step 0: lower (") and lines[3].startswith("bisect step 1: not measured (")
+    assert lines[2].startswith("bisect step 1: tinyserve@1.2 against tinyserve@1.0; at most 3 more, about ")
+    assert len([line for line in lines if line.startswith("bisect step")]) == 10
     assert "tinyserve@1.2 against tinyserve@1.0: not measured: its install" in done.stdout
 
 

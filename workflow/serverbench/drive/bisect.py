@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
+import time
 import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -172,12 +174,43 @@ def next_middle(low: int, high: int, skipped: set[int]) -> int | None:
     return min(left, key=lambda index: (abs(index - middle), index)) if left else None
 
 
+def steps_left(low: int, high: int) -> int:
+    """Steps a bisection of releases ``low``..``high`` may still take at most: a halving for
+    each power of two between them, and the pair it ends on measured side by side (a release
+    that does not install adds one)."""
+    return math.ceil(math.log2(high - low)) + 1 if high > low else 0
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+class Progress:
+    """A line when a step starts (the pair, the steps that may follow, the time they may take at
+    the pace of the steps so far) and when it ends (its outcome, its time): a step is a workflow
+    run of minutes, and a bisect of several should not be silent until the last."""
+
+    def __init__(self):
+        self.seconds: list[float] = []
+
+    def run(self, args, config: dict, pair: list[str], number: int, left: int) -> Step:
+        pace = sum(self.seconds) / len(self.seconds) if self.seconds else None
+        after = f"; at most {left} more" + (f", about {_duration(left * pace)}" if pace else "") if left else ""
+        print(f"bisect step {number}: {pair[1]} against {pair[0]}{after}", flush=True)
+        started = time.monotonic()
+        step = run_step(args, config, pair, number)
+        self.seconds.append(time.monotonic() - started)
+        print(f"bisect step {number}: {step.outcome or 'not measured'} ({self.seconds[-1]:.0f} s)", flush=True)
+        return step
+
+
 def bisect(args, config: dict, candidates: list[str]) -> tuple[int, list[Step], list[str]]:
     """Halve [GOOD, BAD] until the release that changed the check is one step from the one
     before it, skipping a release that cannot be measured; (exit status, the steps run, and
     where releases were skipped the releases the change could be in)."""
     names = [release_name(args.server, version) for version in candidates]
-    steps = [run_step(args, config, [names[0], names[-1]], 0)]
+    progress = Progress()
+    steps = [progress.run(args, config, [names[0], names[-1]], 0, steps_left(0, len(names) - 1))]
     wanted = steps[0].outcome
     if wanted is None:
         raise BisectError(f"{names[-1]} against {names[0]} could not be measured: {steps[0].reason}")
@@ -185,7 +218,8 @@ def bisect(args, config: dict, candidates: list[str]) -> tuple[int, list[Step], 
         return 3, steps, []
     low, high, skipped = 0, len(names) - 1, set()
     while (middle := next_middle(low, high, skipped)) is not None:
-        steps.append(run_step(args, config, [names[low], names[middle]], len(steps)))
+        left = max(steps_left(low, middle), steps_left(middle, high))
+        steps.append(progress.run(args, config, [names[low], names[middle]], len(steps), left))
         if steps[-1].outcome is None:  # could not be measured: skipped, another measured instead
             skipped.add(middle)
             continue
@@ -194,7 +228,7 @@ def bisect(args, config: dict, candidates: list[str]) -> tuple[int, list[Step], 
         return 4, steps, [names[index] for index in range(low + 1, high + 1)]
     measured = [(s.older, s.newer) for s in steps if s.outcome is not None]
     if (names[low], names[high]) != measured[-1]:
-        steps.append(run_step(args, config, [names[low], names[high]], len(steps)))
+        steps.append(progress.run(args, config, [names[low], names[high]], len(steps), 0))
     return 0, steps, []
 
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from serverbench.record.vocabulary import Outcome
+
 
 class WorkStop(StrEnum):
     """How the work lens stops a server (``work_stop``)."""
@@ -96,6 +98,7 @@ class ServerEntry:
     description: str | None = None
     alias_of: str | None = None  # the A/A control's original
     variant_of: str | None = None  # a planted or real variant's original
+    planted: Outcome | None = None  # a positive control: how it must come out against its original on speed
     family: str | None = None  # one design across languages (comparisons.families)
     product: str | None = None  # one program serving several languages (comparisons.same_server)
     version: tuple[str, ...] | None = None  # an argv that prints the server's version
@@ -148,6 +151,8 @@ class ServerEntry:
             values["release"] = Release(**values["release"])
         if "work_stop" in values:
             values["work_stop"] = WorkStop(values["work_stop"])
+        if "planted" in values:
+            values["planted"] = Outcome(values["planted"])
         return cls(name=name, **values)
 
     @property

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from serverbench.plan.catalogue import server_entry
 from serverbench.record.vocabulary import Kind, Metric, Outcome, Status
 
 # A control's outcome that says it misbehaved: an A/A pair is never faster or slower; a
@@ -50,11 +51,11 @@ def _cells(summary: pd.DataFrame) -> list[Problem]:
     return found
 
 
-def _controls(verdicts: pd.DataFrame, catalogue: dict) -> list[Problem]:
+def _controls(verdicts: pd.DataFrame, config: dict) -> list[Problem]:
     found = []
     for row in verdicts.to_dict("records"):
         subject = f"{row['a']} against {row['b']} ({row.get('profile')}, c={row.get('concurrency')})"
-        planted = (catalogue.get(row["a"]) or {}).get("planted")
+        planted = server_entry(config, row["a"]).planted if row["a"] in config["catalogue"] else None
         if row["kind"] == Kind.AA and row["outcome"] in AA_WRONG:
             found.append(Problem(Trouble.AA_DECIDED, subject, f"{row['outcome']} (ratio {row['ratio']:.3f})"))
         elif row["kind"] == Kind.VARIANT and planted and row["metric"] == Metric.SPEED and row["outcome"] != planted:
@@ -74,7 +75,7 @@ def run_problems(config: dict, results: Path | str) -> list[Problem]:
     if summary.exists() and summary.stat().st_size:
         found += _cells(pd.read_csv(summary))
     if verdicts.exists() and verdicts.stat().st_size:
-        found += _controls(read_verdicts(verdicts), config["catalogue"])
+        found += _controls(read_verdicts(verdicts), config)
     return found
 
 

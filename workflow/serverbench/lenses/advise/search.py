@@ -10,7 +10,9 @@ adaptive, never a full grid:
 2. workers: double while capacity at the objective clearly grows and memory fits the budget;
    halve while it does not clearly shrink (fewer workers that do as much use less memory);
 3. threads, at the best workers: double while capacity clearly grows;
-4. refine: the midpoints between the best and its measured neighbours.
+4. in turn: where threads moved the best, workers doubled again at its threads, then threads,
+   until neither moves it;
+5. refine: the midpoints between the best and its measured neighbours.
 
 "Clearly" is the intervals' word: a capacity is an interval (the highest offered rate that met
 the objective, the lowest that missed it), and one setting does more than another only where
@@ -204,6 +206,7 @@ class Search:
         if start is not None and start.ok:
             self._walk_workers()
             self._walk_threads()
+            self._walk_in_turn()
             self._refine()
         return list(self.readings)
 
@@ -239,10 +242,10 @@ class Search:
         found = best(list(self.points.values()), self.budget, self.margin)
         return found or self.points[self.space.start]
 
-    def _walk_workers(self) -> None:
+    def _walk_workers(self, grow_only: bool = False) -> None:
         if self.space.workers is None:
             return
-        for grow in (True, False):
+        for grow in (True,) if grow_only else (True, False):
             current = self._best()
             while True:
                 w, t = current.setting.workers, current.setting.threads
@@ -287,6 +290,21 @@ class Search:
                 if not found.capacity.clearly_above(current.capacity, self.margin):
                     break
             current = found
+
+    def _walk_in_turn(self) -> None:
+        """Where threads moved the best, more workers at its thread count, then more threads at
+        those, in turn until neither moves it. At one thread the workers' walk may have stopped on
+        a placement (a gthread worker takes more connections than its thread serves, and which
+        worker gets them is the kernel's choice) where, with threads, more workers clearly do
+        more: one search stopped at 3 × 16 and the next reached 6 × 16 (docs/advise.md)."""
+        if self.space.workers is None or self.space.threads is None:
+            return
+        while True:
+            before = self._best().setting
+            self._walk_workers(grow_only=True)
+            self._walk_threads()
+            if self._best().setting == before:
+                return
 
     def _refine(self) -> None:
         """The midpoints on the workers axis between the best and the measured counts beside it,
