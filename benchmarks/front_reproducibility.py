@@ -23,7 +23,7 @@ from pathlib import Path
 from serverbench import REPO_ROOT
 from serverbench.lenses.front.decide import front_verdicts
 from serverbench.lenses.front.measure import run_front
-from serverbench.lenses.front.record import EVERY_SLOW_KIND, load_front
+from serverbench.lenses.front.record import ALONE, EVERY_SLOW_KIND, load_front
 from serverbench.lenses.front.table import front_table, work_rows
 from serverbench.plan import config as cfg
 from serverbench.plan.fronts import is_fronted
@@ -45,8 +45,8 @@ def one_run(config: dict, server: str, where: Path) -> dict:
     record = load_front(json.loads(path.read_text()))
     verdicts = front_verdicts(front_table([record]), work_rows([]), config)
     pooled = verdicts[verdicts["slow"] == EVERY_SLOW_KIND].set_index("b") if "slow" in verdicts else None
-    bare = pooled.loc["its rate alone"] if pooled is not None and "its rate alone" in pooled.index else None
-    fronted = pooled[pooled.index != "its rate alone"] if pooled is not None else None
+    bare = pooled.loc[ALONE] if pooled is not None and ALONE in pooled.index else None
+    fronted = pooled[pooled.index != ALONE] if pooled is not None else None
     front = fronted.iloc[0] if fronted is not None and len(fronted) else None
     return {
         "server": server,
