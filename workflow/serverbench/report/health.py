@@ -6,6 +6,7 @@ thresholds set its exit (``StrictFailure``, raised from the workflow's ``onsucce
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -87,13 +88,10 @@ def print_health(config: dict, results: Path | str) -> None:
         print("\nserverbench: every cell measured, every control as expected.")
         return
     print(f"\nserverbench: {len(problems)} thing(s) to look at before trusting this run:")
-    for trouble in Trouble:
-        mine = [p for p in problems if p.trouble is trouble]
-        if mine:
-            print(f"  {trouble} ({len(mine)}):")
-            print("\n".join(f"    - {p.subject}: {p.why}" for p in mine))
+    counts = Counter(p.trouble for p in problems)
+    for trouble in (t for t in Trouble if counts[t]):
+        print(f"  {trouble} ({counts[trouble]}):")
+        print("\n".join(f"    - {p.subject}: {p.why}" for p in problems if p.trouble is trouble))
     if strict:
-        counts = ", ".join(
-            f"{sum(p.trouble is t for p in problems)} {t}" for t in Trouble if any(p.trouble is t for p in problems)
-        )
-        raise StrictFailure(f"strict: {counts} (config strict=True sets the exit status)")
+        said = ", ".join(f"{counts[t]} {t}" for t in Trouble if counts[t])
+        raise StrictFailure(f"strict: {said} (config strict=True sets the exit status)")
