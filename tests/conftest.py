@@ -187,11 +187,12 @@ def run_snakemake(
     conformance: bool = False,
     work: bool = False,
     screenshots: bool = False,
+    host_check: bool = False,
 ) -> subprocess.CompletedProcess:
     """The snakemake CLI from the repository root (so the workflow profile loads). The HTTP
-    probes, the work lens and the page's screenshots are left out unless asked for: test_e2e,
-    test_catalogue, test_conformance and test_work test them, and every other workflow test would only spend
-    CI's time on them."""
+    probes, the work lens, the page's screenshots and the CPUs' steadiness check (3 s a run)
+    are left out unless asked for: test_e2e, test_catalogue, test_conformance, test_work and
+    test_compare test them, and every other workflow test would only spend CI's time on them."""
     import sys
 
     return subprocess.run(
@@ -205,6 +206,7 @@ def run_snakemake(
             f"conformance={conformance}",
             f"work={work}",
             f"screenshots={screenshots}",
+            *([] if host_check else ["host_check_seconds=0"]),
         ],
         cwd=REPO_ROOT,
         capture_output=True,

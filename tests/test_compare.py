@@ -51,7 +51,10 @@ def two_runs(tmp_path_factory):
         results = base / name.replace(" ", "-")
         targets = [str(results / table) for table in tables]
         done = run_snakemake(
-            ["--cores", "4", *targets, *SHORT_LIVES, *extra], [*MATRIX, *matrix, f"results={results}"], work=True
+            ["--cores", "4", *targets, *SHORT_LIVES, *extra],
+            [*MATRIX, *matrix, f"results={results}"],
+            work=True,
+            host_check=True,
         )
         assert done.returncode == 0, done.stderr[-3000:]
         runs[name] = results

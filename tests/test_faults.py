@@ -107,6 +107,7 @@ def _snakemake(results, *extra, servers="[gunicorn, broken]", duration=2):
         "conformance=False",
         "work=False",
         "screenshots=False",
+        "host_check_seconds=0",
     ]
 
 

@@ -29,13 +29,18 @@ def records(results):
 @pytest.fixture(scope="module")
 def autoscale(tmp_path_factory):
     require("uwsgi", "wrk")
-    results = tmp_path_factory.mktemp("autoscale") / "results"
+    base = tmp_path_factory.mktemp("autoscale")
+    results = base / "results"
+    # Unit retires an idle process after 2 s here (the profile's 10), watched for 6 s (its 15).
+    sooner = base / "sooner.yaml"
+    sooner.write_text(yaml.safe_dump({"profiles": {"autoscale": {"worker_idle_timeout": 2, "idle_after": 6}}}))
     snakemake(
         results,
         "profile=autoscale",
         "duration=6",
         "concurrency=[100]",
         outputs=("summary.csv", "runs.csv", "workers.csv", "charts/workers.html", "charts/workers.png"),
+        configfiles=[sooner],
     )
     return results
 
@@ -49,7 +54,7 @@ def test_autoscale_records_workers_over_time(autoscale):
         phases = {s["phase"] for s in record["server"]["samples"]}
         assert phases == {"load", "idle"}, name
         scaling = record["server"]["autoscale"]
-        assert scaling["processes_start"] >= 1 and scaling["idle_observed_s"] > 10
+        assert scaling["processes_start"] >= 1 and scaling["idle_observed_s"] > 5
     # Busyness and backlog grow under 100 connections within seconds.
     for name in ("uwsgi-cheaper-busyness", "uwsgi-cheaper-backlog"):
         assert by_server[name]["server"]["autoscale"]["scaled_up"], by_server[name]["server"]["autoscale"]
@@ -61,7 +66,7 @@ def test_autoscale_records_workers_over_time(autoscale):
 def test_seed_001_autoscale_workers_over_time_with_unit(autoscale):
     """Seed 001's dynamic processes: in the workers-over-time table, Unit's
     dynamic processes (both languages) grow under load and fall back when idle
-    (Unit's idle_timeout is 10 s; 15 s are watched). uWSGI's busyness algorithm
+    (Unit's idle_timeout set to 2 s, 6 s watched; the profile's 10 and 15). uWSGI's busyness algorithm
     sheds workers over cycles of its own, so only its growth is asserted above."""
     require_unitd()
     by_server = {r["cell"]["server"]: r for r in records(autoscale)}
@@ -85,8 +90,8 @@ def test_seed_001_autoscale_workers_over_time_with_unit(autoscale):
 
 
 def test_seed_001_low_with_unit(tmp_path):
-    """Seed 001's low spec, short: ab -k with 300 connections (the seed's 1,000 scaled down:
-    Starman alone would take 100 s of the suite at 1,000) against Unit (python and perl),
+    """Seed 001's low spec, short: ab -k with 100 connections (the seed's 1,000 scaled down:
+    Starman alone would take 100 s of the suite at 1,000, 10 s at 100) against Unit (python and perl),
     uWSGI (both plugins) and Starman, 512 MB, 5 workers each. Unit and uWSGI answer every
     connection. Starman's workers hold a kept-alive connection until its 1 s keep-alive
     timeout, so c connections take it about (c - 5) / (2 × 5) s (at the seed's 1,000: its
@@ -97,7 +102,7 @@ def test_seed_001_low_with_unit(tmp_path):
     results = tmp_path / "results"
     servers = ["unit-python", "unit-perl", "uwsgi", "uwsgi-psgi", "starman"]
     summary, _ = snakemake(
-        results, "profile=low", f"servers=[{', '.join(servers)}]", "concurrency=[300]", "requests=3000", "repeats=1"
+        results, "profile=low", f"servers=[{', '.join(servers)}]", "concurrency=[100]", "requests=3000", "repeats=1"
     )
     assert set(summary["server"]) == set(servers)
     status = summary.set_index("server")["status"]
@@ -105,14 +110,14 @@ def test_seed_001_low_with_unit(tmp_path):
     assert set(summary["tool"]) == {"ab", "oha-n"}  # the seed's ab, and a client that is not one thread
     for record in records(results):
         argv = record["client"]["argv"]
-        assert argv[0] == {"ab": "ab", "oha-n": "oha"}[record["cell"]["tool"]] and argv[argv.index("-c") + 1] == "300"
+        assert argv[0] == {"ab": "ab", "oha-n": "oha"}[record["cell"]["tool"]] and argv[argv.index("-c") + 1] == "100"
         assert argv[argv.index("-n") + 1] == "3000" and ("-k" in argv or argv[0] == "oha")
         assert record["isolation"]["memory_limit_bytes"] == 512 * 2**20
         assert record["load"]["requests"] == 3000 and record["load"]["requests_per_s"] > 0
     # Starman's 5 workers wait on idle kept-alive connections for its 1 s timeout: ab's run lasts
-    # about (300 - 5) / (2 × 5) s, recorded beside the prediction and flagged.
+    # about (100 - 5) / (2 × 5) s, recorded beside the prediction and flagged.
     starman = next(r for r in records(results) if r["cell"]["server"] == "starman" and r["cell"]["tool"] == "ab")
-    assert starman["checks"]["idle_timeout"]["predicted_s"] == pytest.approx(29.5)
+    assert starman["checks"]["idle_timeout"]["predicted_s"] == pytest.approx(9.5)
     assert "idle_timeout_bound" in starman["flags"], starman["checks"]["idle_timeout"]
     for name in ("unit-python", "unit-perl"):
         record = next(r for r in records(results) if r["cell"]["server"] == name)

@@ -64,6 +64,7 @@ def server_values(profile: Profile, host: str, port: int, rundir: Path, app: dic
         "port": port,
         "workers": profile.workers,
         "workers_min": profile.workers_min,
+        "worker_idle_timeout": profile.worker_idle_timeout,
         "threads": profile.threads,
         "backlog": profile.backlog,
         "apps": str(rundir / "apps"),

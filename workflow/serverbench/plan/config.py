@@ -31,7 +31,20 @@ CATALOGUE_SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "catalogue.schema.y
 DEFAULT_CATALOGUE = "catalogue.yaml"
 
 SERVER_PLACEHOLDERS = frozenset(
-    {"host", "port", "workers", "workers_min", "threads", "backlog", "apps", "rundir", "root", "venv", "user"}
+    {
+        "host",
+        "port",
+        "workers",
+        "workers_min",
+        "worker_idle_timeout",
+        "threads",
+        "backlog",
+        "apps",
+        "rundir",
+        "root",
+        "venv",
+        "user",
+    }
     | apps.APP_PLACEHOLDERS
 )
 TOOL_PLACEHOLDERS = frozenset(

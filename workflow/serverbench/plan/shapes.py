@@ -104,6 +104,7 @@ class Profile:
     timeout: float
     workers: int
     workers_min: int
+    worker_idle_timeout: int
     threads: int
     client_threads: int | None
     client_cpu_quota: float | None
