@@ -321,21 +321,22 @@ def test_the_advise_profile_runs_through_the_workflow_to_its_page_and_configurat
     """Through Snakemake, the whole run: a search job per server, advice.csv, the recommendations,
     each server's configuration, the page and answers.md opening with "Your deployment", and the
     console's line per server."""
-    require("uwsgi", "starman", "oha")
+    require("uwsgi", "oha")
     results = tmp_path / "results"
     configfile = tmp_path / "advise.yaml"
     quick = {**QUICK, "max_points": 2, "rate_steps": 2, "objective_p99_ms": 100, "memory_budget_mb": 400}
     configfile.write_text(yaml.safe_dump({"profiles": {"advise": {"advise": quick, "time_wait_max": 10**6}}}))
     done = run_snakemake(
         ["--cores", "4", "--configfile", "config.yaml", str(configfile)],
-        ["profile=advise", "servers=[uwsgi, starman]", f"results={results}"],
+        ["profile=advise", "servers=[uwsgi]", f"results={results}"],
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     points = pd.read_csv(results / "advice.csv")
-    assert set(points["server"]) == {"uwsgi", "starman"} and (points["status"] == "ok").all()
+    assert set(points["server"]) == {"uwsgi"} and (points["status"] == "ok").all()
     ranked = pd.read_csv(results / "advice_recommendations.csv").set_index("server")
-    for server, file in (("uwsgi", "uwsgi.ini"), ("starman", "starman.sh")):
+    # One server: every server's deployed file is test_a_recommended_configuration_serves_the_app_with_its_settings's.
+    for server, file in (("uwsgi", "uwsgi.ini"),):
         row = ranked.loc[server]
         assert row["points"] >= 2 and row["rule_workers"] == 3
         if row["verdict"] == Verdict.RECOMMENDED:
@@ -348,7 +349,7 @@ def test_the_advise_profile_runs_through_the_workflow_to_its_page_and_configurat
     page = (results / "index.html").read_text()
     assert page.index("Your deployment") < page.index("<h2>Answers</h2>")
     assert (results / "answers.md").read_text().startswith("## Your deployment")
-    assert "Your deployment" in done.stdout and "uwsgi:" in done.stdout and "starman:" in done.stdout
+    assert "Your deployment" in done.stdout and "uwsgi:" in done.stdout
 
 
 def test_the_header_rules_find_a_missing_server_header_and_a_stale_date():

@@ -42,10 +42,10 @@ def smoke(tmp_path_factory):
     targets = [str(results / "summary.csv"), str(results / "conformance.csv")]
     # The probes wait on servers (a second's silence, the Date a second later, a client that dribbles
     # for 3 s), never on their speed, and this test asks only that each server starts, answers and
-    # takes load without an error, never how fast: four servers' probes at a time here, and two
-    # servers' cells (a second of wrk at 10 connections; each cell's server and client share the
-    # two CPUs with the other's).
-    slots = ["--cores", "8", "--resources", "bench_slot=4", "--default-resources", "bench_slot=2"]
+    # takes load without an error, never how fast: up to eight servers' probes at a time here, and
+    # two servers' cells (a second of wrk at 10 connections; each cell's server and client share
+    # the two CPUs with the other's and with probes').
+    slots = ["--cores", "12", "--resources", "bench_slot=8", "--default-resources", "bench_slot=4"]
     options = ["profile=smoke", f"results={results}", "conformance_framing=False", "host_check_seconds=0"]
     done = snakemake(*targets, *slots, "--config", *options)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -39,12 +39,13 @@ def two_runs(tmp_path_factory):
     two_workers.write_text("work_lens: {workers: 2}\n")
     runs = {}
     # Only the tables compare reads (the charts and the page are tested elsewhere); the other
-    # runs only gunicorn-gthread's work: speed is compared on the first run alone.
+    # runs only gunicorn-gthread's work (the planted one's too: its twin is not planted):
+    # speed is compared on the first run alone.
     alone = ["servers=[gunicorn-gthread]"]
     plans = {
         "before": (BEFORE_TABLES, [], []),
         "again": (["work.csv"], [], alone),
-        "after": (["work.csv"], [PLANTED], []),
+        "after": (["work.csv"], [PLANTED], alone),
         "two workers": (["work.csv"], [str(two_workers)], alone),
     }
     for name, (tables, extra, matrix) in plans.items():
