@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 UNIT_SOURCE ?= $(wildcard $(CURDIR)/../shared/vendor/unit-1.35.0.tar.gz)
 export UNIT_SOURCE
 
-.PHONY: install install-test bench test test-quick lint report clean
+.PHONY: install install-test bench test test-quick lint report docs clean
 
 install:
 	scripts/install --unit
@@ -38,6 +38,10 @@ lint: install
 
 report: install
 	snakemake --report report.zip
+
+# The figures the docs quote, written from docs/data/ (tests/test_docs.py fails on a stale one).
+docs: install
+	serverbench docs
 
 clean:
 	rm -rf results report.zip .snakemake

@@ -37,6 +37,7 @@ localrules:
     decide,
     conformance_table,
     seeds,
+    answered,
     charts,
     index,
     screenshots,
@@ -53,6 +54,7 @@ rule all:
         f"{RESULTS}/index.html",
         *ALL_LENS_TABLES,
         *ALL_LENS_OUTPUTS,
+        *LENS_ANSWERS,
         *CHART_FILES,
         *SCREENSHOTS,
 

@@ -5,7 +5,9 @@ import re
 from pathlib import Path
 
 import pytest
-from serverbench import REPO_ROOT
+from serverbench import REPO_ROOT, registry
+from serverbench.drive import docsfigures
+from serverbench.plan import config as cfg
 
 pytestmark = pytest.mark.quick  # the edit-run loop's set: make test-quick
 
@@ -15,6 +17,7 @@ PAGES = [REPO_ROOT / "README.md", *DOCS]
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 CODE = re.compile(r"`[^`\n]*`")
+FIGURE = re.compile(r"<!-- ([a-z-]+):([A-Za-z0-9_.-]+) -->(.*?)<!-- /\1 -->", re.S)
 
 
 def links(page: Path) -> list[str]:
@@ -73,3 +76,57 @@ def test_the_link_checker_finds_a_broken_link(tmp_path):
     page.write_text("# A title\n\n[fine](#a-title) [gone](missing.md) [no heading](#nowhere)\n```\n[code](x.md)\n```\n")
     assert links(page) == ["#a-title", "missing.md", "#nowhere"]
     assert broken_links(page) == ["missing.md: no such file", "#nowhere: no heading #nowhere in page.md"]
+
+
+def test_every_quoted_figure_is_its_datas(tmp_path):
+    """`make docs` (serverbench docs) writes each marked figure from docs/data/; a doc that
+    differs from its data fails here, and the check finds a figure edited by hand."""
+    assert docsfigures.stale() == [], "run make docs: " + "; ".join(
+        f"{s.path.name} {s.kind}:{s.key} {s.written!r} != {s.data!r}" for s in docsfigures.stale()
+    )
+    readme = (REPO_ROOT / "README.md").read_text()
+    edited = tmp_path / "README.md"
+    edited.write_text(readme.replace("<!-- time:advise -->about 6 min", "<!-- time:advise -->about 5 min"))
+    [found] = docsfigures.stale([edited])
+    assert (found.kind, found.key, found.written, found.data) == ("time", "advise", "about 5 min", "about 6 min")
+    # Every profile has a recorded time, and configuration.md's table quotes each one.
+    config = cfg.read(REPO_ROOT / "config.yaml")
+    assert set(docsfigures.profile_times()) == set(config["profiles"])
+    table = (REPO_ROOT / "docs" / "configuration.md").read_text()
+    assert {key for kind, key, _ in FIGURE.findall(table) if kind == "time-here"} == set(config["profiles"])
+
+
+# A run time stated in prose ("About 14 minutes on a 2-core machine", "9 min 35 s here").
+STATED_TIME = re.compile(r"\b\d+(\.\d+)?\s*(minutes|min)\b|\b(ten|twenty|a few)\s+minutes\b", re.IGNORECASE)
+
+
+def test_no_profile_states_a_time_of_its_own():
+    """A profile's time is its recorded run's (docs/data/profile-times.yaml), shown by
+    `serverbench list profiles` and the docs; a description that typed one would drift."""
+    config = cfg.read(REPO_ROOT / "config.yaml")
+    stated = {name: STATED_TIME.search(" ".join(profile.get("description", "").split()))
+              for name, profile in config["profiles"].items()}  # fmt: skip
+    assert {name: found.group(0) for name, found in stated.items() if found} == {}
+
+
+def test_every_output_a_rule_writes_is_in_outputs_md():
+    """docs/outputs.md, "What you get", names every file or folder a rule writes below the results
+    directory (read from the rules, so a new output without its line fails here)."""
+    rules = [
+        *(REPO_ROOT / "workflow" / "rules").glob("*.smk"),
+        *(REPO_ROOT / "workflow/serverbench/lenses").glob("*/rules.smk"),
+    ]
+    written = {name for path in rules for name in re.findall(r'f"\{RESULTS\}/([A-Za-z0-9_.-]+)', path.read_text())}
+    for lens in registry.lenses({}):
+        written |= {name.split("/")[0] for name in (*lens.tables, *lens.outputs)}
+    page = (REPO_ROOT / "docs" / "outputs.md").read_text()
+    assert sorted(name for name in written if not re.search(rf"(^|[\s,]){re.escape(name)}(/|\b)", page, re.M)) == []
+
+
+def test_every_server_the_smoke_runs_is_in_servers_md():
+    """docs/servers.md's table (benchmarks/catalogue_table.py from a smoke run) has a row for
+    every server the smoke profile runs: a server added to the catalogue needs its row."""
+    config = cfg.load(REPO_ROOT / "config.yaml", {"profile": "smoke"})
+    smoke = set(cfg.requested_profile(config, "smoke")["servers"])
+    rows = set(re.findall(r"^\| ([A-Za-z0-9_.+@-]+) \|", (REPO_ROOT / "docs" / "servers.md").read_text(), re.M))
+    assert sorted(smoke - rows) == []

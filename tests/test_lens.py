@@ -5,6 +5,7 @@ paragraph of answers.md and the console, and no other file of the repository nam
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -78,6 +79,16 @@ def test_a_toy_lens_runs_through_the_workflow_to_its_table_verdicts_section_and_
     answers = (results / "answers.md").read_text()
     assert "## Bytes per answer" in answers and f"- gunicorn: {table.loc['gunicorn', 'bytes']:g} bytes" in answers
     assert "Bytes per answer:" in done.stdout
+    # Printed as soon as its tables were made (rule answered), before the page and the run's
+    # end, and kept as the text it printed.
+    told = (results / "answers" / f"{TOY}.txt").read_text()
+    assert told.strip().startswith("Bytes per answer:"), told
+    answered = done.stdout.index(f"serverbench: the {TOY} lens has answered:{told}")
+    assert answered < done.stdout.rindex("Bytes per answer:")  # the end's block, printed again
+    # A progress line after each finished job, the last one with every job done.
+    lines = [line for line in done.stderr.splitlines() if line.startswith("serverbench: ") and "jobs done" in line]
+    assert lines and re.match(r"serverbench: (\d+) of \1 jobs done · finished ", lines[-1]), lines[-3:]
+    assert any(" left, ends about " in line for line in lines), lines
 
 
 def test_serverbench_list_reads_the_registry_and_the_config():

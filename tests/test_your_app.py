@@ -7,17 +7,27 @@ is skipped with the reason."""
 
 from __future__ import annotations
 
+import copy
+import re
+import shlex
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
-from conftest import measure_cell, require, require_server
+import yaml
+from conftest import measure_cell, require, require_server, run_snakemake
+from serverbench import REPO_ROOT, files
 from serverbench.cell import verify
 from serverbench.cell.phases import run_cell
+from serverbench.host import appsite
 from serverbench.plan import apps
 from serverbench.plan import config as cfg
 from serverbench.plan.shapes import Cell
+from serverbench.record.vocabulary import Status
 
 # Answers as the hello app does (the hello workload's check), and leaves a line per
 # request in a log of the test's: proof that this app, not the hello app, answered.
@@ -192,3 +202,218 @@ def test_a_server_needing_what_the_app_does_not_give_is_skipped(base_config, tmp
     base_config["app"] = "dironly"
     record = measure_cell(base_config, tmp_path / "cells", server="starman")
     assert record["status"] == "skipped" and "gives no app_file for starman" in record["reason"], record["reason"]
+
+
+# ---- an app's own requirements (issue 80, item 6) -------------------------------------------
+
+# Imports a library installed nowhere but the app's own site (a wheel built here) and answers
+# with its greeting; logs where the library was imported from, for the test to see.
+NEEDS_LIB = """
+import shoplib
+
+def app(environ, start_response):
+    with open({log!r}, "a") as log:
+        log.write(shoplib.__file__ + "\\n")
+    body = shoplib.GREETING
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+    return [body]
+"""
+
+
+@pytest.fixture(scope="module")
+def shoplib_wheels(tmp_path_factory) -> Path:
+    """A directory holding the wheel of shoplib 1.0, a library no interpreter here has."""
+    source = tmp_path_factory.mktemp("shoplib")
+    (source / "shoplib.py").write_text('GREETING = b"Hello World!"\n')
+    (source / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        '[project]\nname = "shoplib"\nversion = "1.0"\n\n[tool.setuptools]\npy-modules = ["shoplib"]\n'
+    )
+    wheels = source / "wheels"
+    argv = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels)]
+    subprocess.run([*argv, str(source)], check=True, capture_output=True, cwd=source)
+    return wheels
+
+
+@pytest.fixture
+def app_needing_lib(base_config, tmp_path, shoplib_wheels):
+    """The run's app imports shoplib, which its part requires from the wheels' directory; the
+    sites go where servers that drop privileges can read. Yields (config, served log, sites)."""
+    directory = tmp_path / "needs"
+    directory.mkdir()
+    shared = Path(tempfile.mkdtemp(prefix="serverbench-test-sites-"))
+    shared.chmod(0o1777)
+    (directory / "entry.py").write_text(NEEDS_LIB.format(log=str(shared / "served.log")))
+    part = {"dir": str(directory), "module": "entry", "callable": "app"}
+    base_config["apps"]["needs"] = {
+        "python": {**part, "requirements": ["shoplib==1.0"], "find_links": str(shoplib_wheels)}
+    }
+    base_config.update(app="needs", app_sites_dir=str(shared / "sites"), results=str(tmp_path / "results"))
+    yield base_config, shared / "served.log", shared / "sites"
+    shutil.rmtree(shared, ignore_errors=True)
+
+
+def install_site(config: dict, app: str, tmp_path: Path) -> appsite.SiteRecord:
+    """As rule app_site does: the app's requirements installed, its record where cells read it."""
+    record = appsite.install(config, app, tmp_path / "site.log")
+    files.write_json(apps.app_site_record(config, app), record.as_dict())
+    return record
+
+
+@pytest.mark.parametrize("server", ["gunicorn", "uwsgi-debian", "mod_wsgi", "unit-python"])
+def test_an_apps_own_requirements_are_imported_by_every_python_server(app_needing_lib, tmp_path, no_leftovers, server):
+    """shoplib is in no interpreter here: gunicorn's venv, Debian's uWSGI plugin, mod_wsgi-express
+    (as www-data) and Unit's module each import it from the app's own site, through the entry
+    module the cell writes, and answer with its greeting."""
+    config, served, sites = app_needing_lib
+    require_server(server, config)
+    record = install_site(config, "needs", tmp_path)
+    part = record.parts["python"]
+    assert part.status is Status.OK and part.installed == {"shoplib": "1.0"} and not part.reused
+    assert Path(part.site).parent == sites and (Path(part.site) / "shoplib.py").is_file()
+    cell = measure_cell(config, tmp_path / "cells", server=server)
+    assert cell["status"] == "ok", cell["reason"]
+    imported = set(served.read_text().split())
+    assert imported == {str(Path(part.site) / "shoplib.py")}, imported
+
+
+def test_an_app_without_its_requirement_installed_is_skipped_and_a_site_is_reused(app_needing_lib, tmp_path):
+    """Before rule app_site ran, the cell is skipped naming it; the same requirements again reuse
+    the site; one pip cannot find is skipped with pip's words, the app's cells with it."""
+    config, _, _ = app_needing_lib
+    require("gunicorn")
+    before = measure_cell(config, tmp_path / "before", server="gunicorn")
+    assert before["status"] == "skipped" and "rule app_site installs them" in before["reason"], before["reason"]
+    first = install_site(config, "needs", tmp_path).parts["python"]
+    again = install_site(config, "needs", tmp_path).parts["python"]
+    assert again.reused and again.site == first.site and again.installed == first.installed
+    config["apps"]["needs"]["python"]["requirements"] = ["shoplib==9.9"]
+    missing = install_site(config, "needs", tmp_path).parts["python"]
+    assert missing.status is Status.SKIPPED and missing.site is None
+    assert "pip could not install shoplib==9.9" in missing.reason and "shoplib==9.9" in missing.reason
+    cell = measure_cell(config, tmp_path / "after", server="gunicorn")
+    assert cell["status"] == "skipped" and "pip could not install shoplib==9.9" in cell["reason"], cell["reason"]
+
+
+def test_a_perl_apps_requirements_are_debian_packages(base_config, tmp_path, no_leftovers):
+    """A Perl part's requirements are Debian packages: one installed is recorded with its
+    version and Starman serves the app; one apt cannot find skips the app's Perl cells with apt's
+    words (there is no CPAN here)."""
+    require("starman", "dpkg-query")
+    psgi = tmp_path / "app.psgi"
+    psgi.write_text("use Plack::Request;\nsub { [200, ['Content-Type' => 'text/plain'], ['Hello World!']] };\n")
+    base_config["apps"]["perlish"] = {"perl": {"file": str(psgi), "requirements": ["libplack-perl"]}}
+    base_config.update(app="perlish", results=str(tmp_path / "results"))
+    part = install_site(base_config, "perlish", tmp_path).parts["perl"]
+    assert part.status is Status.OK and part.reused and part.installed["libplack-perl"], part
+    assert measure_cell(base_config, tmp_path / "ok", server="starman")["status"] == "ok"
+    base_config["apps"]["perlish"]["perl"]["requirements"] = ["libserverbench-no-such-module-perl"]
+    part = install_site(base_config, "perlish", tmp_path).parts["perl"]
+    assert part.status is Status.SKIPPED and "libserverbench-no-such-module-perl" in part.reason, part
+    cell = measure_cell(base_config, tmp_path / "skipped", server="starman")
+    assert cell["status"] == "skipped" and "libserverbench-no-such-module-perl" in cell["reason"], cell["reason"]
+
+
+def test_requirements_need_their_languages_installer(base_config):
+    """pip's sources only where pip installs (not Perl's Debian packages); requirements only
+    where the language has an installer."""
+    part = {"file": "/srv/app.psgi", "requirements": ["libjson-perl"], "find_links": "/w"}
+    base_config["apps"]["mine"] = {"perl": part}
+    base_config["app"] = "mine"
+    with pytest.raises(cfg.ConfigError) as caught:
+        cfg.validate(copy.deepcopy(base_config))
+    assert "apps.mine.perl.find_links" in str(caught.value) and "installer is debian" in str(caught.value)
+    del base_config["languages"]["perl"]["requirements"]
+    del base_config["apps"]["mine"]["perl"]["find_links"]
+    with pytest.raises(cfg.ConfigError) as caught:
+        cfg.validate(base_config)
+    assert "apps.mine.perl.requirements" in str(caught.value) and "no `requirements` installer" in str(caught.value)
+
+
+# ---- the docs' lines, run as written ----------------------------------------------------------
+
+SHOP_WSGI = """
+def application(environ, start_response):
+    body = b"<table><tr><td>order 1</td></tr></table>"
+    start_response("200 OK", [("Content-Type", "text/html"), ("Content-Length", str(len(body)))])
+    return [body]
+"""
+SHOP_PSGI = "sub { [200, ['Content-Type' => 'text/html'], ['<table><tr><td>order 1</td></tr></table>']] };\n"
+
+
+def documented(marker: str) -> tuple[str, list[list[str]]]:
+    """The YAML block of docs/your-app.md that opens with ``marker`` and the commands of the
+    shell blocks after it, each an argv (continuation lines joined)."""
+    text = (REPO_ROOT / "docs" / "your-app.md").read_text()
+    start = text.index(f"```yaml\n{marker}\n")
+    block = text[start + len("```yaml\n") : text.index("```", start + 7)]
+    commands = [
+        shlex.split(found.replace("\\\n", " "))
+        for found in re.findall(r"```sh\n(.*?)```", text[start:], flags=re.DOTALL)
+        if "mine.yaml" in found
+    ]
+    return block, commands
+
+
+def test_the_documented_lines_run_as_written(tmp_path, no_leftovers):
+    """docs/your-app.md's mine.yaml and its first command, with /srv/shop an app of the test's own:
+    every named server hosts it and its `orders` workload checks out (a second of load each, the
+    run otherwise as written); the advise command plans without a config error."""
+    require_server("gunicorn-gthread")
+    require_server("uwsgi-debian")
+    require_server("unit-python")
+    shop = tmp_path / "srv-shop"
+    (shop / "shop").mkdir(parents=True)
+    (shop / "shop" / "__init__.py").write_text("")
+    (shop / "shop" / "wsgi.py").write_text(SHOP_WSGI)
+    (shop / "app.psgi").write_text(SHOP_PSGI)
+    block, commands = documented("# mine.yaml")
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(block.replace("/srv/shop", str(shop)))
+    run, advise = commands[0], next(argv for argv in commands if "profile=advise" in argv)
+    assert run[:6] == ["snakemake", "--cores", "4", "--configfile", "config.yaml", "mine.yaml"], run
+    results = tmp_path / "results"
+    short = ["repeats=1", "duration=1", "concurrency=[2]", "tools=[wrk]", f"results={results}", "conformance=False",
+             "work=False", "screenshots=False", "host_check_seconds=0"]  # fmt: skip
+
+    def as_run(documented_argv: list[str], *extra: str) -> subprocess.CompletedProcess:
+        """The documented argv with mine.yaml the test's copy, ``extra`` after its own --config items."""
+        argv = [str(mine) if part == "mine.yaml" else part for part in documented_argv]
+        return subprocess.run([sys.executable, "-m", *argv, *extra], cwd=REPO_ROOT, capture_output=True, text=True)
+
+    done = as_run(run, *short, "--", str(results / "summary.csv"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = pd.read_csv(results / "summary.csv").set_index("server")
+    assert set(summary.index) == {"gunicorn-gthread", "uwsgi-debian", "unit-python"}
+    assert (summary["status"] == "ok").all() and set(summary["workload"]) == {"orders"}, summary[["status", "reason"]]
+    dry = as_run(advise, f"results={tmp_path / 'advise'}", "-n")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+
+
+def test_the_workflow_installs_an_apps_requirements_before_its_servers(tmp_path, shoplib_wheels, no_leftovers):
+    """Through Snakemake: rule app_site installs the app's requirement (its record in
+    results/apps/APP/site.json) before the cells that host it, and they serve it."""
+    require_server("gunicorn-gthread")
+    directory = tmp_path / "needs"
+    directory.mkdir()
+    (directory / "entry.py").write_text(NEEDS_LIB.format(log=str(tmp_path / "served.log")))
+    part = {"dir": str(directory), "module": "entry", "callable": "app"}
+    part.update(requirements=["shoplib==1.0"], find_links=str(shoplib_wheels))
+    sites = Path(tempfile.mkdtemp(prefix="serverbench-test-sites-"))
+    mine = tmp_path / "needs.yaml"
+    mine.write_text(yaml.safe_dump({"app": "needs", "apps": {"needs": {"python": part}}, "app_sites_dir": str(sites)}))
+    results = tmp_path / "results"
+    try:
+        done = run_snakemake(
+            ["--cores", "4", str(results / "summary.csv"), "--configfile", "config.yaml", str(mine)],
+            ["servers=[gunicorn-gthread]", "tools=[wrk]", "concurrency=[2]", "repeats=1", "duration=1",
+             f"results={results}"],
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        site = files.read_json(results / "apps" / "needs" / "site.json")
+        assert site["parts"]["python"]["status"] == "ok" and site["parts"]["python"]["installed"] == {"shoplib": "1.0"}
+        summary = pd.read_csv(results / "summary.csv")
+        assert list(summary["status"]) == ["ok"], summary[["server", "reason"]]
+        assert "shoplib.py" in (tmp_path / "served.log").read_text()
+    finally:
+        shutil.rmtree(sites, ignore_errors=True)

@@ -20,8 +20,8 @@ rule bench:
         conformance=server_conformance,
         # The cluster the cell copies and starts for its app (PostgreSQL only).
         database=cell_database,
-        # Every release the run measures, installed first (config `releases`).
-        releases=release_installs,
+        # Every release the run measures and the app's own requirements, installed first.
+        installs=run_installs,
     output:
         result=f"{CELL_PATTERN}.json",
         raw=f"{CELL_PATTERN}.load.txt",
@@ -69,8 +69,8 @@ rule bench_rate:
     input:
         capacity=CAPACITY,
         database=cell_database,
-        # Every release the run measures, installed first (config `releases`).
-        releases=release_installs,
+        # Every release the run measures and the app's own requirements, installed first.
+        installs=run_installs,
     output:
         result=f"{RATE_CELL_PATTERN}.json",
         raw=f"{RATE_CELL_PATTERN}.load.txt",

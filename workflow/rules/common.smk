@@ -248,13 +248,24 @@ def cell_conditions(wildcards):
 
 
 def release_installs(wildcards=None):
-    """Every release the run measures, installed: every server-starting job waits for all of
-    them, so no install runs beside a measurement."""
+    """The install record of every release the run measures."""
     servers = sorted({cell.server for cell in MATRIX.cells})
     return [
         f"{RESULTS}/releases/install/{install_record_name(spec)}"
         for spec in releases_in(config, servers)
     ]
+
+
+def run_installs(wildcards=None):
+    """Everything the run installs (workflow/rules/install.smk): every release it measures and
+    the requirements of every app its profiles host. Every server-starting job waits for all
+    of them, so no install runs beside a measurement."""
+    profiles = sorted({cell.profile for cell in MATRIX.cells})
+    sites = [
+        sbapps.app_site_record(config, app)
+        for app in sbapps.apps_needing_install(config, profiles)
+    ]
+    return release_installs() + sites
 
 
 # The lenses (serverbench.registry): each one's job results and tables, below RESULTS. A
@@ -281,6 +292,13 @@ LENS_OUTPUTS = {
 }
 ALL_LENS_TABLES = [path for lens in LENSES for path in LENS_TABLES[lens.name]]
 ALL_LENS_OUTPUTS = [path for lens in LENSES for path in LENS_OUTPUTS[lens.name]]
+# Each lens's answer as it prints it (rule answered), for the lenses with console lines
+# whose tables the run makes.
+LENS_ANSWERS = [
+    f"{RESULTS}/answers/{lens.name}.txt"
+    for lens in LENSES
+    if lens.console is not None and LENS_TABLES[lens.name]
+]
 # The checks the lenses offer to releases and bisect (their fields, as a rule's params), and
 # the tables they are read from where the run makes them.
 OFFERED_CHECKS = [asdict(check) for check in registry.offered_checks(LENSES)]

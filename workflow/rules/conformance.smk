@@ -6,8 +6,8 @@
 
 rule conformance:
     input:
-        # Every release the run measures, installed first (config `releases`).
-        releases=release_installs,
+        # Every release the run measures and the app's own requirements, installed first.
+        installs=run_installs,
     output:
         f"{RESULTS}/conformance/{{profile}}/{{server}}.json",
     log:

@@ -1,3 +1,6 @@
+# What a run installs before any server starts; a server-starting job waits for all of it
+# (run_installs), so no install runs beside a measurement.
+#
 # Releases of a server (config `releases`, serverbench.plan.releases): each
 # version is installed into a prefix of its own before any server of the run
 # starts, then measured by the profile's lenses like any server. A version pip
@@ -17,3 +20,21 @@ rule release_install:
         "installing {wildcards.package} {wildcards.version} into a prefix of its own"
     script:
         "../scripts/release_install.py"
+
+
+# An app's own requirements (`requirements` in its parts, serverbench.host.appsite): pip's
+# into a site directory of the app's own that each cell's copy of the app puts first on its
+# path, Debian's packages for Perl. One that cannot be installed is a recorded reason (the
+# app's cells in that language skipped), never a failed job.
+rule app_site:
+    output:
+        f"{RESULTS}/apps/{{app}}/site.json",
+    log:
+        f"{RESULTS}/logs/apps/{{app}}/site.log",
+    priority: len(MATRIX.order) + 3
+    conda:
+        "../../envs/workflow.yaml"
+    message:
+        "installing the app {wildcards.app}'s own requirements"
+    script:
+        "../scripts/app_site.py"

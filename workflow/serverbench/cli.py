@@ -1,6 +1,6 @@
 """The ``serverbench`` command: ``serverbench list [WHAT]``, ``serverbench plan PROFILE``, ``serverbench compare A B``,
 ``serverbench seeds RESULTS``,
-``serverbench bisect SERVER GOOD BAD --check CHECK`` (the workflow itself runs with
+``serverbench bisect SERVER GOOD BAD --check CHECK``, ``serverbench docs`` (the workflow itself runs with
 snakemake). Each command's module (report/, drive/) declares its arguments
 (``add_arguments``) and runs them (``run``); the usage is argparse's, so it names every
 option."""
@@ -10,10 +10,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from serverbench.drive import bisect, compare, listing, preview
+from serverbench.drive import bisect, compare, docsfigures, listing, preview
 from serverbench.report import seeds
 
-COMMANDS = {"list": listing, "plan": preview, "compare": compare, "seeds": seeds, "bisect": bisect}
+COMMANDS = {
+    "list": listing,
+    "plan": preview,
+    "compare": compare,
+    "seeds": seeds,
+    "bisect": bisect,
+    "docs": docsfigures,
+}
 
 
 def parser() -> argparse.ArgumentParser:

@@ -4,7 +4,9 @@ console loop over these; nothing below this module names a lens."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -58,6 +60,18 @@ def forest_panels(config: Mapping, tables: Iterable[Path | str]) -> list[tuple[F
     made = {Path(path).name: Path(path) for path in tables}
     found = [lens.forest for lens in lenses(config) if lens.forest is not None and lens.forest.table in made]
     return [(panel, pd.read_csv(made[panel.table])) for panel in found]
+
+
+def console_text(config: Mapping, results: Path | str, name: str) -> str:
+    """One lens's console lines, as the text they print (empty where it has none)."""
+    found = lenses(config)
+    lens = next(lens for lens in found if lens.name == name)
+    if lens.console is None:
+        return ""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        lens.console(Path(results), Inputs(config, {}, offered_checks(found)))
+    return printed.getvalue()
 
 
 def print_consoles(config: Mapping, results: Path | str) -> None:

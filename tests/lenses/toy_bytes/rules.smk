@@ -3,7 +3,7 @@
 
 rule toy_bytes:
     input:
-        releases=release_installs,
+        installs=run_installs,
     output:
         f"{RESULTS}/toy_bytes/{{profile}}/{{server}}.json",
     log:
@@ -17,7 +17,6 @@ rule toy_bytes:
 
 
 rule toy_bytes_table:
-    localrule: True
     input:
         records=LENS_RESULTS["toy_bytes"],
     output:
@@ -25,5 +24,6 @@ rule toy_bytes_table:
         verdicts=f"{RESULTS}/toy_bytes_verdicts.csv",
     log:
         f"{RESULTS}/logs/toy_bytes_table.log",
+    localrule: True
     script:
         "scripts/table.py"

@@ -27,7 +27,7 @@ from serverbench.cell import applog, servers
 from serverbench.cell.database import DATABASE_VARIABLE, Database, DatabaseError
 from serverbench.cell.database import version as database_version
 from serverbench.cell.errors import CellFailed, CellSkipped
-from serverbench.host import containers, engine, images, sysctls
+from serverbench.host import appsite, containers, engine, images, sysctls
 from serverbench.host.cgroups import Isolation, raise_nofile
 from serverbench.host.containers import DockerIsolation
 from serverbench.host.netns import Network, NetworkError
@@ -184,6 +184,7 @@ class Launch:
         port = servers.free_port(host if self.network.namespace is None else "127.0.0.1")
         if language in app:  # code from outside the repository, copied where every server can read it
             app = {**app, language: readable_app(self.rundir, app[language], language)}
+            self._with_requirements(app_name, app, language)
         hosted = apps.app_values(self.config, app, language, str(self.rundir / "apps"))
         lacking = apps.missing_values(hosted, self._placeholders_used())
         if lacking:
@@ -203,6 +204,15 @@ class Launch:
         elif shutil.which(self.argv[0], path=self.program_env["PATH"]) is None:
             raise CellSkipped(f"server program {self.argv[0]!r} not found on PATH")
         self._probe_versions()
+
+    def _with_requirements(self, app_name: str, app: dict, language: str) -> None:
+        """The app's own requirements in the server's language, installed (rule app_site) or the
+        cell skipped with why; pip's served through the entry module that puts them on the path."""
+        missing = appsite.not_installed_reason(self.config, app_name, language)
+        if missing:
+            raise CellSkipped(missing)
+        if app[language].get("requirements") and apps.installer(self.config, language) == apps.PIP:
+            app[language] = appsite.entry_part(self.config, app_name, language, app[language], self.rundir)
 
     def use_command(self, template: list[str], values: dict) -> None:
         """Start the server with another command than the catalogue's (after ``prepare``): the

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from serverbench import REPO_ROOT, registry
-from serverbench.drive import bisect
+from serverbench.drive import bisect, docsfigures
 from serverbench.plan import config as cfg
 
 HELP = "list the lenses, profiles, servers, apps and checks this checkout has (from config and the lens registry)"
@@ -52,6 +52,7 @@ def profiles(config: dict) -> list[dict]:
         found.append({
             "name": name, "question": first_sentence(profile.get("description")), "lenses": asked,
             "servers": len(servers) if isinstance(servers, list) else servers,
+            "recorded_s": docsfigures.profile_time(name),  # its recorded run's (docs/data/profile-times.yaml)
         })  # fmt: skip
     return found
 
@@ -99,7 +100,9 @@ def line(what: str, row: dict) -> str:
         return f"{row['name']:<12} {row['question']}{key}"
     if what == "profiles":
         runs = ", ".join(["timed rounds", *row["lenses"]])
-        return f"{row['name']:<16} {row['question']} [{runs}]"
+        said = docsfigures.profile_time_said(row["name"])
+        took = f", {said}" if said else ""
+        return f"{row['name']:<16} {row['question']} [{runs}{took}]"
     if what == "servers":
         against = f" (against {row['compared_with']})" if row["compared_with"] else ""
         return f"{row['name']:<28} {row['language'] or '':<8} {row['family'] or '':<18} {row['description']}{against}"

@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from serverbench import REPO_ROOT, files, registry
+from serverbench.drive import docsfigures
 from serverbench.plan import config as cfg
 from serverbench.plan.matrix import Matrix
 from serverbench.plan.releases import releases_in
@@ -154,6 +155,8 @@ def preview(config: dict, results: Path) -> dict:
         "jobs": [asdict(k) | {"seconds": k.seconds} for k in found],
         "estimated_s": round(sum(known) + SMALL_JOBS_S, 1),
         "unknown": [k.name for k in found if k.seconds is None],
+        # A whole run of each profile as written, recorded on this project's host (docs/data).
+        "recorded": {name: docsfigures.profile_time_said(name) for name in matrix.profiles},
     }
 
 
@@ -175,6 +178,9 @@ def text(plan: dict) -> str:
         lines.append(f"  {job['name']}: {job['jobs']} job(s), {each} ({job['source']})")
     unknown = f", and {', '.join(plan['unknown'])} not known here" if plan["unknown"] else ""
     lines.append(f"  estimated: {minutes(plan['estimated_s'])} with the tables and the page{unknown}")
+    for name, said in plan["recorded"].items():
+        if said:
+            lines.append(f"  {name} as written: {said} (a recorded run, docs/data/profile-times.yaml)")
     return "\n".join(lines) + "\n"
 
 

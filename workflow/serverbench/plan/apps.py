@@ -177,3 +177,36 @@ def queries_needed(config: dict, profile: str | None, name: str) -> float | None
     if all(part is None for part in parts):
         return None
     return sum((part or 0) * weight for part, weight in zip(parts, mix.values(), strict=True)) / sum(mix.values())
+
+
+# How an app part's ``requirements`` are installed, by its language's ``requirements``:
+# pip requirement specifiers into a directory of the app's own (host.appsite), or Debian
+# packages (a Perl module comes from Debian here: there is no CPAN mirror).
+PIP, DEBIAN = "pip", "debian"
+
+
+def requirements(config: dict, app: str) -> dict[str, list[str]]:
+    """Per language, what the app's part there asks to be installed (languages without any left out)."""
+    spec = config["apps"][app]
+    return {
+        language: list(spec[language]["requirements"])
+        for language in config["languages"]
+        if isinstance(spec.get(language), dict) and spec[language].get("requirements")
+    }
+
+
+def installer(config: dict, language: str) -> str | None:
+    """How ``language``'s requirements are installed (``pip``, ``debian``), None where it has no installer."""
+    return config["languages"][language].get("requirements")
+
+
+def app_site_record(config: dict, app: str) -> str:
+    """Where the run keeps the record of the app's requirements installed (rule app_site)."""
+    return f"{config['results'].rstrip('/')}/apps/{app}/site.json"
+
+
+def apps_needing_install(config: dict, profiles) -> list[str]:
+    """The apps the ``profiles`` host whose parts ask for requirements, each once."""
+    return sorted(
+        {app_name(config, profile) for profile in profiles} & {a for a in config["apps"] if requirements(config, a)}
+    )

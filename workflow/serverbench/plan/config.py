@@ -326,6 +326,17 @@ def _check_catalogue(config: dict) -> None:
                 raise ConfigError(f"fronts.{name}.protocols.{protocol}", f"template {template!r} not found")
 
 
+def _check_requirements(config: dict, name: str, app: dict) -> None:
+    """An app part's ``requirements`` need their language's installer; pip's sources, pip."""
+    for language in set(app) & set(config["languages"]):
+        part, how = app[language], apps.installer(config, language)
+        if part.get("requirements") and how is None:
+            raise ConfigError(f"apps.{name}.{language}.requirements", f"{language} has no `requirements` installer")
+        for key in ("find_links", "index_url"):
+            if key in part and how != apps.PIP:
+                raise ConfigError(f"apps.{name}.{language}.{key}", f"pip's option, and {language}'s installer is {how}")
+
+
 def validate(config: dict) -> dict:
     """Check a config (after reading command-line numbers); raise ConfigError."""
     read_catalogue(config)
@@ -356,6 +367,7 @@ def validate(config: dict) -> dict:
             _check_argv(f"apps.{name}.setup", app["setup"], APP_SETUP_PLACEHOLDERS)
             if "database" in placeholders(app["setup"]) and not app.get("database"):
                 raise ConfigError(f"apps.{name}.setup", "names {database}, but the app has no `database: true`")
+        _check_requirements(config, name, app)
     _check_patterns(config)
     _check_mixes(config)
     _check_catalogue(config)

@@ -8,8 +8,8 @@
 rule advise:
     input:
         database=cell_database,
-        # Every release the run measures, installed first (config `releases`).
-        releases=release_installs,
+        # Every release the run measures and the app's own requirements, installed first.
+        installs=run_installs,
     output:
         f"{RESULTS}/advice/{{profile}}/{{server}}.json",
     log:

@@ -7,8 +7,8 @@
 
 rule front:
     input:
-        # Every release the run measures, installed first (config `releases`).
-        releases=release_installs,
+        # Every release the run measures and the app's own requirements, installed first.
+        installs=run_installs,
     output:
         f"{RESULTS}/front/{{profile}}/{{server}}.json",
     log:

@@ -8,8 +8,8 @@
 rule operations:
     input:
         database=cell_database,
-        # Every release the run measures, installed first (config `releases`).
-        releases=release_installs,
+        # Every release the run measures and the app's own requirements, installed first.
+        installs=run_installs,
     output:
         f"{RESULTS}/operations/{{profile}}/{{server}}.json",
     log:

@@ -1,0 +1,112 @@
+"""``serverbench docs [--check]`` (``make docs``): the figures the docs quote, written from the data
+files in docs/data/ that runs and benchmarks leave there, never typed twice. A figure sits in a
+doc between two HTML comments that name it — ``<!-- time:advise -->about 6 min<!-- /time -->`` —
+and this command rewrites what is between them from the data; ``--check`` only names the figures
+that differ and exits 1 (tests/test_docs.py runs it, so a stale doc fails the tests).
+
+Figures: ``time:PROFILE`` (about N min, from docs/data/profile-times.yaml's ``seconds``) and
+``time-here:PROFILE`` (the profile's time as docs/configuration.md states it, its ``figure``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from serverbench import REPO_ROOT, files
+
+HELP = "write the figures the docs quote from docs/data/ (make docs); --check: exit 1 where one differs"
+DATA = REPO_ROOT / "docs" / "data"
+MARK = re.compile(r"<!-- (?P<kind>[a-z-]+):(?P<key>[A-Za-z0-9_.-]+) -->(?P<text>.*?)<!-- /(?P=kind) -->", re.DOTALL)
+
+
+@cache
+def profile_times() -> dict[str, dict]:
+    """Each profile's recorded time (docs/data/profile-times.yaml)."""
+    return yaml.safe_load((DATA / "profile-times.yaml").read_text())
+
+
+def about(seconds: float) -> str:
+    """A time as a person plans by it: whole minutes."""
+    return f"about {max(1, round(seconds / 60))} min"
+
+
+def profile_time(profile: str) -> float | None:
+    """A profile's recorded seconds, None where no run of it is recorded."""
+    found = profile_times().get(profile)
+    return None if found is None else float(found["seconds"])
+
+
+def profile_time_said(profile: str) -> str | None:
+    """A profile's time here as a person plans by it (``about 6 min here``; an estimate says so)."""
+    found = profile_times().get(profile)
+    if found is None:
+        return None
+    return about(found["seconds"]) + (" here, estimated" if found.get("estimated") else " here")
+
+
+FIGURES: dict[str, Callable[[str], str]] = {
+    "time": lambda profile: about(profile_times()[profile]["seconds"]),
+    "time-here": lambda profile: " ".join(str(profile_times()[profile]["figure"]).split()),
+}
+
+
+@dataclass(frozen=True)
+class Stale:
+    """A figure in a doc that differs from its data."""
+
+    path: Path
+    kind: str
+    key: str
+    written: str
+    data: str
+
+
+def documents() -> list[Path]:
+    return [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+
+
+def render(text: str) -> tuple[str, list[tuple[str, str, str, str]]]:
+    """The text with every marked figure written from its data, and those that differed
+    (kind, key, as written, from the data). An unknown figure or key raises KeyError."""
+    changed = []
+
+    def written(match: re.Match) -> str:
+        kind, key, old = match["kind"], match["key"], match["text"]
+        new = FIGURES[kind](key)
+        if new != old:
+            changed.append((kind, key, old, new))
+        return f"<!-- {kind}:{key} -->{new}<!-- /{kind} -->"
+
+    return MARK.sub(written, text), changed
+
+
+def stale(paths: list[Path] | None = None) -> list[Stale]:
+    """Every marked figure of the docs that differs from its data."""
+    found = []
+    for path in paths or documents():
+        found += [Stale(path, *change) for change in render(path.read_text())[1]]
+    return found
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 where a figure differs")
+
+
+def run(args: argparse.Namespace) -> int:
+    differing = stale()
+    for figure in differing:
+        where = figure.path.relative_to(REPO_ROOT)
+        print(f"{where}: {figure.kind}:{figure.key} says {figure.written!r}, its data {figure.data!r}")
+    if args.check:
+        return 1 if differing else 0
+    for path in sorted({figure.path for figure in differing}):
+        files.write_atomic(path, render(path.read_text())[0])
+    print(f"serverbench docs: {len(differing)} figure(s) written from docs/data/")
+    return 0
