@@ -1,7 +1,8 @@
-"""Each profile run whole on this host, timed: the profile table's "time here" (docs/configuration.md).
+"""Each profile run whole on this host, timed: its recorded time (docs/data/profile-times.yaml),
+which `serverbench docs` writes into the README and docs/configuration.md's "time here".
 
     .venv/bin/python benchmarks/profile_times.py low high:duration=10 sweep:duration=3,concurrency=[100,1000]
-    .venv/bin/python benchmarks/profile_times.py --write low high:duration=10   # rewrites the table's rows
+    .venv/bin/python benchmarks/profile_times.py --write low high:duration=10   # records them, rewrites the docs
 
 A profile may carry overrides after a colon (the shortening is stated in the
 table). One profile at a time, each into its own results directory under
@@ -17,9 +18,10 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-PROFILE_TABLE = REPO / "docs" / "configuration.md"
+PROFILE_DATA = REPO / "docs" / "data" / "profile-times.yaml"
 TARGETS = ("summary.csv", "verdicts.csv", "seeds.csv", "seed_claims.csv")
 
 
@@ -55,30 +57,33 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def rewrite_table(rows: list[dict]) -> None:
-    """The last column of the profile table, for the profiles timed."""
-    text = PROFILE_TABLE.read_text().splitlines()
+def record(rows: list[dict], commit: str) -> None:
+    """Each timed profile's time into docs/data/profile-times.yaml, then every doc that quotes
+    it rewritten from there (serverbench docs)."""
+    data = yaml.safe_load(PROFILE_DATA.read_text())
+    day = time.strftime("%Y-%m-%d")
     for row in rows:
         shortened = "" if row["overrides"] == "none" else f", shortened: `{row['overrides']}`"
-        for index, line in enumerate(text):
-            if line.startswith(f"| `{row['profile']}` |"):
-                cells = line.rstrip(" |").split(" | ")
-                cells[-1] = f"{row['wall_min']:.1f} min{shortened}"
-                text[index] = " | ".join(cells) + " |"
-    PROFILE_TABLE.write_text("\n".join(text) + "\n")
+        seconds = round(row["wall_min"] * 60)
+        figure = f"{seconds // 60} min {seconds % 60:02d} s{shortened} ({day}, {commit})"
+        data[row["profile"]] = {"seconds": seconds, "figure": figure}
+    header = "".join(line + "\n" for line in PROFILE_DATA.read_text().splitlines() if line.startswith("#"))
+    PROFILE_DATA.write_text(header + yaml.safe_dump(data, sort_keys=False, width=100))
+    subprocess.run([sys.executable, "-m", "serverbench.cli", "docs"], cwd=REPO, check=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("profiles", nargs="+", help="NAME or NAME:key=value,key=value")
     parser.add_argument("--out", type=Path, default=Path("/tmp/serverbench-profile-times"))
-    parser.add_argument("--write", action="store_true", help="write the times into docs/configuration.md")
+    parser.add_argument("--write", action="store_true", help="record the times in docs/data and rewrite the docs")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [run(*parse(spec), args.out) for spec in args.profiles]
     print(markdown(rows))
     if args.write:
-        rewrite_table(rows)
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+        record(rows, commit.stdout.strip())
     return max(row["exit"] for row in rows)
 
 
