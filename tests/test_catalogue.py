@@ -2,18 +2,24 @@
 workflow (the `smoke` profile); and a server added by configuration alone."""
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pandas as pd
+import psutil
 import pytest
-from conftest import UNITD, server_processes
+from conftest import UNITD, require, server_processes
 from conftest import missing as needs
 from serverbench import REPO_ROOT
+from serverbench.cell import servers
 from serverbench.cell.probes import PROBES
 from serverbench.host.runenv import run_env
 from serverbench.plan import config as cfg
+from serverbench.plan.catalogue import Counted, server_entry
 from serverbench.plan.config import expand_aliases
 
 pytestmark = pytest.mark.e2e
@@ -109,3 +115,44 @@ def test_server_added_by_config_alone(tmp_path):
     summary = pd.read_csv(tmp_path / "summary.csv")
     assert list(summary["server"]) == ["uwsgi-threads"]
     assert summary.loc[0, "status"] == "ok", summary.loc[0, "reason"]
+
+
+def _worker_pids_under(argv: list[str], port: int, load: list[str]) -> set[int]:
+    """Every worker process the server had while ``load`` (an ab argv) ran against it, sampled
+    from its process tree every 20 ms (a worker that replaced another lives on to be seen)."""
+    server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    seen: set[int] = set()
+    try:
+        master = psutil.Process(server.pid)
+        deadline = time.monotonic() + 15
+        while len(master.children()) < 2 or subprocess.run(["ab", "-q", "-n", "1", f"http://127.0.0.1:{port}/"],
+                                                           capture_output=True).returncode:  # fmt: skip
+            assert time.monotonic() < deadline, "the server did not answer"
+            time.sleep(0.1)
+        client = subprocess.Popen(load, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        while client.poll() is None:
+            seen |= {child.pid for child in master.children()}
+            time.sleep(0.02)
+        assert client.returncode == 0 and "Failed requests:        0" in client.stdout.read()
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+    return seen
+
+
+def test_starmans_declared_recycling_is_what_it_does(base_config, no_leftovers):
+    """Starman's entry says it restarts a worker every 1000 connections unless told otherwise
+    (catalogue `recycle`): with 2 workers, 2,500 fresh connections (ab without keep-alive) must
+    pass some worker's 1000th, so a third worker process serves; the same requests on 2
+    kept-alive connections leave the 2 first workers serving to the end."""
+    require("starman", "ab")
+    recycle = server_entry(base_config, "starman").recycle
+    assert (recycle.counts, recycle.default) == (Counted.CONNECTIONS, 1000)
+    for keepalive, workers in ((False, "more than 2"), (True, 2)):
+        port = servers.free_port()
+        values = {"host": "127.0.0.1", "port": port, "workers": 2, "backlog": 64,
+                  "app_file": str(REPO_ROOT / "apps" / "perl" / "hello.psgi")}  # fmt: skip
+        argv = servers.render_argv(CATALOGUE["starman"]["command"], values)
+        load = ["ab", "-q", "-n", "2500", "-c", "2", *(["-k"] if keepalive else []), f"http://127.0.0.1:{port}/"]
+        seen = _worker_pids_under(argv, port, load)
+        assert len(seen) > 2 if workers == "more than 2" else len(seen) == 2, (keepalive, seen)

@@ -13,6 +13,7 @@ from pathlib import Path
 from serverbench import REPO_ROOT, registry
 from serverbench.drive import bisect, docsfigures
 from serverbench.plan import config as cfg
+from serverbench.plan.catalogue import server_entry
 
 HELP = "list the lenses, profiles, servers, apps and checks this checkout has (from config and the lens registry)"
 WHAT = ("lenses", "profiles", "servers", "apps", "checks")
@@ -65,10 +66,12 @@ def servers(config: dict) -> list[dict]:
     for name, entry in config["catalogue"].items():
         fronted = entry.get("fronted") or {}
         against = entry.get("variant_of") or entry.get("alias_of") or fronted.get("server")
+        recycle = server_entry(config, name).recycle
         found.append({
             "name": name, "language": entry.get("language"), "family": entry.get("family"),
             "compared_with": against, "planted": entry.get("planted"),
             "description": first_sentence(entry.get("description")),
+            "recycles": recycle.said if recycle else None,  # None: not declared in its entry
         })  # fmt: skip
     return found
 
@@ -105,6 +108,7 @@ def line(what: str, row: dict) -> str:
         return f"{row['name']:<16} {row['question']} [{runs}{took}]"
     if what == "servers":
         against = f" (against {row['compared_with']})" if row["compared_with"] else ""
+        against += f"; {row['recycles']}" if row["recycles"] else ""
         return f"{row['name']:<28} {row['language'] or '':<8} {row['family'] or '':<18} {row['description']}{against}"
     if what == "apps":
         return f"{row['name']:<12} {row['description']} (workloads: {', '.join(row['workloads']) or 'hello'})"

@@ -52,6 +52,30 @@ class Deploy:
     vars: dict[str, Any] = field(default_factory=dict)
 
 
+class Counted(StrEnum):
+    """What a worker's recycling limit counts (the schema's ``recycle.counts``)."""
+
+    REQUESTS = "requests"
+    CONNECTIONS = "connections"
+
+
+@dataclass(frozen=True)
+class Recycle:
+    """How a server restarts a worker after a number of requests or connections (``recycle``)."""
+
+    counts: Counted
+    default: int | None  # the limit it applies when not asked; None: it never recycles by itself
+    limit: tuple[str, ...]  # the argv that sets one ({max_requests})
+    jitter: tuple[str, ...] | None = None  # the argv that spreads it over workers ({max_requests_jitter})
+
+    @property
+    def said(self) -> str:
+        """In words, for `serverbench list servers`."""
+        if self.default is None:
+            return f"recycles only when asked ({' '.join(self.limit).replace('{max_requests}', 'N')})"
+        return f"recycles a worker every {self.default} {self.counts.value} by default"
+
+
 @dataclass(frozen=True)
 class Behind:
     """How a server runs behind a front (the schema's ``behind``)."""
@@ -121,6 +145,7 @@ class ServerEntry:
     work_pairs: int = 1
     search: SearchSpec | None = None  # what the advise profile searches; None: its start only
     deploy: Deploy | None = None  # the configuration a user deploys it with
+    recycle: Recycle | None = None  # how it restarts a worker after a number of requests or connections
     behind: Behind | None = None  # how it runs behind a front (config `fronts`)
     timeouts: dict[str, float] = field(default_factory=dict)  # what it applies to a client, seconds by name
     fronted: Fronted | None = None  # this deployment is a server behind a front
@@ -140,6 +165,10 @@ class ServerEntry:
             values["search"] = SearchSpec.from_spec(values["search"])
         if "deploy" in values:
             values["deploy"] = Deploy(**{**values["deploy"], "run": tuple(values["deploy"]["run"])})
+        if "recycle" in values:
+            recycle = values["recycle"]
+            jitter = tuple(recycle["jitter"]) if recycle.get("jitter") else None
+            values["recycle"] = Recycle(Counted(recycle["counts"]), recycle["default"], tuple(recycle["limit"]), jitter)
         if "behind" in values:
             values["behind"] = Behind(values["behind"]["protocol"], tuple(values["behind"]["command"]))
         if "fronted" in values:

@@ -47,6 +47,8 @@ SERVER_PLACEHOLDERS = frozenset(
     }
     | apps.APP_PLACEHOLDERS
 )
+# A server's recycling argvs (catalogue `recycle`): the limit, and its spread over workers.
+RECYCLE_PLACEHOLDERS = {"limit": frozenset({"max_requests"}), "jitter": frozenset({"max_requests_jitter"})}
 TOOL_PLACEHOLDERS = frozenset(
     {
         "url",
@@ -306,6 +308,9 @@ def _check_catalogue(config: dict) -> None:
                 _check_argv(f"catalogue.{name}.{key}", server[key], SERVER_PLACEHOLDERS)
         if "behind" in server:
             _check_argv(f"catalogue.{name}.behind.command", server["behind"]["command"], SERVER_PLACEHOLDERS)
+        for key, allowed in RECYCLE_PLACEHOLDERS.items():
+            if (server.get("recycle") or {}).get(key):
+                _check_argv(f"catalogue.{name}.recycle.{key}", server["recycle"][key], allowed)
         if "backend" in server and "backend_socket" not in server:
             raise ConfigError(f"catalogue.{name}", "a server with a backend needs backend_socket")
         control = server.get("control")
