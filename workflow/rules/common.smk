@@ -7,7 +7,7 @@ from pathlib import Path
 from serverbench.host import engine as sbengine
 from serverbench.plan import apps as sbapps
 from serverbench.plan import config as sbconfig
-from serverbench.plan.config import config_hash
+from serverbench.plan.digest import config_hash
 from serverbench.plan.releases import install_record_name, releases_in
 from serverbench.plan.languages import title as language_title
 from serverbench.plan.matrix import Matrix, kept_seed

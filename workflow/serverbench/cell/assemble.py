@@ -15,7 +15,7 @@ from serverbench import __version__
 from serverbench.host.environment import host_facts
 from serverbench.plan import apps
 from serverbench.plan.catalogue import server_entry
-from serverbench.plan.config import config_hash
+from serverbench.plan.digest import config_hash
 from serverbench.plan.shapes import Cell, Profile
 from serverbench.record import flags as flagging
 from serverbench.record.model import CellRecord

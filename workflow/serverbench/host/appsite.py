@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from serverbench import files
+from serverbench.host.releases import last_words
 from serverbench.plan import apps
 from serverbench.record.vocabulary import Status
 
@@ -93,11 +94,6 @@ def site_dir(config: dict, app: str, part: dict) -> Path:
     return Path(config["app_sites_dir"]) / f"{app}-{digest}"
 
 
-def _last_words(text: str, lines: int = 4) -> str:
-    kept = [line.strip() for line in text.splitlines() if line.strip()]
-    return " | ".join(kept[-lines:]) or "no output"
-
-
 def _run(argv: list[str], log: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     with log.open("a") as out:
         out.write(f"serverbench: {argv}\n")
@@ -139,7 +135,7 @@ def install_pip(config: dict, app: str, language: str, part: dict, log: Path) ->
     seconds = round(time.monotonic() - started, 2)
     if done.returncode != 0:
         shutil.rmtree(building, ignore_errors=True)
-        reason = f"pip could not install {', '.join(wanted)}: {_last_words(done.stdout + done.stderr)}"
+        reason = f"pip could not install {', '.join(wanted)}: {last_words(done.stdout + done.stderr)}"
         return PartInstall(language, apps.PIP, wanted, Status.SKIPPED, reason=reason, seconds=seconds)
     for path in [building, *building.rglob("*")]:  # readable by servers that drop privileges (www-data)
         path.chmod(path.stat().st_mode | (0o555 if path.is_dir() else 0o444))
@@ -177,7 +173,7 @@ def install_debian(language: str, packages: list[str], log: Path) -> PartInstall
         versions = _debian_versions(packages)
         still = [package for package, version in versions.items() if version is None]
         if still:
-            reason = f"apt-get could not install {', '.join(still)}: {_last_words(done.stdout + done.stderr)}"
+            reason = f"apt-get could not install {', '.join(still)}: {last_words(done.stdout + done.stderr)}"
             return PartInstall(language, apps.DEBIAN, packages, Status.SKIPPED, reason=reason,
                                seconds=round(time.monotonic() - started, 2))  # fmt: skip
     return PartInstall(language, apps.DEBIAN, packages, Status.OK, installed={p: v for p, v in versions.items() if v},

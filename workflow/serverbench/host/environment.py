@@ -15,7 +15,7 @@ from serverbench import REPO_ROOT, __version__
 from serverbench.host import steadiness
 from serverbench.host.runenv import resolve_program, run_capture, run_env
 from serverbench.host.sysctls import sysctl
-from serverbench.plan.config import config_hash
+from serverbench.plan.digest import config_hash
 from serverbench.plan.matrix import Matrix
 
 SYSCTLS = (

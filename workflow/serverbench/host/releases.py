@@ -108,7 +108,7 @@ def _version_in(release: Release) -> str | None:
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
-def _last_words(text: str, lines: int = 4) -> str:
+def last_words(text: str, lines: int = 4) -> str:
     kept = [line.strip() for line in text.splitlines() if line.strip()]
     return " | ".join(kept[-lines:]) or "no output"
 
@@ -141,7 +141,7 @@ def install(release: Release, log: Path) -> InstallRecord:
                 out.flush()
                 done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=INSTALL_TIMEOUT_S)
                 if done.returncode != 0:
-                    words = _last_words(log.read_text())
+                    words = last_words(log.read_text())
                     return _failed(release, f"{argv[2]} exited {done.returncode}: {words}", started, log)
         except subprocess.TimeoutExpired:
             return _failed(release, f"not installed within {INSTALL_TIMEOUT_S} s", started, log)

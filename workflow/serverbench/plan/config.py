@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import hashlib
-import json
 import os
 import re
 import resource
@@ -493,13 +491,3 @@ def expected_answer(server_expect: dict, workload: dict | None = None, workload_
     if workload_name == DEFAULT_WORKLOAD or workload is None:
         return {**DEFAULT_EXPECT, **(workload or {}).get("expect", {}), **server_expect}
     return {"status": 200, **workload["expect"]}
-
-
-# Where results go says nothing of how they were measured: two runs of one config
-# into two folders have one hash, so `serverbench compare` shows no false difference.
-NOT_HASHED = ("results",)
-
-
-def config_hash(config: dict) -> str:
-    measured = {key: value for key, value in config.items() if key not in NOT_HASHED}
-    return hashlib.sha256(json.dumps(measured, sort_keys=True, default=str).encode()).hexdigest()
