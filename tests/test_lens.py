@@ -29,7 +29,7 @@ TOY = "toy_bytes"
 def test_the_registry_lists_the_built_in_lenses_and_those_a_config_adds(monkeypatch):
     monkeypatch.syspath_prepend(str(LENSES))
     built_in = [lens.name for lens in registry.lenses({})]
-    assert built_in == ["advise", "front", "releases", "operations", "work"]
+    assert built_in == ["advise", "front", "releases", "operations", "recycle", "work"]
     added = registry.lenses({"lenses": [TOY]})
     assert [lens.name for lens in added] == [*built_in, TOY]
     toy = added[-1]
@@ -102,7 +102,7 @@ def test_serverbench_list_reads_the_registry_and_the_config():
     assert all(lens["question"].endswith("?") for lens in found["lenses"])
     runs = {profile["name"]: profile["lenses"] for profile in found["profiles"]}
     assert runs["front"] == ["front", "work"] and runs["releases"] == ["releases", "operations", "work"]
-    assert runs["advise"] == ["advise"] and runs["quick"] == []
+    assert runs["advise"] == ["advise"] and runs["quick"] == [] and runs["recycle"] == ["recycle"]
     assert "instructions_per_request" in {check["name"] for check in found["checks"]}
     assert {"gunicorn", "starman"} <= {server["name"] for server in found["servers"]}
     listed = {server["name"]: server for server in found["servers"]}
@@ -114,7 +114,7 @@ def test_serverbench_list_reads_the_registry_and_the_config():
     )
     assert listed["plackup+nginx"]["compared_with"] == "plackup" and listed["gunicorn"]["compared_with"] is None
     one = subprocess.run([sys.executable, "-m", "serverbench.cli", "list", "lenses"], capture_output=True, text=True)
-    assert one.returncode == 0 and one.stdout.startswith("lenses (5):")
+    assert one.returncode == 0 and one.stdout.startswith("lenses (6):")
 
 
 def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_records(tmp_path):

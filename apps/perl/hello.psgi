@@ -10,6 +10,8 @@
 #            bodies and Expect: 100-continue to it)
 #   /lint    the hello world under Plack::Middleware::Lint
 #   /pid     the id of the process that answered
+#   /leak    hello world, keeping $leak_bytes more of the worker's memory for good (the recycle
+#            lens's ground truth: its leak per request is known, config app_workloads.leak)
 use strict;
 use warnings;
 use Digest::SHA qw(sha256);
@@ -22,6 +24,8 @@ my $big        = '0123456789abcdef' x 6400;    # 100 KiB
 my $large      = '0123456789abcdef' x 524288;  # 8 MiB
 my $cpu_rounds = 3000;
 my $json       = JSON::PP->new->canonical(1);
+my $leak_bytes = 4096;
+my @leaked;
 
 sub text {
     my ( $content, $type ) = @_;
@@ -47,6 +51,8 @@ my %routes = (
     '/sleep' => sub { Time::HiRes::sleep(0.010); text($body) },
     # Which process answered: the operations check counts each worker's share of the answers.
     '/pid' => sub { text("$$") },
+    # A new string each answer, kept: its pages are written, so the worker's memory grows by it.
+    '/leak' => sub { push @leaked, 'x' x $leak_bytes; text($body) },
 );
 
 sub echo {

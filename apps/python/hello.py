@@ -16,6 +16,8 @@ every server can keep the connection alive.
     /lint    the hello world under the WSGI validator (wsgiref.validate): a
              server that breaks the WSGI contract fails with its message
     /pid     the id of the process that answered
+    /leak    hello world, keeping LEAK_BYTES more of the worker's memory for good (the recycle
+             lens's ground truth: its leak per request is known, config app_workloads.leak)
 
 With ``SERVERBENCH_EXTRA_SHARE`` set, every hello answer does that share of
 its own cost in extra CPU work (``extra_work``: a planted variant).
@@ -37,6 +39,8 @@ BODY = b"Hello World!"
 BIG = b"0123456789abcdef" * 6400  # 100 KiB
 LARGE = b"0123456789abcdef" * 524288  # 8 MiB
 CPU_ROUNDS = 3000  # about 1 ms here; the answer is the final digest
+LEAK_BYTES = 4096  # kept per /leak answer: large beside an object's header, so the leak is this
+_LEAKED = []
 
 
 def _text(body: bytes, content_type: str = "text/plain"):
@@ -60,6 +64,12 @@ def _sleep():
     return _text(BODY)
 
 
+def _leak():
+    # Built byte by byte (never a calloc'd buffer the kernel need not back): the pages are touched.
+    _LEAKED.append(b"x" * LEAK_BYTES)
+    return _text(BODY)
+
+
 def _echo(environ):
     stream = environ["wsgi.input"]
     length = environ.get("CONTENT_LENGTH")
@@ -75,6 +85,7 @@ ROUTES = {
     "/sleep": _sleep,
     # Which process answered: the operations check counts each worker's share of the answers.
     "/pid": lambda: _text(str(os.getpid()).encode()),
+    "/leak": _leak,
 }
 
 

@@ -20,6 +20,7 @@ BUILT_IN = (
     "serverbench.lenses.front",
     "serverbench.lenses.releases",
     "serverbench.lenses.operations",
+    "serverbench.lenses.recycle",
     "serverbench.lenses.work",
 )
 

@@ -97,7 +97,11 @@ class ClosedLoop:
     connections: int
     timeout: float = 2.0
     keep_bodies: bool = False
+    # A connection per request: the client closes it after each answer, whatever the server
+    # said (a server may keep a connection open although the request asked to close it).
+    fresh: bool = False
     outcomes: list[Outcome] = field(default_factory=list)
+    answered: int = 0  # correct answers so far (read while it runs: the recycle lens's samples)
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -119,6 +123,7 @@ class ClosedLoop:
     def _note(self, kind: str, sent: float, reused: bool = False, body: bytes | None = None) -> None:
         with self._lock:
             self.outcomes.append(Outcome(time.monotonic(), kind, reused, sent, body if self.keep_bodies else None))
+            self.answered += kind == OK
 
     def _client(self) -> None:
         sock, reused, buffer = None, False, bytearray()
@@ -151,7 +156,7 @@ class ClosedLoop:
                 continue
             self._note(OK if status == self.expected_status else BAD_STATUS, sent, reused, body)
             reused = True
-            if closing:
+            if closing or self.fresh:
                 sock.close()
                 sock = None
         if sock is not None:

@@ -67,13 +67,18 @@ class Recycle:
     default: int | None  # the limit it applies when not asked; None: it never recycles by itself
     limit: tuple[str, ...]  # the argv that sets one ({max_requests})
     jitter: tuple[str, ...] | None = None  # the argv that spreads it over workers ({max_requests_jitter})
+    # No worker younger than this is recycled, whatever it served (uWSGI's min-worker-lifetime), and
+    # the argv that sets it ({min_worker_lifetime}); None: no floor declared.
+    min_lifetime_default_s: float | None = None
+    min_lifetime: tuple[str, ...] | None = None
 
     @property
     def said(self) -> str:
         """In words, for `serverbench list servers`."""
+        floor = f", no worker younger than {self.min_lifetime_default_s:g} s" if self.min_lifetime_default_s else ""
         if self.default is None:
-            return f"recycles only when asked ({' '.join(self.limit).replace('{max_requests}', 'N')})"
-        return f"recycles a worker every {self.default} {self.counts.value} by default"
+            return f"recycles only when asked ({' '.join(self.limit).replace('{max_requests}', 'N')}{floor})"
+        return f"recycles a worker every {self.default} {self.counts.value} by default{floor}"
 
 
 @dataclass(frozen=True)
@@ -168,7 +173,9 @@ class ServerEntry:
         if "recycle" in values:
             recycle = values["recycle"]
             jitter = tuple(recycle["jitter"]) if recycle.get("jitter") else None
-            values["recycle"] = Recycle(Counted(recycle["counts"]), recycle["default"], tuple(recycle["limit"]), jitter)
+            floor = tuple(recycle["min_lifetime"]) if recycle.get("min_lifetime") else None
+            values["recycle"] = Recycle(Counted(recycle["counts"]), recycle["default"], tuple(recycle["limit"]), jitter,
+                                        recycle.get("min_lifetime_default_s"), floor)  # fmt: skip
         if "behind" in values:
             values["behind"] = Behind(values["behind"]["protocol"], tuple(values["behind"]["command"]))
         if "fronted" in values:

@@ -45,8 +45,12 @@ SERVER_PLACEHOLDERS = frozenset(
     }
     | apps.APP_PLACEHOLDERS
 )
-# A server's recycling argvs (catalogue `recycle`): the limit, and its spread over workers.
-RECYCLE_PLACEHOLDERS = {"limit": frozenset({"max_requests"}), "jitter": frozenset({"max_requests_jitter"})}
+# A server's recycling argvs (catalogue `recycle`): the limit, its spread over workers, its floor.
+RECYCLE_PLACEHOLDERS = {
+    "limit": frozenset({"max_requests"}),
+    "jitter": frozenset({"max_requests_jitter"}),
+    "min_lifetime": frozenset({"min_worker_lifetime"}),
+}
 TOOL_PLACEHOLDERS = frozenset(
     {
         "url",

@@ -16,7 +16,9 @@ def fronted_entry(name: str, entry: dict, front_name: str, front: dict) -> dict:
     """The catalogue entry of ``name`` behind ``front``: its ``behind`` command as the backend,
     the front's command before it, the front's template for the protocol as front.conf."""
     protocol = entry["behind"]["protocol"]
-    keys = ("language", "version", "interpreter", "interpreter_from_log", "env", "workloads", "expect", "timeouts")
+    # Its recycling too: the argv that sets it goes to the backend (lenses.recycle).
+    keys = ("language", "version", "interpreter", "interpreter_from_log", "env", "workloads", "expect", "timeouts",
+            "recycle")  # fmt: skip
     return {
         **{key: entry[key] for key in keys if key in entry},
         "description": f"{name} behind {front_name} ({protocol} on a Unix socket)",

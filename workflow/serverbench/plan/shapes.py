@@ -97,6 +97,7 @@ class Profile:
     advise: dict | None  # your deployment, decided (cell.advise): objective, budget, steps; None: not asked
     front: dict | None  # does it need a front? (cell.front): clients, rounds, slow kinds; None: not asked
     operations: dict | None  # a server in operation (cell.operations): its lives and reloads; None: not asked
+    recycle: dict | None  # workers that restart (lenses.recycle): settings, clients, load; None: not asked
     duration: float
     requests: int
     rate: float | None
@@ -189,6 +190,7 @@ class Profile:
             "rounds_at_once",
             "work",
             "operations",
+            "recycle",
         )
         for key in ("name", "description", "precision", *matrix_keys):
             out.pop(key)

@@ -41,6 +41,7 @@ class Kind(StrEnum):
     FRONT = "front"  # a server behind a front against itself bare (decide.front)
     RELEASE = "release"  # a server's release against its baseline release (plan.releases)
     RELEASE_STEP = "release step"  # a server's release against the release before it
+    SETTING = "setting"  # a server at one setting against itself at another (lenses.recycle)
 
 
 # The one order in which the page and the console list comparisons of several kinds: the
@@ -72,6 +73,7 @@ class Metric(StrEnum):
     WORK = "work"
     LATENCY = "latency"
     OPERATIONS = "operations"
+    RECYCLING = "recycling"  # what a worker's restart costs the client (lenses.recycle)
     KEPT = "rate kept beside slow clients"  # the normal clients' share of their rate alone (decide.front)
 
 

@@ -1,0 +1,117 @@
+"""Workers that restart (issue 81): the recycle lens on real servers.
+
+What each test asserts follows from what the server does, not from the machine's speed: a
+planted server (tests/apps/recycling.py) whose workers leave after a few requests either
+answer the last one and close, or die holding it; every restart of the dropping one fails the
+request it held, the graceful one fails none. The leak is planted in the app (4 KiB an answer,
+config app_workloads.leak), so its slope has a known answer.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import QUICK_PROFILE, add_server, require_server, run_snakemake
+from serverbench.lenses.recycle.decide import judge
+from serverbench.lenses.recycle.measure import one_run
+from serverbench.lenses.recycle.record import Client, Setting
+from serverbench.plan.config import effective_profile
+from serverbench.record.vocabulary import Outcome, Status
+
+RECYCLING = ["python", "{root}/tests/apps/recycling.py", "{port}", "{workers}"]
+PLANTED_RECYCLE = {"counts": "requests", "default": None, "limit": ["--max-requests", "{max_requests}"]}
+PLAN = {"workload": "leak", "settings": [{"max_requests": 40}], "clients": ["keepalive"], "load_s": 5,
+        "concurrency": 2, "sample_every_s": 0.05, "window_s": 0.15}  # fmt: skip
+
+
+def measure(config: dict, tmp_path, server: str, setting: Setting, client: Client, **plan):
+    """One run of ``server`` at ``setting`` with ``client``, 2 workers, the leaking workload."""
+    profile = config["profiles"]["default"]
+    profile.update(workers=2, server_cpus=[0], client_cpus=[1], memory_limit=None, recycle={**PLAN, **plan})
+    run = one_run(config, effective_profile(config, "default"), server, "leak", setting, client, tmp_path / "log")
+    assert run.status == Status.OK, run.reason
+    return run
+
+
+def test_restarts_that_drop_requests_are_told_from_restarts_that_hand_over(base_config, tmp_path, no_leftovers):
+    add_server(base_config, "drops", [*RECYCLING, "drop"], recycle=PLANTED_RECYCLE)
+    add_server(base_config, "hands-over", [*RECYCLING, "graceful"], recycle=PLANTED_RECYCLE)
+    dropped = measure(base_config, tmp_path, "drops", Setting(40), Client.KEEPALIVE)
+    graceful = measure(base_config, tmp_path, "hands-over", Setting(40), Client.KEEPALIVE)
+    # Each worker leaves every 40 requests: restarts, seen as processes leaving the tree.
+    assert len(dropped.restarts) >= 2 and len(graceful.restarts) >= 2
+    # The dropping one fails the request each departing worker held (on a kept-alive connection:
+    # dropped after it was read), the graceful one none.
+    assert sum(dropped.failed_by_kind.values()) + dropped.dropped_reused >= len(dropped.restarts) // 2
+    assert sum(r.failed for r in dropped.restarts) >= 1
+    assert graceful.failed_by_kind == {} and graceful.dropped_reused == 0
+    assert all(r.failed == 0 for r in graceful.restarts)
+    # At its own setting (none) the planted server never restarts.
+    own = measure(base_config, tmp_path, "drops", Setting(), Client.KEEPALIVE)
+    assert own.restarts == [] and own.failed_by_kind == {}
+    # Judged: the dropping one's failures per second higher than at its own setting; the other's equivalent.
+    seconds = {name: [s["failed"] for s in run.seconds] for name, run in
+               (("dropped", dropped), ("graceful", graceful), ("own", own))}  # fmt: skip
+    against = ("own", seconds["own"])
+    higher = judge((), "failed_per_s", ("drops at 40", seconds["dropped"]), against)
+    same = judge((), "failed_per_s", ("hands-over at 40", seconds["graceful"]), against)
+    assert higher.outcome == Outcome.HIGHER and higher.low > 0, higher
+    assert same.outcome == Outcome.EQUIVALENT and same.estimate == 0, same
+
+
+@pytest.mark.parametrize("server", ["gunicorn", "starman"])
+def test_the_leaks_slope_is_the_planted_leak_and_recycling_bounds_it(base_config, tmp_path, server, no_leftovers):
+    require_server(server, base_config)
+    planted = base_config["app_workloads"]["leak"]["leaks_bytes"]
+    never = measure(base_config, tmp_path, server, Setting(), Client.KEEPALIVE)
+    assert never.restarts == []
+    assert never.leak_bytes_per_request == pytest.approx(planted, rel=0.10), never.leak_bytes_per_request
+    assert never.leak_r2 > 0.95 and never.bounded is False
+    # Starman counts connections, gunicorn requests: a connection per request recycles both.
+    bounded = measure(base_config, tmp_path, server, Setting(100), Client.FRESH)
+    assert len(bounded.restarts) >= 2 and bounded.bounded is True
+    assert bounded.peak_second_half_bytes < never.peak_second_half_bytes
+
+
+def test_starman_counts_connections_not_requests(base_config, tmp_path, no_leftovers):
+    """Its limit set low: kept-alive connections never reach it, a connection per request does."""
+    require_server("starman", base_config)
+    kept = measure(base_config, tmp_path, "starman", Setting(50), Client.KEEPALIVE)
+    fresh = measure(base_config, tmp_path, "starman", Setting(50), Client.FRESH)
+    assert kept.answered > 200 and kept.restarts == []
+    assert len(fresh.restarts) >= 2
+
+
+def test_the_recycle_profile_runs_through_the_workflow(tmp_path, no_leftovers):
+    """Two planted servers through the rules: recycle.csv, the verdicts, the checks offered to
+    releases, the page's section and answers.md."""
+    results = tmp_path / "results"
+    configfile = tmp_path / "recycle.yaml"
+    catalogue = {name: {"language": "python", "command": [*RECYCLING, mode], "recycle": PLANTED_RECYCLE}
+                 for name, mode in (("drops", "drop"), ("hands-over", "graceful"))}  # fmt: skip
+    profile = {**QUICK_PROFILE, "description": "two planted servers recycling", "servers": sorted(catalogue),
+               "repeats": 1, "workers": 2, "memory_limit": None, "recycle": PLAN}  # fmt: skip
+    configfile.write_text(yaml.safe_dump({"catalogue": catalogue, "profiles": {"rec": profile}}))
+    done = run_snakemake(
+        ["--cores", "4", str(results / "index.html"), "--configfile", "config.yaml", str(configfile)],
+        ["profile=rec", f"results={results}"],
+        timeout=400,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = pd.read_csv(results / "recycle.csv").set_index(["server", "setting"])
+    assert table.loc[("drops", "40"), "failed_per_restart"] > 0
+    assert table.loc[("hands-over", "40"), "failed_per_restart"] == 0
+    assert table.loc[("drops", "own"), "restarts"] == 0
+    verdicts = pd.read_csv(results / "recycle_verdicts.csv").set_index(["server", "check"])
+    assert verdicts.loc[("drops", "failed_per_s"), "outcome"] == "higher"
+    assert verdicts.loc[("hands-over", "failed_per_s"), "outcome"] == "equivalent"
+    checks = pd.read_csv(results / "recycle_checks.csv").set_index(["server", "check"])
+    assert checks.loc[("drops", "recycle_failed_per_restart"), "value"] > 0
+    assert checks.loc[("hands-over", "recycle_failed_per_restart"), "value"] == 0
+    page = (results / "index.html").read_text()
+    assert "Do your workers restart, and what does it cost?" in page and 'href="recycle.csv"' in page
+    answers = (results / "answers.md").read_text()
+    assert "## Do your workers restart, and what does it cost?" in answers
+    said = "hands-over at 40 and hands-over at own (keepalive clients): failed requests per second equivalent"
+    assert said in answers

@@ -1,0 +1,141 @@
+"""Recycling judged within each server, through the one rule (``decide.margins``): each
+explicit setting against the server's own, and a setting with jitter against the same limit
+without, per kind of client. The figures are the run's seconds (answers, failures, p99 of each
+second of load) and its restarts (how many left at once); each comparison is a percentile
+bootstrap interval (SciPy, seeded so a table repeats) read against the check's margin:
+*higher*, *lower*, *equivalent* or *undetermined*, as the operations lens reads its checks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from serverbench.decide import margins
+from serverbench.decide.judgement import HIGHER, LOWER, UNDETERMINED, Comparison, Reason
+from serverbench.lenses.recycle.record import Setting
+from serverbench.record.vocabulary import Kind, Metric
+
+LEVEL = 0.95
+MIN_FIGURES = 5
+RESAMPLES = 4000
+SEED = 20261129
+RATIO, DIFFERENCE = "ratio", "difference"
+
+
+@dataclass(frozen=True)
+class Check:
+    unit: str
+    scale: str
+    margin: float  # a share of b (ratio) or units (difference)
+    source: str  # "seconds": a figure per second of load; "restarts": a figure per restart
+    field: str
+
+
+CHECKS = {
+    "failed_per_s": Check("failed requests per second", DIFFERENCE, 0.5, "seconds", "failed"),
+    "answers_per_s": Check("answers per second", RATIO, 0.05, "seconds", "answered"),
+    "p99_ms": Check("ms (p99 of each second)", RATIO, 0.10, "seconds", "p99_ms"),
+    "restarts_at_once": Check("workers leaving within the window", DIFFERENCE, 0.5, "restarts", "restarts_in_window"),
+}
+# Against the server's own: what a limit costs; jitter against none: whether it spreads the restarts.
+AGAINST_OWN = ("failed_per_s", "answers_per_s", "p99_ms")
+AGAINST_NO_JITTER = ("restarts_at_once",)
+
+
+@dataclass(frozen=True)
+class RecycleComparison(Comparison):
+    check: str = ""
+    unit: str = ""
+    scale: str = RATIO
+    n_a: int | None = None
+    n_b: int | None = None
+
+    def as_row(self) -> dict:
+        return {**super().as_row(), "check": self.check, "unit": self.unit, "scale": self.scale,
+                "n_a": self.n_a, "n_b": self.n_b}  # fmt: skip
+
+
+def figures(run: dict, check: Check) -> list[float]:
+    rows = run.get(check.source) or []
+    return [float(row[check.field]) for row in rows if row.get(check.field) is not None]
+
+
+def _statistic(check: Check):
+    if check.scale == DIFFERENCE:
+        return lambda a, b, axis=-1: np.mean(a, axis=axis) - np.mean(b, axis=axis), np.mean
+    return lambda a, b, axis=-1: np.median(a, axis=axis) / np.median(b, axis=axis), np.median
+
+
+def judge(condition: tuple, name: str, a: tuple[str, list], b: tuple[str, list]) -> RecycleComparison:
+    """One check: ``a`` and ``b`` are (label, its figures)."""
+    check = CHECKS[name]
+    (label_a, values_a), (label_b, values_b) = a, b
+    made = {"kind": Kind.SETTING, "a": label_a, "b": label_b, "metric": Metric.RECYCLING, "margin": check.margin,
+            "condition": (*condition, ("check", name)), "check": name, "unit": check.unit, "scale": check.scale,
+            "n_a": len(values_a), "n_b": len(values_b), "level": LEVEL}  # fmt: skip
+    if min(len(values_a), len(values_b)) < MIN_FIGURES:
+        why = Reason("too_few", f"{min(len(values_a), len(values_b))} figure(s) on one side (fewer than {MIN_FIGURES})")
+        return RecycleComparison(outcome=UNDETERMINED, reasons=(why,), **made)
+    statistic, centre = _statistic(check)
+    a_value, b_value = float(centre(values_a)), float(centre(values_b))
+    if check.scale == RATIO and (a_value <= 0 or b_value <= 0):
+        why = Reason("not_positive", "a median of 0: no ratio")
+        return RecycleComparison(outcome=UNDETERMINED, a_value=a_value, b_value=b_value, reasons=(why,), **made)
+    estimate = float(statistic(np.asarray(values_a), np.asarray(values_b)))
+    if check.scale == DIFFERENCE and np.ptp(values_a) == 0 and np.ptp(values_b) == 0:
+        low = high = estimate  # every figure alike on both sides (no failure at all): no resample differs
+    else:
+        interval = stats.bootstrap(
+            (np.asarray(values_a, dtype=float), np.asarray(values_b, dtype=float)), statistic, vectorized=True,
+            n_resamples=RESAMPLES, confidence_level=LEVEL, method="percentile", rng=np.random.default_rng(SEED),
+        ).confidence_interval  # fmt: skip
+        low, high = float(interval.low), float(interval.high)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        why = Reason("not_positive", "a resample's median of 0: no interval for the ratio")
+        return RecycleComparison(outcome=UNDETERMINED, a_value=a_value, b_value=b_value, reasons=(why,), **made)
+    scale = margins.Scale.DIFFERENCE if check.scale == DIFFERENCE else margins.Scale.RATIO
+    side = margins.side(low, high, check.margin, margins.Question.IN_ONE_RUN, scale)
+    return RecycleComparison(
+        outcome=margins.outcome(side, above=HIGHER, below=LOWER), estimate=estimate, a_value=a_value,
+        b_value=b_value, low=low, high=high, **made,
+    )  # fmt: skip
+
+
+def comparisons(result: dict) -> list[RecycleComparison]:
+    """One server's record: each setting against its own, each jittered one against none."""
+    runs = {(Setting(**run["setting"]).label, run["client"]): run for run in result["runs"]
+            if run.get("declared", True) and run["status"] == "ok"}  # fmt: skip
+    found = []
+    for (label, client), run in sorted(runs.items()):
+        condition = (("profile", result["profile"]), ("server", result["server"]), ("client", client))
+        setting = run["setting"]
+        pairs = []
+        if setting["max_requests"] is not None and ("own", client) in runs:
+            pairs += [(name, ("own", client)) for name in AGAINST_OWN]
+        unjittered = (Setting(setting["max_requests"], 0, setting.get("min_lifetime_s")).label, client)
+        if setting.get("jitter") and unjittered in runs:
+            pairs += [(name, unjittered) for name in AGAINST_NO_JITTER]
+        for name, other in pairs:
+            check = CHECKS[name]
+            a = (f"{result['server']} at {label}", figures(run, check))
+            b = (f"{result['server']} at {other[0]}", figures(runs[other], check))
+            found.append(judge(condition, name, a, b))
+    return found
+
+
+VERDICT_COLUMNS = ["profile", "server", "client", "check", "kind", "a", "b", "metric", "unit", "scale", "a_value",
+                   "b_value", "estimate", "ci_low", "ci_high", "level", "margin", "outcome", "n_a", "n_b",
+                   "reason_codes", "why"]  # fmt: skip
+
+
+def recycle_verdict_table(results: list[dict]) -> pd.DataFrame:
+    """recycle_verdicts.csv: a row per (profile, server, client, check, setting against another)."""
+    rows = [comparison.as_row() for result in results for comparison in comparisons(result)]
+    for row in rows:
+        row["estimate"] = row.pop("ratio")
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)

@@ -1,0 +1,209 @@
+"""Workers that restart, one job per (profile, server) of a profile with ``recycle``: the
+server started as its cells start it (same argv, isolation, network), at its own recycling
+and at each of the profile's settings (the catalogue's ``recycle.limit`` and ``jitter`` argvs
+added to its command, or to its backend's behind a front), and served a closed loop of
+``concurrency`` connections for ``load_s`` with each kind of client, kept alive or a
+connection per request. Meanwhile its process tree is sampled every ``sample_every_s``:
+each process's id and USS, so a restart is a worker id first seen, never a guess from the
+client's side, and the memory each answer keeps is the slope of the USS over the answers.
+What the client saw is ``cell.reloads``' closed loop: every request's outcome and time.
+
+A setting the server cannot take (it declares no recycling, or no jitter) is a run that says
+so; a server that cannot start is a recorded failure; no process outlives the job.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from pathlib import Path
+
+from serverbench import files
+from serverbench.cell import reloads, servers
+from serverbench.cell.errors import interruptible
+from serverbench.cell.launch import Launch
+from serverbench.cell.session import ServerSession
+from serverbench.cell.underload import workload_request
+from serverbench.cell.wire import request
+from serverbench.host.procfs import pss_uss
+from serverbench.lenses.recycle import figures
+from serverbench.lenses.recycle.record import RECYCLE_SCHEMA, Client, RecycleResult, Run, Setting
+from serverbench.plan import apps
+from serverbench.plan.catalogue import Recycle, server_entry
+from serverbench.plan.config import effective_profile
+from serverbench.plan.shapes import Target
+from serverbench.record.vocabulary import Status
+
+NO_RECYCLING = "the catalogue declares no recycling for this server (its entry's `recycle`)"
+NO_JITTER = "the catalogue declares no argv that spreads this server's limit (`recycle.jitter`)"
+NO_FLOOR = "the catalogue declares no floor on this server's worker age (`recycle.min_lifetime`)"
+
+
+@interruptible()
+def run_recycle(config: dict, profile_name: str, server: str, json_path, log_path) -> dict:
+    """Every run of one server in a profile, written as one frozen record (returned as written)."""
+    profile = effective_profile(config, profile_name)
+    plan = profile.recycle
+    spec = server_entry(config, server)
+    workload = plan.get("workload") or profile.workloads[0]
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_bytes(b"")
+    started, started_at = time.monotonic(), round(time.time(), 4)
+    runs = runs_of(config, profile, server, workload, log_path)
+    measured = [run for run in runs if run.declared]
+    status, reason = Status.OK, None
+    if measured and measured[-1].status == Status.SKIPPED:
+        status, reason = Status.SKIPPED, measured[-1].reason
+    elif measured and all(run.status == Status.FAILED for run in measured):
+        status, reason = Status.FAILED, measured[0].reason
+    result = RecycleResult(
+        schema=RECYCLE_SCHEMA, profile=profile_name, server=server, language=spec.language, workload=workload,
+        leaks_bytes=apps.workloads(config, profile_name)[workload].get("leaks_bytes"),
+        recycle=config["catalogue"][server].get("recycle"), status=status, reason=reason, runs=tuple(runs),
+        seconds=round(time.monotonic() - started, 2), started_at=started_at, ended_at=round(time.time(), 4),
+    )  # fmt: skip
+    files.write_json(json_path, result.to_dict())
+    return result.to_dict()
+
+
+def runs_of(config, profile, server, workload, log_path) -> list[Run]:
+    """Each setting with each client; a run the server could not be started for ends them (the
+    others would be skipped alike)."""
+    runs = []
+    for setting in settings(profile.recycle):
+        for client in profile.recycle["clients"]:
+            runs.append(one_run(config, profile, server, workload, setting, Client(client), log_path))
+            if runs[-1].declared and runs[-1].status == Status.SKIPPED:
+                return runs
+    return runs
+
+
+def settings(plan: dict) -> list[Setting]:
+    """The server's own recycling first, then the profile's settings."""
+    return [
+        Setting(),
+        *(Setting(s["max_requests"], s.get("jitter") or 0, s.get("min_lifetime_s")) for s in plan["settings"]),
+    ]
+
+
+def recycling_argv(recycle: Recycle | None, setting: Setting) -> tuple[list[str], str | None]:
+    """What the setting adds to the server's command, or why it cannot be measured."""
+    if setting.max_requests is None:
+        return [], None
+    if recycle is None:
+        return [], NO_RECYCLING
+    if setting.jitter and not recycle.jitter:
+        return [], NO_JITTER
+    if setting.min_lifetime_s is not None and not recycle.min_lifetime:
+        return [], NO_FLOOR
+    values = {
+        "{max_requests}": str(setting.max_requests),
+        "{max_requests_jitter}": str(setting.jitter),
+        "{min_worker_lifetime}": f"{setting.min_lifetime_s:g}" if setting.min_lifetime_s is not None else "",
+    }
+    argv = [*recycle.limit, *(recycle.jitter if setting.jitter else ()),
+            *(recycle.min_lifetime if setting.min_lifetime_s is not None else ())]  # fmt: skip
+    for placeholder, value in values.items():
+        argv = [part.replace(placeholder, value) for part in argv]
+    return argv, None
+
+
+def with_argv(config: dict, server: str, argv: list[str]) -> dict:
+    """The config with ``argv`` added to the server's command (to its backend's behind a front)."""
+    if not argv:
+        return config
+    changed = copy.deepcopy(config)
+    entry = changed["catalogue"][server]
+    key = "backend" if entry.get("backend") else "command"
+    entry[key] = [*entry[key], *argv]
+    return changed
+
+
+def one_run(config, profile, server, workload, setting: Setting, client: Client, log_path: Path) -> Run:
+    """Start the server at ``setting``, verify it, load it with ``client`` while sampling it; always stop it."""
+    spec = server_entry(config, server)
+    argv, cannot = recycling_argv(spec.recycle, setting)
+    if setting.max_requests is not None:
+        limit = setting.max_requests
+    else:
+        limit = spec.recycle.default if spec.recycle else None
+    made = {"setting": setting, "client": client, "limit": limit, "argv": argv,
+            "counts": spec.recycle.counts.value if spec.recycle else None}  # fmt: skip
+    if cannot:
+        return Run(**made, declared=False, status=Status.SKIPPED, reason=cannot)
+    with log_path.open("a") as log:
+        log.write(f"serverbench: {setting.label}, {client.value} clients, {' '.join(argv) or 'as the catalogue'}\n")
+    found: dict = {}
+    session = ServerSession(
+        with_argv(config, server, argv), Target(profile.name, server, workload), profile, log_path,
+        failures=(OSError, servers.ServerError),
+    )  # fmt: skip
+    with session:
+        launch = session.start()
+        session.verify()
+        found = under_load(launch, profile.recycle, client, limit)
+    ending = session.ending
+    return Run(**made, **found, status=ending.status, reason=ending.reason)
+
+
+def under_load(launch: Launch, plan: dict, client: Client, limit: int | None) -> dict:
+    """The closed loop for ``load_s`` while the process tree is sampled; the run's figures."""
+    leaks_bytes = apps.workloads(launch.config, launch.target.profile)[launch.target.workload].get("leaks_bytes")
+    sent, status = workload_request(launch)
+    if client == Client.FRESH:
+        path = apps.workloads(launch.config, launch.target.profile)[launch.target.workload]["path"]
+        host = f"{launch.host}:{launch.port}"
+        sent = request("GET", path, headers=[("Host", host), ("Connection", "close")])
+    loop = reloads.ClosedLoop(launch.host, launch.port, sent, status, plan["concurrency"], fresh=client == Client.FRESH)
+    samples: list[list] = []
+    done = threading.Event()
+    origin = time.monotonic()
+    sampler = threading.Thread(target=_sample, args=(launch, loop, origin, plan["sample_every_s"], samples, done))
+    sampler.start()
+    loop.start()
+    try:
+        time.sleep(plan["load_s"])
+    finally:
+        outcomes = loop.stop()
+        done.set()
+        sampler.join()
+    return run_figures(samples, outcomes, origin, plan, leaks_bytes, limit, launch.profile.workers)
+
+
+def run_figures(samples: list[list], outcomes: list, origin: float, plan: dict, leaks_bytes, limit, workers) -> dict:
+    """The record's figures of one run from its samples and outcomes (``figures``)."""
+    whole = reloads.window(outcomes, origin, origin + plan["load_s"])
+    restarted = figures.restarts(samples, outcomes, origin, plan["window_s"])
+    moments = [restart.at_s for restart in restarted]
+    return {
+        "load_s": plan["load_s"],
+        "answered": whole.answered,
+        "failed_by_kind": whole.failed,
+        "dropped_reused": whole.dropped_reused,
+        "longest_gap_s": round(whole.longest_gap_s, 4) if whole.longest_gap_s is not None else None,
+        "workers_at_start": len(samples[0][3]) if samples else None,
+        "restarts": restarted,
+        "most_away": figures.most_away(samples),
+        **figures.around(outcomes, origin, moments, plan["window_s"]),
+        "seconds": figures.per_second(outcomes, origin, plan["load_s"]),
+        **figures.leak(samples, moments[0] if moments else None),
+        **figures.peaks(samples, leaks_bytes, limit, workers, plan["load_s"]),
+        "samples": samples,
+    }
+
+
+def _sample(launch: Launch, loop: reloads.ClosedLoop, origin: float, every: float, samples: list, done) -> None:
+    """[s since ``origin``, correct answers so far, USS summed (None: a process unread), {pid: USS}]
+    every ``every`` seconds until ``done``."""
+    while not done.is_set():
+        by_pid = {}
+        for process in launch.server.tree():
+            read = pss_uss(process.pid)
+            by_pid[process.pid] = read[1] if read else None
+        answered = loop.answered
+        known = [uss for uss in by_pid.values() if uss is not None]
+        total = sum(known) if by_pid and len(known) == len(by_pid) else None
+        samples.append([round(time.monotonic() - origin, 3), answered, total, by_pid])
+        done.wait(every)

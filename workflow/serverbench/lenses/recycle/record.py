@@ -1,0 +1,108 @@
+"""The recycle lens's record: one server's runs under load, each at one recycling setting with
+one kind of client, frozen and versioned (``RECYCLE_SCHEMA``), written once when its job ends."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+
+from serverbench.record.vocabulary import Status
+
+RECYCLE_SCHEMA = "serverbench.recycle/1"
+
+
+class Client(StrEnum):
+    """How the closed loop's connections are used (the profile's ``recycle.clients``)."""
+
+    KEEPALIVE = "keepalive"  # every request on the connection it opened first
+    FRESH = "fresh"  # a connection per request (Connection: close), as behind a front without upstream keep-alive
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A recycling setting: ``max_requests`` None is the server's own (its catalogue default, or none)."""
+
+    max_requests: int | None = None
+    jitter: int = 0
+    min_lifetime_s: float | None = None  # the floor on a worker's age, where the server has one
+
+    @property
+    def label(self) -> str:
+        if self.max_requests is None:
+            return "own"
+        label = f"{self.max_requests}±{self.jitter}" if self.jitter else str(self.max_requests)
+        return label + (f" ≥{self.min_lifetime_s:g}s" if self.min_lifetime_s is not None else "")
+
+
+@dataclass(frozen=True)
+class Restart:
+    """A worker that left during the load (its process exited): when (s from the load's start),
+    and what the client saw within the window around that moment."""
+
+    pid: int
+    at_s: float
+    failed: int
+    restarts_in_window: int  # this one and every other that left within the window of it
+
+
+@dataclass(frozen=True)
+class Run:
+    """One start of the server at a setting, with one kind of client, and what the load showed."""
+
+    setting: Setting
+    client: Client
+    status: Status = Status.OK
+    reason: str | None = None
+    declared: bool = True  # False: the server cannot take the setting (the reason says which argv it lacks)
+    # The limit in force (the setting's, else the server's default; None: it does not recycle),
+    # and what it counts.
+    limit: int | None = None
+    counts: str | None = None
+    argv: list[str] = field(default_factory=list)  # what the setting added to the server's command
+    load_s: float | None = None
+    answered: int | None = None
+    failed_by_kind: dict[str, int] = field(default_factory=dict)
+    dropped_reused: int | None = None
+    longest_gap_s: float | None = None
+    workers_at_start: int | None = None  # the server's processes in the first sample
+    restarts: list[Restart] = field(default_factory=list)
+    most_away: int | None = None  # the most processes missing at one sample (against the first sample)
+    p99_near_ms: float | None = None  # requests sent within the window of a restart
+    p99_between_ms: float | None = None  # every other request
+    failed_between: int | None = None
+    seconds: list[dict] = field(default_factory=list)  # per second of load: answered, failed, p99_ms
+    # Memory: the server's USS summed against the answers, before the first restart (its slope is
+    # the leak); the largest process's USS in each half of the load, and the ceiling the limit
+    # predicts from the leak.
+    leak_bytes_per_request: float | None = None
+    leak_r2: float | None = None
+    leak_samples: int | None = None
+    peak_first_half_bytes: int | None = None
+    peak_second_half_bytes: int | None = None
+    # The largest process's rise per second against a never-recycled worker's (its leak × its
+    # share of the answers per second); bounded: under BOUNDED_SHARE of it.
+    peak_growth_share: float | None = None
+    bounded: bool | None = None
+    ceiling_bytes: int | None = None
+    samples: list[list] = field(default_factory=list)  # [s, answered, uss summed, {pid: uss}]
+
+
+@dataclass(frozen=True)
+class RecycleResult:
+    schema: str
+    profile: str
+    server: str
+    language: str
+    workload: str
+    leaks_bytes: int | None  # the workload's planted leak per answer (None: it plants none)
+    recycle: dict | None  # the catalogue's `recycle` (None: the server declares none)
+    status: Status = Status.OK
+    reason: str | None = None
+    runs: tuple[Run, ...] = ()
+    seconds: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+
+    def to_dict(self) -> dict:
+        """As written to JSON (the runs a list)."""
+        return {**asdict(self), "runs": [asdict(run) for run in self.runs]}

@@ -1,0 +1,138 @@
+"""The recycle lens's words: the page's "Do your workers restart, and what does it cost?",
+its part of answers.md and its lines at the end of a run, from recycle.csv and
+recycle_verdicts.csv."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+TITLE = "Do your workers restart, and what does it cost?"
+# The section's columns and how each figure of recycle.csv is written.
+COLUMNS = {
+    "server": ("server", "{}"),
+    "recycling": ("setting", "{}"),
+    "clients": ("client", "{}"),
+    "answers/s": ("answers_per_s", "{:.0f}"),
+    "restarts": ("restarts", "{:.0f}"),
+    "per 10,000 answers": ("restarts_per_10k", "{:.1f}"),
+    "failed per restart": ("failed_per_restart", "{:.2f}"),
+    "most leaving at once": ("most_restarts_at_once", "{:.0f}"),
+    "p99 near a restart (ms)": ("p99_near_ms", "{:.2f}"),
+    "p99 between (ms)": ("p99_between_ms", "{:.2f}"),
+    "longest wait (s)": ("longest_gap_s", "{:.3f}"),
+    "leak per answer (× planted)": ("leak_against_planted", "{:.3f}"),
+    "largest process, 1st → 2nd half (MB)": ("peak_first_half_mb", "{:.1f}"),
+}
+CHECK_WORDS = {
+    "failed_per_s": "failed requests per second",
+    "answers_per_s": "answers per second",
+    "p99_ms": "p99",
+    "restarts_at_once": "workers leaving at once",
+}
+
+
+def _cell(row: pd.Series, column: str, form: str) -> str:
+    value = row.get(column)
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ""
+    return form.format(value)
+
+
+def table_rows(table: pd.DataFrame) -> list[dict]:
+    rows = []
+    for _, row in table.iterrows():
+        shown = {title: _cell(row, column, form) for title, (column, form) in COLUMNS.items()}
+        peak = "largest process, 1st → 2nd half (MB)"
+        if shown[peak] and pd.notna(row.get("peak_second_half_mb")):
+            bounded = " (bounded)" if row.get("bounded") is True or row.get("bounded") == "True" else " (growing)"
+            shown[peak] += f" → {row['peak_second_half_mb']:.1f}{bounded}"
+        if row["status"] != "ok":
+            shown["answers/s"] = f"{row['status']}: {row['reason']}"
+        rows.append(shown)
+    return rows
+
+
+def own_sentences(table: pd.DataFrame) -> list[str]:
+    """What each server does when not asked: restarts seen at its own setting, by client."""
+    found = []
+    own = table[(table["setting"] == "own") & (table["status"] == "ok")]
+    for server, runs in own.groupby("server", sort=True):
+        seen = {row["client"]: int(row["restarts"]) for _, row in runs.iterrows() if pd.notna(row["restarts"])}
+        limit = runs["limit"].dropna()
+        said = (f"recycles every {int(limit.iloc[0])} {runs['counts'].iloc[0]} by default" if len(limit)
+                else "does not recycle unless asked")  # fmt: skip
+        clients = ", ".join(f"{count} restarts with {client} clients" for client, count in sorted(seen.items()))
+        found.append(f"{server} {said}: {clients} at its own setting.")
+    return found
+
+
+def _sentence(row: pd.Series) -> str:
+    words = CHECK_WORDS.get(row["check"], row["check"])
+    where = f"{row['client']} clients"
+    if pd.isna(row["estimate"]):
+        return f"{row['a']} against {row['b']} ({where}): {words} undetermined ({row['why']})."
+    if row["scale"] == "difference":
+        figure = f"{row['estimate']:+.2f} [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]"
+    else:
+        figure = f"{row['estimate']:.2f}× [{row['ci_low']:.2f}–{row['ci_high']:.2f}]"
+    if row["outcome"] == "equivalent":
+        return f"{row['a']} and {row['b']} ({where}): {words} equivalent, {figure}."
+    return f"{row['a']} against {row['b']} ({where}): {words} {row['outcome']}, {figure}."
+
+
+def verdict_sentences(judged: pd.DataFrame) -> list[str]:
+    """Every decided comparison; how many were not."""
+    if judged.empty:
+        return []
+    shown = judged[judged["outcome"] != "undetermined"]
+    sentences = [_sentence(row) for _, row in shown.iterrows()]
+    if len(judged) > len(shown):
+        sentences.append(f"{len(judged) - len(shown)} other comparisons undetermined (recycle_verdicts.csv).")
+    return sentences
+
+
+def recycle_context(table_csv, verdicts_csv=None) -> dict | None:
+    table = pd.read_csv(table_csv)
+    if table.empty:
+        return None
+    judged = pd.read_csv(verdicts_csv) if verdicts_csv and Path(verdicts_csv).stat().st_size > 1 else pd.DataFrame()
+    return {
+        "title": TITLE,
+        "columns": list(COLUMNS),
+        "rows": table_rows(table),
+        "own": own_sentences(table),
+        "sentences": verdict_sentences(judged),
+    }
+
+
+def recycle_markdown(context: dict) -> str:
+    columns = context["columns"]
+    lines = [
+        f"## {context['title']}",
+        "",
+        "Each server under a closed loop at its own recycling and at each set limit (recycle.csv;"
+        " docs/recycle.md); restarts are worker processes seen to leave.",
+        "",
+        *(f"- {text}" for text in [*context["own"], *context["sentences"]]),
+        "",
+        "| " + " | ".join(columns) + " |",
+        "| " + " | ".join("---" for _ in columns) + " |",
+        *("| " + " | ".join(str(row[column]) for column in columns) + " |" for row in context["rows"]),
+    ]
+    return "\n".join([*lines, ""])
+
+
+def recycle_console(results: Path) -> None:
+    table_csv = results / "recycle.csv"
+    if not table_csv.exists() or table_csv.stat().st_size <= 1:
+        return
+    context = recycle_context(table_csv, results / "recycle_verdicts.csv")
+    if context is None:
+        return
+    print(f"\n{TITLE} ({table_csv})")
+    for text in context["own"]:
+        print(f"  - {text}")
+    for text in context["sentences"]:
+        print(f"  - {text}")

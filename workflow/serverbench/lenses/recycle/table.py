@@ -1,0 +1,119 @@
+"""The recycle lens's tables from its records:
+
+- recycle.csv, a row per (profile, server, setting, client): what the load showed at that
+  setting (restarts, failures around them, p99 near them and between, the leak's slope, the
+  largest process's memory in each half of the load);
+- recycle_checks.csv, a row per (profile, server, check) with value and unit, the figures it
+  offers to releases and bisect (``CHECKS`` in the lens's ``__init__``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from serverbench import files
+from serverbench.lenses.recycle.record import Setting
+from serverbench.record.vocabulary import Status
+
+MB = 1e6
+COLUMNS = [
+    "profile", "server", "language", "workload", "setting", "max_requests", "jitter", "client", "status", "reason",
+    "declared", "limit", "counts", "argv", "load_s", "answered", "answers_per_s", "failed", "failed_by_kind",
+    "dropped_reused", "restarts", "restarts_per_10k", "failed_near_restarts", "failed_per_restart",
+    "most_restarts_at_once", "most_away", "longest_gap_s", "p99_near_ms", "p99_between_ms", "failed_between",
+    "leaks_bytes", "leak_bytes_per_request", "leak_against_planted", "leak_r2", "peak_first_half_mb",
+    "peak_second_half_mb", "peak_growth_share", "bounded", "ceiling_mb",
+]  # fmt: skip
+CHECK_COLUMNS = ["profile", "server", "language", "check", "value", "unit", "ci_low", "ci_high", "status", "reason"]
+
+
+def _mb(value) -> float | None:
+    return None if value is None else round(value / MB, 2)
+
+
+def run_row(result: dict, run: dict) -> dict:
+    """One run of a record as a row of recycle.csv."""
+    setting = run["setting"]
+    restarts = run.get("restarts") or []
+    answered = run.get("answered")
+    # Every request that got no correct answer, a kept-alive connection's drop among them: a
+    # worker that leaves may close one just as a request arrives on it (a client may retry those).
+    failed = None
+    if answered is not None:
+        failed = sum((run.get("failed_by_kind") or {}).values()) + (run.get("dropped_reused") or 0)
+    near = sum(restart["failed"] for restart in restarts)
+    leak, planted = run.get("leak_bytes_per_request"), result.get("leaks_bytes")
+    label = Setting(**setting).label
+    return {
+        "profile": result["profile"], "server": result["server"], "language": result["language"],
+        "workload": result["workload"], "setting": label, "max_requests": setting["max_requests"],
+        "jitter": setting.get("jitter") or 0, "client": run["client"], "status": run["status"], "reason": run["reason"],
+        "declared": run.get("declared", True), "limit": run.get("limit"), "counts": run.get("counts"),
+        "argv": " ".join(run.get("argv") or []), "load_s": run.get("load_s"), "answered": answered,
+        "answers_per_s": round(answered / run["load_s"], 1) if answered is not None and run.get("load_s") else None,
+        "failed": failed, "failed_by_kind": json.dumps(run.get("failed_by_kind") or {}, sort_keys=True),
+        "dropped_reused": run.get("dropped_reused"), "restarts": len(restarts) if answered is not None else None,
+        "restarts_per_10k": round(len(restarts) * 1e4 / answered, 2) if answered else None,
+        "failed_near_restarts": near if restarts else None,
+        "failed_per_restart": round(near / len(restarts), 3) if restarts else None,
+        "most_restarts_at_once": max((r["restarts_in_window"] for r in restarts), default=None),
+        "most_away": run.get("most_away"), "longest_gap_s": run.get("longest_gap_s"),
+        "p99_near_ms": run.get("p99_near_ms"), "p99_between_ms": run.get("p99_between_ms"),
+        "failed_between": run.get("failed_between"), "leaks_bytes": planted, "leak_bytes_per_request": leak,
+        "leak_against_planted": round(leak / planted, 4) if leak is not None and planted else None,
+        "leak_r2": run.get("leak_r2"), "peak_first_half_mb": _mb(run.get("peak_first_half_bytes")),
+        "peak_second_half_mb": _mb(run.get("peak_second_half_bytes")),
+        "peak_growth_share": run.get("peak_growth_share"), "bounded": run.get("bounded"),
+        "ceiling_mb": _mb(run.get("ceiling_bytes")),
+    }  # fmt: skip
+
+
+def recycle_table(results: Iterable[dict]) -> pd.DataFrame:
+    """recycle.csv from the records (a server that could not be started: one row saying why)."""
+    rows = []
+    for result in results:
+        if not result["runs"]:
+            keys = ("profile", "server", "language", "workload", "status", "reason")
+            rows.append({key: result[key] for key in keys})
+        rows.extend(run_row(result, run) for run in result["runs"])
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _check(keys: dict, name: str, value, unit: str, reason: str | None) -> dict:
+    status = Status.OK.value if value is not None and not pd.isna(value) else "not measured"
+    return {**keys, "check": name, "value": value if status == "ok" else None, "unit": unit, "ci_low": None,
+            "ci_high": None, "status": status, "reason": None if status == "ok" else reason}  # fmt: skip
+
+
+def check_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """recycle_checks.csv: per (profile, server) the figures offered to releases and bisect."""
+    rows = []
+    for (profile, server), runs in table.groupby(["profile", "server"], sort=True):
+        keys = {"profile": profile, "server": server, "language": runs["language"].iloc[0]}
+        measured = runs[runs["status"] == Status.OK.value]
+        own, set_ = measured[measured["setting"] == "own"], measured[measured["setting"] != "own"]
+        restarts = set_["restarts"].sum()
+        failed = set_["failed_near_restarts"].fillna(0).sum()
+        per_restart = round(float(failed / restarts), 3) if restarts else None
+        rows.append(_check(keys, "recycle_failed_per_restart", per_restart, "requests per restart",
+                           "no restart at a set limit"))  # fmt: skip
+        leaks = own["leak_bytes_per_request"].dropna()
+        per_10k = round(float(np.median(leaks)) * 1e4 / MB, 2) if len(leaks) else None
+        rows.append(_check(keys, "leak_mb_per_10k", per_10k, "MB per 10,000 answers", "no slope of memory"))
+        fresh = own[own["client"] == "fresh"]["restarts_per_10k"].dropna()
+        rows.append(_check(keys, "own_restarts_per_10k", float(fresh.iloc[0]) if len(fresh) else None,
+                           "restarts per 10,000 fresh connections", "no run with fresh connections"))  # fmt: skip
+    return pd.DataFrame(rows, columns=CHECK_COLUMNS)
+
+
+def write_recycle(paths: Iterable[Path | str], table_csv, checks_csv) -> pd.DataFrame:
+    """Both tables from the records at ``paths``; recycle.csv returned."""
+    table = recycle_table(files.read_json(path) for path in sorted(map(str, paths)))
+    files.write_atomic(table_csv, table.to_csv(index=False))
+    files.write_atomic(checks_csv, check_rows(table).to_csv(index=False))
+    return table
