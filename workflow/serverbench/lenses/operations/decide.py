@@ -14,25 +14,21 @@ better for every check here, so the outcome names the direction, not a winner.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
-from serverbench.decide import margins
-from serverbench.decide.judgement import HIGHER, LOWER, OPERATIONS, UNDETERMINED, Comparison, Reason
+from serverbench.decide import bootstrap, margins
+from serverbench.decide.judgement import HIGHER, LOWER, OPERATIONS, UNDETERMINED, Comparison
 from serverbench.decide.pairs import declared_pairs
 from serverbench.lenses.operations.table import samples
 
-LEVEL = 0.95
+LEVEL = bootstrap.LEVEL
 # Fewer figures a side decide nothing: a percentile bootstrap of three lives gives an interval
 # far narrower than its level (the operations profile's rounds: 5 lives, 15 reloads a side).
-MIN_FIGURES = 5
-RESAMPLES = 4000
+MIN_FIGURES = bootstrap.MIN_FIGURES
 SEED = 20261127
-RATIO, DIFFERENCE = "ratio", "difference"
+RATIO, DIFFERENCE = bootstrap.Read.RATIO.value, bootstrap.Read.DIFFERENCE.value
 
 
 @dataclass(frozen=True)
@@ -69,13 +65,6 @@ class OperationsComparison(Comparison):
                 "n_a": self.n_a, "n_b": self.n_b}  # fmt: skip
 
 
-def _statistic(check: Check):
-    """(a against b over resamples along ``axis``, one side's figure)."""
-    if check.scale == DIFFERENCE:
-        return lambda a, b, axis=-1: np.mean(a, axis=axis) - np.mean(b, axis=axis), np.mean
-    return lambda a, b, axis=-1: np.median(a, axis=axis) / np.median(b, axis=axis), np.median
-
-
 def _outcome(check: Check, low: float, high: float) -> str:
     """Two servers of one run on a check: its interval against the check's margin."""
     scale = margins.Scale.DIFFERENCE if check.scale == DIFFERENCE else margins.Scale.RATIO
@@ -90,32 +79,13 @@ def judge(kind: str, profile: str, name: str, a: tuple[str, list], b: tuple[str,
     made = {"kind": kind, "a": server_a, "b": server_b, "metric": OPERATIONS, "margin": check.margin,
             "condition": (("profile", profile), ("check", name)), "check": name, "unit": check.unit,
             "scale": check.scale, "n_a": len(values_a), "n_b": len(values_b), "level": LEVEL}  # fmt: skip
-    if min(len(values_a), len(values_b)) < MIN_FIGURES:
-        fewest = min(len(values_a), len(values_b))
-        why = Reason("too_few", f"{fewest} figure(s) on one side: a bootstrap of fewer than {MIN_FIGURES} undercovers")
-        return OperationsComparison(outcome=UNDETERMINED, reasons=(why,), **made)
-    statistic, centre = _statistic(check)
-    a_value, b_value = float(centre(values_a)), float(centre(values_b))
-    if check.scale == RATIO and (a_value <= 0 or b_value <= 0):
-        why = Reason("not_positive", "a median of 0: no ratio")
-        return OperationsComparison(outcome=UNDETERMINED, a_value=a_value, b_value=b_value, reasons=(why,), **made)
-    estimate = statistic(np.asarray(values_a), np.asarray(values_b))
-    interval = stats.bootstrap(
-        (np.asarray(values_a, dtype=float), np.asarray(values_b, dtype=float)),
-        statistic,
-        vectorized=True,
-        n_resamples=RESAMPLES,
-        confidence_level=LEVEL,
-        method="percentile",
-        rng=np.random.default_rng(SEED),
-    ).confidence_interval
-    low, high = float(interval.low), float(interval.high)
-    if not (math.isfinite(low) and math.isfinite(high)):  # a resample's median of 0 (a gap of none)
-        why = Reason("not_positive", "a resample's median of 0: no interval for the ratio")
-        return OperationsComparison(outcome=UNDETERMINED, a_value=a_value, b_value=b_value, reasons=(why,), **made)
+    found = bootstrap.interval(values_a, values_b, bootstrap.Read(check.scale), SEED, MIN_FIGURES)
+    if found.reason is not None:
+        return OperationsComparison(outcome=UNDETERMINED, a_value=found.a_value, b_value=found.b_value,
+                                    reasons=(found.reason,), **made)  # fmt: skip
     return OperationsComparison(
-        outcome=_outcome(check, low, high), estimate=float(estimate), a_value=a_value, b_value=b_value,
-        low=low, high=high, **made,
+        outcome=_outcome(check, found.low, found.high), estimate=found.estimate, a_value=found.a_value,
+        b_value=found.b_value, low=found.low, high=found.high, **made,
     )  # fmt: skip
 
 

@@ -2,29 +2,23 @@
 explicit setting against the server's own, and a setting with jitter against the same limit
 without, per kind of client. The figures are the run's seconds (answers, failures, p99 of each
 second of load) and its restarts (how many left at once); each comparison is a percentile
-bootstrap interval (SciPy, seeded so a table repeats) read against the check's margin:
+bootstrap interval (``decide.bootstrap``, seeded so a table repeats) read against the check's margin:
 *higher*, *lower*, *equivalent* or *undetermined*, as the operations lens reads its checks.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
-from serverbench.decide import margins
-from serverbench.decide.judgement import HIGHER, LOWER, UNDETERMINED, Comparison, Reason
+from serverbench.decide import bootstrap, margins
+from serverbench.decide.judgement import HIGHER, LOWER, UNDETERMINED, Comparison
 from serverbench.lenses.recycle.record import Setting
 from serverbench.record.vocabulary import Kind, Metric
 
-LEVEL = 0.95
-MIN_FIGURES = 5
-RESAMPLES = 4000
 SEED = 20261129
-RATIO, DIFFERENCE = "ratio", "difference"
+RATIO, DIFFERENCE = bootstrap.Read.RATIO.value, bootstrap.Read.DIFFERENCE.value
 
 
 @dataclass(frozen=True)
@@ -65,44 +59,22 @@ def figures(run: dict, check: Check) -> list[float]:
     return [float(row[check.field]) for row in rows if row.get(check.field) is not None]
 
 
-def _statistic(check: Check):
-    if check.scale == DIFFERENCE:
-        return lambda a, b, axis=-1: np.mean(a, axis=axis) - np.mean(b, axis=axis), np.mean
-    return lambda a, b, axis=-1: np.median(a, axis=axis) / np.median(b, axis=axis), np.median
-
-
 def judge(condition: tuple, name: str, a: tuple[str, list], b: tuple[str, list]) -> RecycleComparison:
     """One check: ``a`` and ``b`` are (label, its figures)."""
     check = CHECKS[name]
     (label_a, values_a), (label_b, values_b) = a, b
     made = {"kind": Kind.SETTING, "a": label_a, "b": label_b, "metric": Metric.RECYCLING, "margin": check.margin,
             "condition": (*condition, ("check", name)), "check": name, "unit": check.unit, "scale": check.scale,
-            "n_a": len(values_a), "n_b": len(values_b), "level": LEVEL}  # fmt: skip
-    if min(len(values_a), len(values_b)) < MIN_FIGURES:
-        why = Reason("too_few", f"{min(len(values_a), len(values_b))} figure(s) on one side (fewer than {MIN_FIGURES})")
-        return RecycleComparison(outcome=UNDETERMINED, reasons=(why,), **made)
-    statistic, centre = _statistic(check)
-    a_value, b_value = float(centre(values_a)), float(centre(values_b))
-    if check.scale == RATIO and (a_value <= 0 or b_value <= 0):
-        why = Reason("not_positive", "a median of 0: no ratio")
-        return RecycleComparison(outcome=UNDETERMINED, a_value=a_value, b_value=b_value, reasons=(why,), **made)
-    estimate = float(statistic(np.asarray(values_a), np.asarray(values_b)))
-    if check.scale == DIFFERENCE and np.ptp(values_a) == 0 and np.ptp(values_b) == 0:
-        low = high = estimate  # every figure alike on both sides (no failure at all): no resample differs
-    else:
-        interval = stats.bootstrap(
-            (np.asarray(values_a, dtype=float), np.asarray(values_b, dtype=float)), statistic, vectorized=True,
-            n_resamples=RESAMPLES, confidence_level=LEVEL, method="percentile", rng=np.random.default_rng(SEED),
-        ).confidence_interval  # fmt: skip
-        low, high = float(interval.low), float(interval.high)
-    if not (math.isfinite(low) and math.isfinite(high)):
-        why = Reason("not_positive", "a resample's median of 0: no interval for the ratio")
-        return RecycleComparison(outcome=UNDETERMINED, a_value=a_value, b_value=b_value, reasons=(why,), **made)
+            "n_a": len(values_a), "n_b": len(values_b), "level": bootstrap.LEVEL}  # fmt: skip
+    found = bootstrap.interval(values_a, values_b, bootstrap.Read(check.scale), SEED)
+    if found.reason is not None:
+        return RecycleComparison(outcome=UNDETERMINED, a_value=found.a_value, b_value=found.b_value,
+                                 reasons=(found.reason,), **made)  # fmt: skip
     scale = margins.Scale.DIFFERENCE if check.scale == DIFFERENCE else margins.Scale.RATIO
-    side = margins.side(low, high, check.margin, margins.Question.IN_ONE_RUN, scale)
+    side = margins.side(found.low, found.high, check.margin, margins.Question.IN_ONE_RUN, scale)
     return RecycleComparison(
-        outcome=margins.outcome(side, above=HIGHER, below=LOWER), estimate=estimate, a_value=a_value,
-        b_value=b_value, low=low, high=high, **made,
+        outcome=margins.outcome(side, above=HIGHER, below=LOWER), estimate=found.estimate, a_value=found.a_value,
+        b_value=found.b_value, low=found.low, high=found.high, **made,
     )  # fmt: skip
 
 

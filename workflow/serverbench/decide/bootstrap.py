@@ -1,0 +1,72 @@
+"""Two sides' handful of figures compared by a percentile bootstrap (SciPy), seeded so a table
+repeats: the interval the lenses that judge a few figures a side (a server's lives, a run's
+seconds or restarts) read against their check's margin with the one rule (``decide.margins``).
+
+A ratio reads the medians a/b; a difference reads the means a-b (failed requests, mostly none:
+a ratio of zeros says nothing). A side with fewer than ``min_figures`` figures gives no interval,
+and says why: a bootstrap of so few undercovers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+from scipy import stats
+
+from serverbench.decide.judgement import Reason
+
+LEVEL = 0.95
+RESAMPLES = 4000
+MIN_FIGURES = 5
+
+
+class Read(StrEnum):
+    """How a pair of figures is read: a/b of the medians, or a-b of the means."""
+
+    RATIO = "ratio"
+    DIFFERENCE = "difference"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The estimate, each side's figure and the interval; or, where there is none, why."""
+
+    estimate: float | None = None
+    a_value: float | None = None
+    b_value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    reason: Reason | None = None
+
+
+def _statistic(read: Read):
+    """(a against b over resamples along ``axis``, one side's figure)."""
+    if read == Read.DIFFERENCE:
+        return lambda a, b, axis=-1: np.mean(a, axis=axis) - np.mean(b, axis=axis), np.mean
+    return lambda a, b, axis=-1: np.median(a, axis=axis) / np.median(b, axis=axis), np.median
+
+
+def interval(values_a, values_b, read: Read, seed: int, min_figures: int = MIN_FIGURES) -> Interval:
+    """``a`` against ``b``: the estimate and its percentile bootstrap interval at ``LEVEL``."""
+    if min(len(values_a), len(values_b)) < min_figures:
+        fewest = min(len(values_a), len(values_b))
+        return Interval(reason=Reason("too_few", f"{fewest} figure(s) on one side: a bootstrap of fewer than"
+                                                 f" {min_figures} undercovers"))  # fmt: skip
+    statistic, centre = _statistic(Read(read))
+    a_value, b_value = float(centre(values_a)), float(centre(values_b))
+    if read == Read.RATIO and (a_value <= 0 or b_value <= 0):
+        return Interval(a_value=a_value, b_value=b_value, reason=Reason("not_positive", "a median of 0: no ratio"))
+    a, b = np.asarray(values_a, dtype=float), np.asarray(values_b, dtype=float)
+    estimate = float(statistic(a, b))
+    found = stats.bootstrap(
+        (a, b), statistic, vectorized=True, n_resamples=RESAMPLES, confidence_level=LEVEL, method="percentile",
+        rng=np.random.default_rng(seed),
+    ).confidence_interval  # fmt: skip
+    low, high = float(found.low), float(found.high)
+    if not (math.isfinite(low) and math.isfinite(high)):  # a resample's median of 0 (a gap of none)
+        why = Reason("not_positive", "a resample's median of 0: no interval for the ratio")
+        return Interval(a_value=a_value, b_value=b_value, reason=why)
+    return Interval(estimate, a_value, b_value, low, high)
