@@ -28,7 +28,7 @@ from serverbench.host.runenv import run_env
 from serverbench.lenses.advise import search
 from serverbench.lenses.advise.decide import recommendations, reproduced
 from serverbench.lenses.advise.deploy import render
-from serverbench.lenses.advise.measure import run_advise
+from serverbench.lenses.advise.measure import Advising, run_advise
 from serverbench.lenses.advise.record import Bound, ReloadOutcome, Reproduced, Role, Verdict, load_advice
 from serverbench.plan import config as cfg
 
@@ -314,6 +314,52 @@ def test_a_recommended_configuration_serves_the_app_with_its_settings(
     body, processes = serve_and_count([part.replace("{file}", str(path)) for part in run], port, workers)
     assert body == b"Hello World!"
     assert processes == workers  # the master's children: one a worker
+
+
+def test_a_deployed_configuration_says_what_recycling_it_carries(tmp_path, no_leftovers):
+    """Starman's default written out; a fixed `advise.recycle` in gunicorn's file and in the
+    search's command, and gunicorn deployed from that file really restarts its workers; a server
+    that cannot take it (Starman has no jitter) keeps its own, in the search and in the file."""
+    require("gunicorn")
+    config = cfg.load(REPO_ROOT / "config.yaml", {"profile": "advise"})
+    row = {"profile": "advise", "server": "starman", "model": "starman", "workers": 2, "threads": 1,
+           "capacity_rps": 1000.0, "objective_p99_ms": 50.0, "cpus": 1, "memory_mb": 40.0}  # fmt: skip
+    own, _ = render(config, "advise", row)
+    assert "--max-requests 1000 {{" not in own and " --max-requests 1000 " in own
+    assert "is Starman's default, written out" in own and "1000 connections" in own
+    config["profiles"]["advise"]["advise"]["recycle"] = {"max_requests": 20, "jitter": 5}
+    still, _ = render(config, "advise", row)
+    assert " --max-requests 1000 " in still  # no jitter argv: its own recycling, as its search ran
+    profile = cfg.effective_profile(config, "advise")
+    advising = Advising(config, profile, "gunicorn", tmp_path / "a.json", tmp_path / "a")
+    command = advising.config_for("gunicorn")["catalogue"]["gunicorn"]["command"]
+    assert command[-4:] == ["--max-requests", "20", "--max-requests-jitter", "5"]
+    assert advising.config_for("starman") is config and advising.recycling["starman"]["reason"]
+    port = free_port()
+    text, run = render(config, "advise", {**row, "server": "gunicorn", "model": "gunicorn"}, ("127.0.0.1", port))
+    assert "max_requests = 20" in text and "max_requests_jitter = 5" in text
+    path = tmp_path / "gunicorn.conf.py"
+    path.write_text(text)
+    env = {**os.environ, "PATH": run_env()["PATH"]}
+    proc = subprocess.Popen([p.replace("{file}", str(path)) for p in run], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+        first = {child.pid for child in psutil.Process(proc.pid).children()}
+        for _ in range(120):  # 2 workers restarting every 20 to 25 requests: each at least twice
+            assert urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read() == b"Hello World!"
+        seen = {child.pid for child in psutil.Process(proc.pid).children()}
+        assert seen - first, "no worker was restarted"
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(10)
 
 
 @pytest.mark.e2e

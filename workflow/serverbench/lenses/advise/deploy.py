@@ -14,6 +14,8 @@ import pandas as pd
 from serverbench import REPO_ROOT, files
 from serverbench.plan import apps
 from serverbench.plan.catalogue import server_entry
+from serverbench.plan.config import requested_profile
+from serverbench.plan.recycling import limit_in_force, recycling_argv
 
 DEFAULT_ADDRESS = ("127.0.0.1", 8000)
 
@@ -32,6 +34,9 @@ def render(config: dict, profile: str, row: dict, address: tuple[str, int] = DEF
     if entry.deploy is None:
         raise ValueError(f"the catalogue gives {row['model']} no `deploy`")
     name, spec = apps.chosen(config, profile)
+    asked = (requested_profile(config, profile).get("advise") or {}).get("recycle") or {}
+    if asked and recycling_argv(entry.recycle, asked["max_requests"], asked.get("jitter") or 0)[1]:
+        asked = {}  # the server cannot take it: its settings ran with its own recycling, and so it is deployed
     values = {
         **apps.app_values(config, spec, entry.language, str(REPO_ROOT / "apps")),
         **entry.deploy.vars,
@@ -41,6 +46,13 @@ def render(config: dict, profile: str, row: dict, address: tuple[str, int] = DEF
         "workers": int(row["workers"]),
         "threads": int(row["threads"]),
         "capacity_note": _note(row),
+        # The recycling it carries: the profile's fixed one, else the server's own default (None: never).
+        "recycle": {
+            "max_requests": limit_in_force(entry.recycle, asked.get("max_requests")),
+            "jitter": asked.get("jitter") or 0,
+            "counts": entry.recycle.counts.value if entry.recycle else None,
+            "asked": bool(asked),
+        },
     }
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(REPO_ROOT)), undefined=jinja2.StrictUndefined, keep_trailing_newline=True

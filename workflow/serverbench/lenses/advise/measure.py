@@ -33,6 +33,7 @@ from serverbench.lenses.advise.record import ADVICE_SCHEMA, AdviceRecord, Point,
 from serverbench.plan import apps
 from serverbench.plan.catalogue import SearchSpec, server_entry
 from serverbench.plan.config import effective_profile
+from serverbench.plan.recycling import recycling_argv, with_argv
 from serverbench.plan.shapes import Profile, Target
 from serverbench.record.units import MB, megabytes
 from serverbench.record.vocabulary import Status
@@ -70,6 +71,9 @@ class Advising:
         self.points: list[Point] = []
         self.rules: set[search.Setting] = set()
         self.stopped_at_budget: list[str] = []  # the models whose search ran out of points still rising
+        # Per model, the recycling every setting ran with (the profile's `advise.recycle`): the argv
+        # added to its command, or why the server could not take it.
+        self.recycling: dict[str, dict] = {}
 
     def search_all(self, models: tuple[str, ...]) -> list[search.Measured]:
         """Every reading of every model's search."""
@@ -92,7 +96,17 @@ class Advising:
         target = Target(self.profile.name, setting.model, self.workload)
         with self.log_path.open("a") as log:
             log.write(f"serverbench: {setting.label()}\n")
-        return ServerSession(self.config, target, lived, self.log_path, failures=FAILURES)
+        return ServerSession(self.config_for(setting.model), target, lived, self.log_path, failures=FAILURES)
+
+    def config_for(self, model: str) -> dict:
+        """The config a model's settings run with: its command with the profile's fixed recycling."""
+        asked = self.profile.advise.get("recycle")
+        if not asked:
+            return self.config
+        recycle = server_entry(self.config, model).recycle
+        argv, cannot = recycling_argv(recycle, asked["max_requests"], asked.get("jitter") or 0)
+        self.recycling[model] = {"argv": argv, "reason": cannot}
+        return with_argv(self.config, model, argv)
 
     def _verified(self, session: ServerSession) -> str:
         """The workload's path, once its answer is checked (a wrong answer fails the setting)."""
@@ -234,7 +248,7 @@ def run_advise(config: dict, profile_name: str, server: str, json_path, log_path
         cpus=len(profile.server_cpus), memory_limit_bytes=profile.memory_limit, models=models,
         status=status, reason=reason, points=tuple(points), reload=reload,
         raw=Path(advising.raw.path).name, seconds=round(time.monotonic() - started, 2),
-        stopped_at_budget=tuple(advising.stopped_at_budget),
+        stopped_at_budget=tuple(advising.stopped_at_budget), recycling=advising.recycling,
     )  # fmt: skip
     files.write_json(json_path, record.to_dict())
     return record.to_dict()

@@ -10,7 +10,7 @@ A record of ``serverbench.advice/1`` (no roles, no reproduction) is read as befo
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
 from serverbench.record.vocabulary import Status
@@ -124,6 +124,8 @@ class AdviceRecord:
     seconds: float = 0.0
     # The worker models whose search wanted a setting after its point budget was spent.
     stopped_at_budget: tuple[str, ...] = ()
+    # Per model, the fixed recycling its settings ran with (`advise.recycle`): {argv, reason}.
+    recycling: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -14,7 +14,6 @@ so; a server that cannot start is a recorded failure; no process outlives the jo
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 from pathlib import Path
@@ -30,14 +29,11 @@ from serverbench.host.procfs import pss_uss
 from serverbench.lenses.recycle import figures
 from serverbench.lenses.recycle.record import RECYCLE_SCHEMA, Client, RecycleResult, Run, Setting
 from serverbench.plan import apps
-from serverbench.plan.catalogue import Recycle, server_entry
+from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import effective_profile
+from serverbench.plan.recycling import limit_in_force, recycling_argv, with_argv
 from serverbench.plan.shapes import Target
 from serverbench.record.vocabulary import Status
-
-NO_RECYCLING = "the catalogue declares no recycling for this server (its entry's `recycle`)"
-NO_JITTER = "the catalogue declares no argv that spreads this server's limit (`recycle.jitter`)"
-NO_FLOOR = "the catalogue declares no floor on this server's worker age (`recycle.min_lifetime`)"
 
 
 @interruptible()
@@ -88,47 +84,11 @@ def settings(plan: dict) -> list[Setting]:
     ]
 
 
-def recycling_argv(recycle: Recycle | None, setting: Setting) -> tuple[list[str], str | None]:
-    """What the setting adds to the server's command, or why it cannot be measured."""
-    if setting.max_requests is None:
-        return [], None
-    if recycle is None:
-        return [], NO_RECYCLING
-    if setting.jitter and not recycle.jitter:
-        return [], NO_JITTER
-    if setting.min_lifetime_s is not None and not recycle.min_lifetime:
-        return [], NO_FLOOR
-    values = {
-        "{max_requests}": str(setting.max_requests),
-        "{max_requests_jitter}": str(setting.jitter),
-        "{min_worker_lifetime}": f"{setting.min_lifetime_s:g}" if setting.min_lifetime_s is not None else "",
-    }
-    argv = [*recycle.limit, *(recycle.jitter if setting.jitter else ()),
-            *(recycle.min_lifetime if setting.min_lifetime_s is not None else ())]  # fmt: skip
-    for placeholder, value in values.items():
-        argv = [part.replace(placeholder, value) for part in argv]
-    return argv, None
-
-
-def with_argv(config: dict, server: str, argv: list[str]) -> dict:
-    """The config with ``argv`` added to the server's command (to its backend's behind a front)."""
-    if not argv:
-        return config
-    changed = copy.deepcopy(config)
-    entry = changed["catalogue"][server]
-    key = "backend" if entry.get("backend") else "command"
-    entry[key] = [*entry[key], *argv]
-    return changed
-
-
 def one_run(config, profile, server, workload, setting: Setting, client: Client, log_path: Path) -> Run:
     """Start the server at ``setting``, verify it, load it with ``client`` while sampling it; always stop it."""
     spec = server_entry(config, server)
-    argv, cannot = recycling_argv(spec.recycle, setting)
-    if setting.max_requests is not None:
-        limit = setting.max_requests
-    else:
-        limit = spec.recycle.default if spec.recycle else None
+    argv, cannot = recycling_argv(spec.recycle, setting.max_requests, setting.jitter, setting.min_lifetime_s)
+    limit = limit_in_force(spec.recycle, setting.max_requests)
     made = {"setting": setting, "client": client, "limit": limit, "argv": argv,
             "counts": spec.recycle.counts.value if spec.recycle else None}  # fmt: skip
     if cannot:
