@@ -64,23 +64,17 @@ def test_restarts_that_drop_requests_are_told_from_restarts_that_hand_over(base_
 def test_the_leaks_slope_is_the_planted_leak_and_recycling_bounds_it(base_config, tmp_path, server, no_leftovers):
     require_server(server, base_config)
     planted = base_config["app_workloads"]["leak"]["leaks_bytes"]
-    never = measure(base_config, tmp_path, server, Setting(), Client.KEEPALIVE)
+    never = measure(base_config, tmp_path, server, Setting(), Client.KEEPALIVE, load_s=4)
+    # At its own setting over kept-alive connections none restarts: gunicorn's never does, and
+    # Starman's 1000 counts connections, not the thousands of requests each one carries here.
     assert never.restarts == []
+    assert never.answered > 2 * 1000, "fewer answers than Starman's limit on each worker: the run proves nothing"
     assert never.leak_bytes_per_request == pytest.approx(planted, rel=0.10), never.leak_bytes_per_request
     assert never.leak_r2 > 0.95 and never.bounded is False
     # Starman counts connections, gunicorn requests: a connection per request recycles both.
-    bounded = measure(base_config, tmp_path, server, Setting(100), Client.FRESH)
+    bounded = measure(base_config, tmp_path, server, Setting(100), Client.FRESH, load_s=4)
     assert len(bounded.restarts) >= 2 and bounded.bounded is True
     assert bounded.peak_second_half_bytes < never.peak_second_half_bytes
-
-
-def test_starman_counts_connections_not_requests(base_config, tmp_path, no_leftovers):
-    """Its limit set low: kept-alive connections never reach it, a connection per request does."""
-    require_server("starman", base_config)
-    kept = measure(base_config, tmp_path, "starman", Setting(50), Client.KEEPALIVE)
-    fresh = measure(base_config, tmp_path, "starman", Setting(50), Client.FRESH)
-    assert kept.answered > 200 and kept.restarts == []
-    assert len(fresh.restarts) >= 2
 
 
 def test_the_recycle_profile_runs_through_the_workflow(tmp_path, no_leftovers):

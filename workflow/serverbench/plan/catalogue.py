@@ -71,6 +71,8 @@ class Recycle:
     # the argv that sets it ({min_worker_lifetime}); None: no floor declared.
     min_lifetime_default_s: float | None = None
     min_lifetime: tuple[str, ...] | None = None
+    # The argv that restarts a worker whose resident memory passes N MB ({reload_on_rss_mb}; uWSGI's).
+    rss: tuple[str, ...] | None = None
 
     @property
     def said(self) -> str:
@@ -174,8 +176,9 @@ class ServerEntry:
             recycle = values["recycle"]
             jitter = tuple(recycle["jitter"]) if recycle.get("jitter") else None
             floor = tuple(recycle["min_lifetime"]) if recycle.get("min_lifetime") else None
+            rss = tuple(recycle["rss"]) if recycle.get("rss") else None
             values["recycle"] = Recycle(Counted(recycle["counts"]), recycle["default"], tuple(recycle["limit"]), jitter,
-                                        recycle.get("min_lifetime_default_s"), floor)  # fmt: skip
+                                        recycle.get("min_lifetime_default_s"), floor, rss)  # fmt: skip
         if "behind" in values:
             values["behind"] = Behind(values["behind"]["protocol"], tuple(values["behind"]["command"]))
         if "fronted" in values:

@@ -45,11 +45,13 @@ SERVER_PLACEHOLDERS = frozenset(
     }
     | apps.APP_PLACEHOLDERS
 )
-# A server's recycling argvs (catalogue `recycle`): the limit, its spread over workers, its floor.
+# A server's recycling argvs (catalogue `recycle`): the limit, its spread over workers, its floor,
+# a worker's memory limit.
 RECYCLE_PLACEHOLDERS = {
     "limit": frozenset({"max_requests"}),
     "jitter": frozenset({"max_requests_jitter"}),
     "min_lifetime": frozenset({"min_worker_lifetime"}),
+    "rss": frozenset({"reload_on_rss_mb"}),
 }
 TOOL_PLACEHOLDERS = frozenset(
     {

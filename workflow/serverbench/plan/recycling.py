@@ -13,14 +13,19 @@ from serverbench.plan.catalogue import Recycle
 NO_RECYCLING = "the catalogue declares no recycling for this server (its entry's `recycle`)"
 NO_JITTER = "the catalogue declares no argv that spreads this server's limit (`recycle.jitter`)"
 NO_FLOOR = "the catalogue declares no floor on this server's worker age (`recycle.min_lifetime`)"
+NO_RSS = "the catalogue declares no argv that restarts this server's workers by memory (`recycle.rss`)"
 
 
 def recycling_argv(
-    recycle: Recycle | None, max_requests: int | None, jitter: int = 0, min_lifetime_s: float | None = None
+    recycle: Recycle | None,
+    max_requests: int | None,
+    jitter: int = 0,
+    min_lifetime_s: float | None = None,
+    rss_mb: int | None = None,
 ) -> tuple[list[str], str | None]:
-    """What a setting adds to the server's command (nothing for ``max_requests`` None: the
-    server's own), or why the server cannot take it."""
-    if max_requests is None:
+    """What a setting adds to the server's command (nothing where it sets neither a limit nor
+    a memory bound: the server's own), or why the server cannot take it."""
+    if max_requests is None and rss_mb is None:
         return [], None
     if recycle is None:
         return [], NO_RECYCLING
@@ -28,10 +33,14 @@ def recycling_argv(
         return [], NO_JITTER
     if min_lifetime_s is not None and not recycle.min_lifetime:
         return [], NO_FLOOR
+    if rss_mb is not None and not recycle.rss:
+        return [], NO_RSS
     values = {"{max_requests}": str(max_requests), "{max_requests_jitter}": str(jitter),
-              "{min_worker_lifetime}": f"{min_lifetime_s:g}" if min_lifetime_s is not None else ""}  # fmt: skip
-    argv = [*recycle.limit, *(recycle.jitter if jitter else ()),
-            *(recycle.min_lifetime if min_lifetime_s is not None else ())]  # fmt: skip
+              "{min_worker_lifetime}": f"{min_lifetime_s:g}" if min_lifetime_s is not None else "",
+              "{reload_on_rss_mb}": str(rss_mb)}  # fmt: skip
+    argv = [*(recycle.limit if max_requests is not None else ()), *(recycle.jitter if jitter else ()),
+            *(recycle.min_lifetime if min_lifetime_s is not None else ()),
+            *(recycle.rss if rss_mb is not None else ())]  # fmt: skip
     for placeholder, value in values.items():
         argv = [part.replace(placeholder, value) for part in argv]
     return argv, None

@@ -8,6 +8,7 @@ bootstrap interval (``decide.bootstrap``, seeded so a table repeats) read agains
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pandas as pd
@@ -85,12 +86,12 @@ def comparisons(result: dict) -> list[RecycleComparison]:
     found = []
     for (label, client), run in sorted(runs.items()):
         condition = (("profile", result["profile"]), ("server", result["server"]), ("client", client))
-        setting = run["setting"]
+        setting = Setting(**run["setting"])
         pairs = []
-        if setting["max_requests"] is not None and ("own", client) in runs:
+        if label != "own" and ("own", client) in runs:
             pairs += [(name, ("own", client)) for name in AGAINST_OWN]
-        unjittered = (Setting(setting["max_requests"], 0, setting.get("min_lifetime_s")).label, client)
-        if setting.get("jitter") and unjittered in runs:
+        unjittered = (dataclasses.replace(setting, jitter=0).label, client)
+        if setting.jitter and unjittered in runs:
             pairs += [(name, unjittered) for name in AGAINST_NO_JITTER]
         for name, other in pairs:
             check = CHECKS[name]

@@ -87,7 +87,9 @@ def settings(plan: dict) -> list[Setting]:
 def one_run(config, profile, server, workload, setting: Setting, client: Client, log_path: Path) -> Run:
     """Start the server at ``setting``, verify it, load it with ``client`` while sampling it; always stop it."""
     spec = server_entry(config, server)
-    argv, cannot = recycling_argv(spec.recycle, setting.max_requests, setting.jitter, setting.min_lifetime_s)
+    argv, cannot = recycling_argv(
+        spec.recycle, setting.max_requests, setting.jitter, setting.min_lifetime_s, setting.rss_mb
+    )
     limit = limit_in_force(spec.recycle, setting.max_requests)
     made = {"setting": setting, "client": client, "limit": limit, "argv": argv,
             "counts": spec.recycle.counts.value if spec.recycle else None}  # fmt: skip

@@ -25,12 +25,18 @@ class Setting:
     max_requests: int | None = None
     jitter: int = 0
     min_lifetime_s: float | None = None  # the floor on a worker's age, where the server has one
+    rss_mb: int | None = None  # a worker restarted once its resident memory passes this, where the server can
 
     @property
     def label(self) -> str:
-        if self.max_requests is None:
+        if self.max_requests is None and self.rss_mb is None:
             return "own"
-        label = f"{self.max_requests}±{self.jitter}" if self.jitter else str(self.max_requests)
+        parts = []
+        if self.max_requests is not None:
+            parts.append(f"{self.max_requests}±{self.jitter}" if self.jitter else str(self.max_requests))
+        if self.rss_mb is not None:
+            parts.append(f"rss {self.rss_mb} MB")
+        label = ", ".join(parts)
         return label + (f" ≥{self.min_lifetime_s:g}s" if self.min_lifetime_s is not None else "")
 
 

@@ -51,7 +51,7 @@ def run_row(result: dict, run: dict) -> dict:
     label = Setting(**setting).label
     return {
         "profile": result["profile"], "server": result["server"], "language": result["language"],
-        "workload": result["workload"], "setting": label, "max_requests": setting["max_requests"],
+        "workload": result["workload"], "setting": label, "max_requests": setting.get("max_requests"),
         "jitter": setting.get("jitter") or 0, "client": run["client"], "status": run["status"], "reason": run["reason"],
         "declared": run.get("declared", True), "limit": run.get("limit"), "counts": run.get("counts"),
         "argv": " ".join(run.get("argv") or []), "load_s": run.get("load_s"), "answered": answered,
