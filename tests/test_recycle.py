@@ -14,9 +14,12 @@ import pytest
 import yaml
 from conftest import QUICK_PROFILE, add_server, require_server, run_snakemake
 from serverbench.lenses.recycle.decide import judge
-from serverbench.lenses.recycle.measure import one_run
+from serverbench.lenses.recycle.measure import one_run, settings
 from serverbench.lenses.recycle.record import Client, Setting
+from serverbench.plan import config as cfg
+from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import effective_profile
+from serverbench.plan.recycling import NO_FLOOR, NO_JITTER, recycling_argv, with_argv
 from serverbench.record.vocabulary import Outcome, Status
 
 RECYCLING = ["python", "{root}/tests/apps/recycling.py", "{port}", "{workers}"]
@@ -32,6 +35,27 @@ def measure(config: dict, tmp_path, server: str, setting: Setting, client: Clien
     run = one_run(config, effective_profile(config, "default"), server, "leak", setting, client, tmp_path / "log")
     assert run.status == Status.OK, run.reason
     return run
+
+
+def test_the_profiles_settings_are_read_as_declared_and_each_server_takes_only_its_own_argvs(base_config):
+    """The shipped recycle profile's settings, each rendered against each server's catalogue
+    entry: the argvs it declares, or the reason it cannot take the setting."""
+    plan = cfg.requested_profile(base_config, "recycle")["recycle"]
+    found = settings(plan)
+    assert [s.label for s in found] == ["own", "1000", "1000±100", "1000 ≥1s", "rss 64 MB ≥1s"]
+    argv = {name: [recycling_argv(server_entry(base_config, name).recycle, s.max_requests, s.jitter,
+                                  s.min_lifetime_s, s.rss_mb) for s in found]
+            for name in ("gunicorn", "starman", "uwsgi-debian")}  # fmt: skip
+    assert argv["gunicorn"][2] == (["--max-requests", "1000", "--max-requests-jitter", "100"], None)
+    assert argv["starman"][2] == ([], NO_JITTER) and argv["gunicorn"][4] == ([], NO_FLOOR)
+    assert argv["uwsgi-debian"][0] == ([], None)
+    assert argv["uwsgi-debian"][4] == (["--min-worker-lifetime", "1", "--reload-on-rss", "64"], None)
+    # Unit's limit is its application's limits.requests: no argv, a variable of its templates.
+    unit = server_entry(base_config, "unit-python").recycle
+    assert recycling_argv(unit, 1000) == ([], None) and recycling_argv(unit, 1000, 100)[1] == NO_JITTER
+    changed = with_argv(base_config, "unit-python", [], 1000)["catalogue"]["unit-python"]
+    assert changed["template_vars"] == {"max_requests": 1000}
+    assert "template_vars" not in base_config["catalogue"]["unit-python"]
 
 
 def test_restarts_that_drop_requests_are_told_from_restarts_that_hand_over(base_config, tmp_path, no_leftovers):

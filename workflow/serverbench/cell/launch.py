@@ -227,9 +227,11 @@ class Launch:
             raise CellSkipped(f"server program {self.argv[0]!r} not found on PATH")
 
     def _template_values(self) -> dict:
-        """The templates' variables: the placeholders, and a front's settings as ``front``."""
+        """The templates' variables: the entry's own (``template_vars``), the placeholders, and a
+        front's settings as ``front``."""
         fronted = self.spec.fronted
-        return {**self.values, "front": dataclasses.asdict(fronted)} if fronted else self.values
+        values = {**self.spec.template_vars, **self.values}
+        return {**values, "front": dataclasses.asdict(fronted)} if fronted else values
 
     def _start_database(self) -> None:
         """The app's database, where it uses one (``database: true``): the profile's engine,

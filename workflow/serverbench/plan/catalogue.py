@@ -65,7 +65,7 @@ class Recycle:
 
     counts: Counted
     default: int | None  # the limit it applies when not asked; None: it never recycles by itself
-    limit: tuple[str, ...]  # the argv that sets one ({max_requests})
+    limit: tuple[str, ...]  # the argv that sets one ({max_requests}); empty where its templates do
     jitter: tuple[str, ...] | None = None  # the argv that spreads it over workers ({max_requests_jitter})
     # No worker younger than this is recycled, whatever it served (uWSGI's min-worker-lifetime), and
     # the argv that sets it ({min_worker_lifetime}); None: no floor declared.
@@ -73,13 +73,17 @@ class Recycle:
     min_lifetime: tuple[str, ...] | None = None
     # The argv that restarts a worker whose resident memory passes N MB ({reload_on_rss_mb}; uWSGI's).
     rss: tuple[str, ...] | None = None
+    in_templates: bool = False  # the limit is its templates' {{ max_requests }} (Unit's limits.requests)
 
     @property
     def said(self) -> str:
         """In words, for `serverbench list servers`."""
         floor = f", no worker younger than {self.min_lifetime_default_s:g} s" if self.min_lifetime_default_s else ""
+        how = " ".join(self.limit).replace("{max_requests}", "N")
+        if self.in_templates:
+            how = "its templates' max_requests"
         if self.default is None:
-            return f"recycles only when asked ({' '.join(self.limit).replace('{max_requests}', 'N')}{floor})"
+            return f"recycles only when asked ({how}{floor})"
         return f"recycles a worker every {self.default} {self.counts.value} by default{floor}"
 
 
@@ -136,6 +140,7 @@ class ServerEntry:
     interpreter: tuple[str, ...] | None = None  # an argv that prints the interpreter it runs
     interpreter_from_log: str | None = None  # a pattern whose group 1 in the server's log names it
     files: dict[str, str] = field(default_factory=dict)  # Jinja2 templates rendered into the run directory
+    template_vars: dict[str, Any] = field(default_factory=dict)  # further variables of those templates
     backend: tuple[str, ...] | None = None  # an app server started first, behind this front
     backend_socket: str | None = None  # where the backend accepts
     control: dict[str, Any] | None = None  # an HTTP API on a Unix socket (Unit)
@@ -177,8 +182,10 @@ class ServerEntry:
             jitter = tuple(recycle["jitter"]) if recycle.get("jitter") else None
             floor = tuple(recycle["min_lifetime"]) if recycle.get("min_lifetime") else None
             rss = tuple(recycle["rss"]) if recycle.get("rss") else None
-            values["recycle"] = Recycle(Counted(recycle["counts"]), recycle["default"], tuple(recycle["limit"]), jitter,
-                                        recycle.get("min_lifetime_default_s"), floor, rss)  # fmt: skip
+            values["recycle"] = Recycle(
+                Counted(recycle["counts"]), recycle["default"], tuple(recycle.get("limit") or ()), jitter,
+                recycle.get("min_lifetime_default_s"), floor, rss, bool(recycle.get("in_templates")),
+            )  # fmt: skip
         if "behind" in values:
             values["behind"] = Behind(values["behind"]["protocol"], tuple(values["behind"]["command"]))
         if "fronted" in values:

@@ -35,6 +35,8 @@ def recycling_argv(
         return [], NO_FLOOR
     if rss_mb is not None and not recycle.rss:
         return [], NO_RSS
+    if recycle.in_templates:
+        return [], None  # nothing on the command line: its templates take the limit (``template_vars``)
     values = {"{max_requests}": str(max_requests), "{max_requests_jitter}": str(jitter),
               "{min_worker_lifetime}": f"{min_lifetime_s:g}" if min_lifetime_s is not None else "",
               "{reload_on_rss_mb}": str(rss_mb)}  # fmt: skip
@@ -46,14 +48,19 @@ def recycling_argv(
     return argv, None
 
 
-def with_argv(config: dict, server: str, argv: list[str]) -> dict:
-    """The config with ``argv`` added to the server's command (to its backend's behind a front)."""
-    if not argv:
+def with_argv(config: dict, server: str, argv: list[str], max_requests: int | None = None) -> dict:
+    """The config with ``argv`` added to the server's command (to its backend's behind a front),
+    and, for a server whose templates take the limit, ``max_requests`` among their variables."""
+    in_templates = bool((config["catalogue"][server].get("recycle") or {}).get("in_templates"))
+    if not argv and not (in_templates and max_requests is not None):
         return config
     changed = copy.deepcopy(config)
     entry = changed["catalogue"][server]
-    key = "backend" if entry.get("backend") else "command"
-    entry[key] = [*entry[key], *argv]
+    if argv:
+        key = "backend" if entry.get("backend") else "command"
+        entry[key] = [*entry[key], *argv]
+    if in_templates and max_requests is not None:
+        entry["template_vars"] = {**(entry.get("template_vars") or {}), "max_requests": max_requests}
     return changed
 
 

@@ -106,7 +106,7 @@ class Advising:
         recycle = server_entry(self.config, model).recycle
         argv, cannot = recycling_argv(recycle, asked["max_requests"], asked.get("jitter") or 0)
         self.recycling[model] = {"argv": argv, "reason": cannot}
-        return with_argv(self.config, model, argv)
+        return with_argv(self.config, model, argv, None if cannot else asked["max_requests"])
 
     def _verified(self, session: ServerSession) -> str:
         """The workload's path, once its answer is checked (a wrong answer fails the setting)."""

@@ -80,7 +80,10 @@ def settings(plan: dict) -> list[Setting]:
     """The server's own recycling first, then the profile's settings."""
     return [
         Setting(),
-        *(Setting(s["max_requests"], s.get("jitter") or 0, s.get("min_lifetime_s")) for s in plan["settings"]),
+        *(
+            Setting(s.get("max_requests"), s.get("jitter") or 0, s.get("min_lifetime_s"), s.get("rss_mb"))
+            for s in plan["settings"]
+        ),
     ]
 
 
@@ -98,10 +101,9 @@ def one_run(config, profile, server, workload, setting: Setting, client: Client,
     with log_path.open("a") as log:
         log.write(f"serverbench: {setting.label}, {client.value} clients, {' '.join(argv) or 'as the catalogue'}\n")
     found: dict = {}
-    session = ServerSession(
-        with_argv(config, server, argv), Target(profile.name, server, workload), profile, log_path,
-        failures=(OSError, servers.ServerError),
-    )  # fmt: skip
+    recycling = with_argv(config, server, argv, setting.max_requests)
+    target = Target(profile.name, server, workload)
+    session = ServerSession(recycling, target, profile, log_path, failures=(OSError, servers.ServerError))
     with session:
         launch = session.start()
         session.verify()
