@@ -80,9 +80,13 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [run(*parse(spec), args.out) for spec in args.profiles]
     print(markdown(rows))
-    if args.write:
+    finished = [row for row in rows if row["exit"] == 0]
+    if args.write and finished:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-        record(rows, commit.stdout.strip())
+        record(finished, commit.stdout.strip())
+    for row in rows:
+        if args.write and row["exit"] != 0:  # a run that failed is no profile's time
+            print(f"not recorded: {row['profile']} exited {row['exit']} ({args.out / row['profile']}.log)")
     return max(row["exit"] for row in rows)
 
 

@@ -1,9 +1,10 @@
 """Recycling judged within each server, through the one rule (``decide.margins``): each
-explicit setting against the server's own, and a setting with jitter against the same limit
-without, per kind of client. The figures are the run's seconds (answers, failures, p99 of each
-second of load) and its restarts (how many left at once); each comparison is a percentile
-bootstrap interval (``decide.bootstrap``, seeded so a table repeats) read against the check's margin:
-*higher*, *lower*, *equivalent* or *undetermined*, as the operations lens reads its checks.
+explicit setting against the server's own on the requests it fails, and a setting with jitter
+against the same limit without on the workers leaving at once, per kind of client. The figures
+are the run's seconds (failures in each second of load) and its restarts (how many left at
+once); each comparison is a percentile bootstrap interval (``decide.bootstrap``, seeded so a
+table repeats) read against the check's margin: *higher*, *lower*, *equivalent* or
+*undetermined*, as the operations lens reads its checks.
 """
 
 from __future__ import annotations
@@ -32,13 +33,16 @@ class Check:
 
 
 CHECKS = {
-    "failed_per_s": Check("failed requests per second", DIFFERENCE, 0.5, "seconds", "failed"),
-    "answers_per_s": Check("answers per second", RATIO, 0.05, "seconds", "answered"),
-    "p99_ms": Check("ms (p99 of each second)", RATIO, 0.10, "seconds", "p99_ms"),
+    # A failed request every ten seconds is the least told apart from none: a restart that loses any
+    # request loses it in a burst, and a run's seconds without one narrow nothing.
+    "failed_per_s": Check("failed requests per second", DIFFERENCE, 0.1, "seconds", "failed"),
     "restarts_at_once": Check("workers leaving within the window", DIFFERENCE, 0.5, "restarts", "restarts_in_window"),
 }
-# Against the server's own: what a limit costs; jitter against none: whether it spreads the restarts.
-AGAINST_OWN = ("failed_per_s", "answers_per_s", "p99_ms")
+# Against the server's own: the requests a limit loses; jitter against none: whether it spreads the
+# restarts. Answers per second and p99 are two lives' figures, and between two lives the closed loop's
+# rate moves with the kernel's placement (uWSGI at 1000, never restarting, read 1.26× its own in one
+# run: docs/recycle.md): shown, not judged.
+AGAINST_OWN = ("failed_per_s",)
 AGAINST_NO_JITTER = ("restarts_at_once",)
 
 

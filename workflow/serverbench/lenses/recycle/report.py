@@ -27,8 +27,6 @@ COLUMNS = {
 }
 CHECK_WORDS = {
     "failed_per_s": "failed requests per second",
-    "answers_per_s": "answers per second",
-    "p99_ms": "p99",
     "restarts_at_once": "workers leaving at once",
 }
 

@@ -46,7 +46,8 @@ def run_row(result: dict, run: dict) -> dict:
     failed = None
     if answered is not None:
         failed = sum((run.get("failed_by_kind") or {}).values()) + (run.get("dropped_reused") or 0)
-    near = sum(restart["failed"] for restart in restarts)
+    # Each failure once, though restarts together share their windows: every failure not away from them.
+    near = failed - (run.get("failed_between") or 0) if failed is not None else 0
     leak, planted = run.get("leak_bytes_per_request"), result.get("leaks_bytes")
     label = Setting(**setting).label
     return {
