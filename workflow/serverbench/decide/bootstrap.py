@@ -16,7 +16,7 @@ from enum import StrEnum
 import numpy as np
 from scipy import stats
 
-from serverbench.decide.judgement import Reason
+from serverbench.decide.judgement import Comparison, Reason
 
 LEVEL = 0.95
 RESAMPLES = 4000
@@ -40,6 +40,22 @@ class Interval:
     low: float | None = None
     high: float | None = None
     reason: Reason | None = None
+
+
+@dataclass(frozen=True)
+class CheckComparison(Comparison):
+    """A ``Comparison`` of one check of a lens that judges a few figures a side: the check, its
+    unit, how it is read (``Read``) and each side's count of figures."""
+
+    check: str = ""
+    unit: str = ""
+    scale: str = Read.RATIO.value
+    n_a: int | None = None
+    n_b: int | None = None
+
+    def as_row(self) -> dict:
+        return {**super().as_row(), "check": self.check, "unit": self.unit, "scale": self.scale,
+                "n_a": self.n_a, "n_b": self.n_b}  # fmt: skip
 
 
 def _statistic(read: Read):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from serverbench.decide import bootstrap, margins
-from serverbench.decide.judgement import HIGHER, LOWER, OPERATIONS, UNDETERMINED, Comparison
+from serverbench.decide.judgement import HIGHER, LOWER, OPERATIONS, UNDETERMINED
 from serverbench.decide.pairs import declared_pairs
 from serverbench.lenses.operations.table import samples
 
@@ -50,21 +50,6 @@ CHECKS = {
 }
 
 
-@dataclass(frozen=True)
-class OperationsComparison(Comparison):
-    """A ``Comparison`` of one operations check: its unit and scale, and each side's count."""
-
-    check: str = ""
-    unit: str = ""
-    scale: str = RATIO
-    n_a: int | None = None
-    n_b: int | None = None
-
-    def as_row(self) -> dict:
-        return {**super().as_row(), "check": self.check, "unit": self.unit, "scale": self.scale,
-                "n_a": self.n_a, "n_b": self.n_b}  # fmt: skip
-
-
 def _outcome(check: Check, low: float, high: float) -> str:
     """Two servers of one run on a check: its interval against the check's margin."""
     scale = margins.Scale.DIFFERENCE if check.scale == DIFFERENCE else margins.Scale.RATIO
@@ -72,7 +57,7 @@ def _outcome(check: Check, low: float, high: float) -> str:
     return margins.outcome(found, above=HIGHER, below=LOWER)
 
 
-def judge(kind: str, profile: str, name: str, a: tuple[str, list], b: tuple[str, list]) -> OperationsComparison:
+def judge(kind: str, profile: str, name: str, a: tuple[str, list], b: tuple[str, list]) -> bootstrap.CheckComparison:
     """One check of a pair: ``a`` and ``b`` are (server, its figures)."""
     check = CHECKS[name]
     (server_a, values_a), (server_b, values_b) = a, b
@@ -81,15 +66,15 @@ def judge(kind: str, profile: str, name: str, a: tuple[str, list], b: tuple[str,
             "scale": check.scale, "n_a": len(values_a), "n_b": len(values_b), "level": LEVEL}  # fmt: skip
     found = bootstrap.interval(values_a, values_b, bootstrap.Read(check.scale), SEED, MIN_FIGURES)
     if found.reason is not None:
-        return OperationsComparison(outcome=UNDETERMINED, a_value=found.a_value, b_value=found.b_value,
+        return bootstrap.CheckComparison(outcome=UNDETERMINED, a_value=found.a_value, b_value=found.b_value,
                                     reasons=(found.reason,), **made)  # fmt: skip
-    return OperationsComparison(
+    return bootstrap.CheckComparison(
         outcome=_outcome(check, found.low, found.high), estimate=found.estimate, a_value=found.a_value,
         b_value=found.b_value, low=found.low, high=found.high, **made,
     )  # fmt: skip
 
 
-def operations_comparisons(results: list[dict], config: dict) -> list[OperationsComparison]:
+def operations_comparisons(results: list[dict], config: dict) -> list[bootstrap.CheckComparison]:
     """Every declared pair of each profile's servers, on every check both sides measured."""
     found = []
     by_profile: dict[str, dict[str, dict]] = {}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from serverbench.decide import bootstrap, margins
-from serverbench.decide.judgement import HIGHER, LOWER, UNDETERMINED, Comparison
+from serverbench.decide.judgement import HIGHER, LOWER, UNDETERMINED
 from serverbench.lenses.recycle.record import Setting
 from serverbench.record.vocabulary import Kind, Metric
 
@@ -46,25 +46,12 @@ AGAINST_OWN = ("failed_per_s",)
 AGAINST_NO_JITTER = ("restarts_at_once",)
 
 
-@dataclass(frozen=True)
-class RecycleComparison(Comparison):
-    check: str = ""
-    unit: str = ""
-    scale: str = RATIO
-    n_a: int | None = None
-    n_b: int | None = None
-
-    def as_row(self) -> dict:
-        return {**super().as_row(), "check": self.check, "unit": self.unit, "scale": self.scale,
-                "n_a": self.n_a, "n_b": self.n_b}  # fmt: skip
-
-
 def figures(run: dict, check: Check) -> list[float]:
     rows = run.get(check.source) or []
     return [float(row[check.field]) for row in rows if row.get(check.field) is not None]
 
 
-def judge(condition: tuple, name: str, a: tuple[str, list], b: tuple[str, list]) -> RecycleComparison:
+def judge(condition: tuple, name: str, a: tuple[str, list], b: tuple[str, list]) -> bootstrap.CheckComparison:
     """One check: ``a`` and ``b`` are (label, its figures)."""
     check = CHECKS[name]
     (label_a, values_a), (label_b, values_b) = a, b
@@ -73,17 +60,17 @@ def judge(condition: tuple, name: str, a: tuple[str, list], b: tuple[str, list])
             "n_a": len(values_a), "n_b": len(values_b), "level": bootstrap.LEVEL}  # fmt: skip
     found = bootstrap.interval(values_a, values_b, bootstrap.Read(check.scale), SEED)
     if found.reason is not None:
-        return RecycleComparison(outcome=UNDETERMINED, a_value=found.a_value, b_value=found.b_value,
+        return bootstrap.CheckComparison(outcome=UNDETERMINED, a_value=found.a_value, b_value=found.b_value,
                                  reasons=(found.reason,), **made)  # fmt: skip
     scale = margins.Scale.DIFFERENCE if check.scale == DIFFERENCE else margins.Scale.RATIO
     side = margins.side(found.low, found.high, check.margin, margins.Question.IN_ONE_RUN, scale)
-    return RecycleComparison(
+    return bootstrap.CheckComparison(
         outcome=margins.outcome(side, above=HIGHER, below=LOWER), estimate=found.estimate, a_value=found.a_value,
         b_value=found.b_value, low=found.low, high=found.high, **made,
     )  # fmt: skip
 
 
-def comparisons(result: dict) -> list[RecycleComparison]:
+def comparisons(result: dict) -> list[bootstrap.CheckComparison]:
     """One server's record: each setting against its own, each jittered one against none."""
     runs = {(Setting(**run["setting"]).label, run["client"]): run for run in result["runs"]
             if run.get("declared", True) and run["status"] == "ok"}  # fmt: skip
