@@ -46,8 +46,8 @@ def table_rows(table: pd.DataFrame) -> list[dict]:
         if shown[peak] and pd.notna(row.get("peak_second_half_mb")):
             bounded = " (bounded)" if row.get("bounded") is True or row.get("bounded") == "True" else " (growing)"
             shown[peak] += f" → {row['peak_second_half_mb']:.1f}{bounded}"
-        if row["status"] != "ok":
-            shown["answers/s"] = f"{row['status']}: {row['reason']}"
+        # Why a run was not measured, last: a long reason in a figure's column widens the whole table.
+        shown["notes"] = f"{row['status']}: {row['reason']}" if row["status"] != "ok" else ""
         rows.append(shown)
     return rows
 
@@ -98,7 +98,7 @@ def recycle_context(table_csv, verdicts_csv=None) -> dict | None:
     judged = pd.read_csv(verdicts_csv) if verdicts_csv and Path(verdicts_csv).stat().st_size > 1 else pd.DataFrame()
     return {
         "title": TITLE,
-        "columns": list(COLUMNS),
+        "columns": [*COLUMNS, "notes"],
         "rows": table_rows(table),
         "own": own_sentences(table),
         "sentences": verdict_sentences(judged),
