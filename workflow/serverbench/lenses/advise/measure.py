@@ -24,11 +24,11 @@ from serverbench import files
 from serverbench.cell import loadgen, servers
 from serverbench.cell.errors import CellFailed, CellSkipped, interruptible
 from serverbench.cell.launch import placeholders_used
+from serverbench.cell.objective import Found, ObjectiveProbe, connections_for
 from serverbench.cell.rawlog import RawLog
 from serverbench.cell.session import ServerSession
 from serverbench.cell.underload import reload_under_load
 from serverbench.lenses.advise import deploy, search
-from serverbench.lenses.advise.objective import Found, ObjectiveProbe, connections_for
 from serverbench.lenses.advise.record import ADVICE_SCHEMA, AdviceRecord, Point, ReloadCheck, ReloadOutcome, Role
 from serverbench.plan import apps
 from serverbench.plan.catalogue import SearchSpec, server_entry
@@ -129,7 +129,8 @@ class Advising:
                 self._from_deployed_file(session, deployed)
             launch = session.start()
             path = self._verified(session)
-            probe = ObjectiveProbe(self.config, self.profile, launch, path, self.raw, f"{setting.label()} ({role})")
+            label = f"{setting.label()} ({role})"
+            probe = ObjectiveProbe(self.config, self.profile, launch, path, self.raw, label, self.profile.advise)
             found = probe.capacity(connections)
         ending = session.ending
         point = Point(

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
+from serverbench.record.capacity import Limit, Step
 from serverbench.record.vocabulary import Status
 
 ADVICE_SCHEMA = "serverbench.advice/2"
@@ -28,14 +29,6 @@ class Role(StrEnum):
     REPRODUCE = "reproduce"
 
 
-class Limit(StrEnum):
-    """What held a point's capacity at the objective (or why it has none)."""
-
-    OBJECTIVE = "objective"  # the p99 objective: more offered load missed it
-    NEVER_MET = "never met"  # not even the lowest rate offered met the objective
-    OFFERED = "offered"  # no rate offered missed it (the search offered no more)
-
-
 class ReloadOutcome(StrEnum):
     """The reload under load at the chosen setting."""
 
@@ -44,22 +37,6 @@ class ReloadOutcome(StrEnum):
     BROKEN = "broken"  # the server died or stopped answering after a reload
     NOT_DECLARED = "not declared"  # the catalogue declares no graceful reload
     NOT_MEASURED = "not measured"  # no setting to reload at (none was eligible)
-
-
-@dataclass(frozen=True)
-class Step:
-    """One open-loop run: the rate offered, what came of it, and whether p99 met the objective
-    (no failed request, and p99 of the answers within it)."""
-
-    offered_rps: float
-    duration_s: float
-    achieved_rps: float | None
-    requests: int | None
-    failed: int
-    p99_ms: float | None
-    met: bool
-    pss_bytes: int | None  # the server tree's PSS late in the run
-    raw_header: str  # the line in the raw file before this run's output
 
 
 @dataclass(frozen=True)

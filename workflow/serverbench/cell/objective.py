@@ -29,8 +29,8 @@ from serverbench.cell import loadgen, parsers
 from serverbench.cell.launch import Launch
 from serverbench.cell.rawlog import RawLog
 from serverbench.cell.underload import tree_pss
-from serverbench.lenses.advise.record import Limit, Step
 from serverbench.plan.shapes import Profile
+from serverbench.record.capacity import Limit, Step
 
 SENT_SHARE = 0.95  # of the requests due: fewer sent, and the client hid the wait
 MEMORY_AT = 0.75  # of a run: when the server tree's PSS is read
@@ -60,11 +60,13 @@ class Found:
 
 
 class ObjectiveProbe:
-    """Runs the rates against ``launch`` for a setting of ``connections`` (the module's docstring)."""
+    """Runs the rates against ``launch`` for a setting of ``connections`` (the module's docstring).
+    ``spec``: the search's settings (advise's keys: ``objective_p99_ms``, ``peak_s``, ``peak_tool``,
+    ``tool``, ``rate_steps``, ``resolution``, ``step_s``, ``max_step_s``, ``tail_samples``)."""
 
-    def __init__(self, config: dict, profile: Profile, launch: Launch, path: str, raw: RawLog, label: str):
+    def __init__(self, config: dict, profile: Profile, launch: Launch, path: str, raw: RawLog, label: str, spec: dict):
         self.config, self.profile, self.launch, self.raw, self.label = config, profile, launch, raw, label
-        self.spec = profile.advise
+        self.spec = spec
         self.url = f"http://{launch.host}:{launch.port}{path}"
         self.objective_ms = float(self.spec["objective_p99_ms"])
 
