@@ -14,9 +14,10 @@ import json
 import pandas as pd
 import pytest
 import yaml
-from conftest import QUICK_PROFILE, require_server, run_snakemake
-from serverbench.lenses.recycle.measure import one_run, settings
-from serverbench.lenses.recycle.record import Client, Setting
+from conftest import QUICK_PROFILE, add_server, require, require_server, run_snakemake
+from serverbench.cell.rawlog import RawLog
+from serverbench.lenses.recycle.measure import capacity_lives, one_run, settings, ways
+from serverbench.lenses.recycle.record import Client, Setting, Upstream
 from serverbench.plan import config as cfg
 from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import effective_profile
@@ -29,11 +30,14 @@ PLAN = {"workload": "leak", "settings": [{"max_requests": 40}], "clients": ["kee
         "concurrency": 2, "sample_every_s": 0.05, "window_s": 0.15}  # fmt: skip
 
 
-def measure(config: dict, tmp_path, server: str, setting: Setting, client: Client, **plan):
+def measure(config: dict, tmp_path, server: str, setting: Setting, client: Client, upstream=None, **plan):
     """One run of ``server`` at ``setting`` with ``client``, 2 workers, the leaking workload."""
     profile = config["profiles"]["default"]
     profile.update(workers=2, server_cpus=[0], client_cpus=[1], memory_limit=None, recycle={**PLAN, **plan})
-    run = one_run(config, effective_profile(config, "default"), server, "leak", setting, client, tmp_path / "log")
+    if upstream is None and server_entry(config, server).fronted:
+        upstream = Upstream.KEEPALIVE
+    profile_now = effective_profile(config, "default")
+    run = one_run(config, profile_now, server, "leak", setting, client, tmp_path / "log", upstream)
     assert run.status == Status.OK, run.reason
     return run
 
@@ -76,6 +80,55 @@ def test_the_leaks_slope_is_the_planted_leak_and_recycling_bounds_it(base_config
     assert bounded.peak_second_half_bytes < never.peak_second_half_bytes
 
 
+def test_starman_behind_nginx_recycles_only_when_nginx_opens_a_connection_per_request(
+    base_config, tmp_path, no_leftovers
+):
+    """Starman's limit counts connections: behind nginx keeping its upstream connections, a
+    limit of 100 is never reached however many requests pass; with a connection per request
+    upstream (no `keepalive` in the front's config) its workers restart every 100."""
+    require_server("starman+nginx", base_config)
+    assert [(c.value, u.value) for c, u in ways(base_config, {"clients": ["keepalive", "fresh"],
+            "upstream": ["keepalive", "close"]}, "starman+nginx")] == [
+        ("keepalive", "keepalive"), ("fresh", "keepalive"), ("keepalive", "close")]  # fmt: skip
+    assert ways(base_config, {"clients": ["fresh"], "upstream": ["close"]}, "starman") == [(Client.FRESH, None)]
+    kept = measure(base_config, tmp_path, "starman+nginx", Setting(100), Client.KEEPALIVE, load_s=3)
+    closed = measure(base_config, tmp_path, "starman+nginx", Setting(100), Client.KEEPALIVE, load_s=3,
+                     upstream=Upstream.CLOSE)  # fmt: skip
+    assert kept.upstream == Upstream.KEEPALIVE and closed.upstream == Upstream.CLOSE
+    assert kept.answered > 2 * 100 and kept.restarts == [], kept.restarts
+    assert closed.answered > 2 * 100 and len(closed.restarts) >= 2
+
+
+def test_a_worker_that_takes_half_a_second_to_start_after_each_answer_bounds_the_capacity(
+    base_config, tmp_path, no_leftovers
+):
+    """One planted worker, replaced after every answer by one that waits 0.5 s before it accepts:
+    it cannot answer more than 2 requests a second, and offered more (evenly spaced) each request
+    waits longer than the one before, so its capacity at p99 within 50 ms is under 4 requests a
+    second — whatever the machine's speed (a faster one waits the same 0.5 s). Without recycling
+    the same server meets the objective above that (a Python accept loop answering a hello world);
+    the workers seen to leave are the restarts, and only there."""
+    require("oha")
+    add_server(base_config, "slow-boot", [*RECYCLING, "graceful", "--boot-s", "0.5"], recycle=PLANTED_RECYCLE)
+    capacity = {"setting": {"max_requests": 1, "jitter": 0}, "lives": 1, "objective_p99_ms": 50, "tool": "oha-fresh",
+                "peak_tool": "oha-fresh-closed", "peak_s": 1, "step_s": 2, "max_step_s": 2, "tail_samples": 100,
+                "rate_steps": 3, "resolution": 0.1, "max_connections": 8}  # fmt: skip
+    profile = base_config["profiles"]["default"]
+    plan = {**PLAN, "capacity": capacity}
+    profile.update(workers=1, server_cpus=[0], client_cpus=[1], memory_limit=None, recycle=plan)
+    raw = RawLog(str(tmp_path / "slow-boot.raw.txt"))
+    own, recycled = capacity_lives(
+        base_config, effective_profile(base_config, "default"), "slow-boot", "leak", tmp_path / "log", raw
+    )
+    assert own.status == recycled.status == Status.OK, (own.reason, recycled.reason)
+    assert (own.setting.label, recycled.setting.label, recycled.limit) == ("own", "1", 1)
+    assert own.met_rps > 4 and own.workers_left == 0, own
+    assert recycled.steps and recycled.met_rps < 4 and recycled.workers_left >= 2, recycled
+    # Every run's output is in the raw file, under the header its step names.
+    text = (tmp_path / "slow-boot.raw.txt").read_text()
+    assert all(step.raw_header in text for step in (*own.steps, *recycled.steps))
+
+
 def test_restarts_that_drop_requests_are_told_from_restarts_that_hand_over(tmp_path, no_leftovers):
     """Two planted servers through the workflow, their workers leaving every 40 requests: the one
     that drops the request it holds fails requests around its restarts and is *higher* on failed
@@ -87,7 +140,9 @@ def test_restarts_that_drop_requests_are_told_from_restarts_that_hand_over(tmp_p
     catalogue = {name: {"language": "python", "command": [*RECYCLING, mode], "recycle": PLANTED_RECYCLE}
                  for name, mode in (("drops", "drop"), ("hands-over", "graceful"))}  # fmt: skip
     profile = {**QUICK_PROFILE, "description": "two planted servers recycling", "servers": sorted(catalogue),
-               "repeats": 1, "workers": 2, "memory_limit": None, "recycle": PLAN}  # fmt: skip
+               "repeats": 1, "workers": 2, "memory_limit": None,
+               "recycle": {**PLAN, "capacity": {"setting": {"max_requests": 40}, "peak_s": 0.5, "step_s": 0.5,
+                                                "max_step_s": 0.5, "rate_steps": 1}}}  # fmt: skip
     configfile.write_text(yaml.safe_dump({"catalogue": catalogue, "profiles": {"rec": profile}}))
     done = run_snakemake(
         ["--cores", "4", str(results / "index.html"), "--configfile", "config.yaml", str(configfile)],
@@ -112,9 +167,18 @@ def test_restarts_that_drop_requests_are_told_from_restarts_that_hand_over(tmp_p
     checks = pd.read_csv(results / "recycle_checks.csv").set_index(["server", "check"])
     assert checks.loc[("drops", "recycle_failed_per_restart"), "value"] > 0
     assert checks.loc[("hands-over", "recycle_failed_per_restart"), "value"] == 0
+    # Capacity at the objective, own and at 40, each a start of its own: the workers seen to leave
+    # are the restarts at 40 (a connection per request: each worker's 40th closes it), none at own.
+    capacity = pd.read_csv(results / "recycle_capacity.csv").set_index(["server", "setting"])
+    assert len(capacity) == 4 and set(capacity["status"]) == {"ok"}, capacity[["status", "reason"]]
+    assert (capacity.xs("own", level="setting")["workers_left"] == 0).all()
+    assert (capacity.xs("40", level="setting")["workers_left"] >= 1).all()
+    assert capacity.loc[("hands-over", "own"), "capacity_rps"] > 0
     page = (results / "index.html").read_text()
     assert "Do your workers restart, and what does it cost?" in page and 'href="recycle.csv"' in page
+    assert 'href="recycle_capacity.csv"' in page
     answers = (results / "answers.md").read_text()
     assert "## Do your workers restart, and what does it cost?" in answers
     said = "hands-over at 40 and hands-over at own (keepalive clients): failed requests per second equivalent"
     assert said in answers
+    assert "Capacity at p99 within 50 ms" in answers and "hands-over at 40: " in answers

@@ -1,11 +1,12 @@
 """A small preforking HTTP/1.1 server (keep-alive) whose workers recycle, in a chosen way:
 
-    python recycling.py PORT WORKERS graceful|drop [--max-requests N]
+    python recycling.py PORT WORKERS graceful|drop [--max-requests N] [--boot-s S]
 
 Each worker serves one connection at a time (as Starman's do) and, with ``--max-requests N``,
 leaves after N requests. graceful: it answers the Nth with ``Connection: close`` and exits;
 drop: it exits on reading the Nth, before answering (what a worker killed mid-request does to
-its client). The main process forks a new worker whenever one exits; SIGTERM stops them all.
+its client). The main process forks a new worker whenever one exits, which waits ``--boot-s``
+seconds before it accepts (an app that takes that long to load); SIGTERM stops them all.
 Every path answers the hello world.
 """
 
@@ -14,6 +15,7 @@ import os
 import signal
 import socket
 import sys
+import time
 
 BODY = b"Hello World!"
 
@@ -59,6 +61,7 @@ def main() -> None:
     parser.add_argument("workers", type=int)
     parser.add_argument("mode", choices=["graceful", "drop"])
     parser.add_argument("--max-requests", type=int)
+    parser.add_argument("--boot-s", type=float, default=0.0)
     args = parser.parse_args()
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -66,10 +69,11 @@ def main() -> None:
     listener.listen(128)
     children = set()
 
-    def fork() -> None:
+    def fork(boot_s: float = 0.0) -> None:
         pid = os.fork()
         if pid == 0:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            time.sleep(boot_s)
             serve(listener, args.mode, args.max_requests)
         children.add(pid)
 
@@ -84,7 +88,7 @@ def main() -> None:
     while True:
         pid, _ = os.wait()
         children.discard(pid)
-        fork()
+        fork(args.boot_s)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ config is read, so every lens measures it like any server."""
 
 from __future__ import annotations
 
+import copy
+
 FRONTED = "{server}+{front}"  # a deployment's name: an app server behind a front
 BACKEND_SOCKET = "{rundir}/backend.sock"  # where every app server behind a front accepts (its `behind`)
 
@@ -50,6 +52,14 @@ def expand_fronts(config: dict) -> None:
             if not isinstance(behind, dict) or behind.get("protocol") not in (front.get("protocols") or {}):
                 continue
             catalogue.setdefault(fronted_name(name, front_name), fronted_entry(name, entry, front_name, front))
+
+
+def without_upstream_keepalive(config: dict, server: str) -> dict:
+    """The config with the front of deployment ``server`` opening a connection to its app server
+    for every request (lenses.recycle: what a server that counts connections sees then)."""
+    changed = copy.deepcopy(config)
+    changed["catalogue"][server]["fronted"]["upstream_keepalive"] = False
+    return changed
 
 
 def is_fronted(entry: dict) -> bool:

@@ -21,7 +21,9 @@ def _wanted(config, matrix, cell) -> bool:
 def _section(tables: dict, inputs: Inputs) -> dict | None:
     if "recycle.csv" not in tables:
         return None
-    return recycle_context(tables["recycle.csv"], tables.get("recycle_verdicts.csv"))
+    return recycle_context(
+        tables["recycle.csv"], tables.get("recycle_verdicts.csv"), tables.get("recycle_capacity.csv")
+    )
 
 
 LENS = Lens(
@@ -31,7 +33,7 @@ LENS = Lens(
     profile_key="recycle",
     place=Place.AFTER,
     jobs=per_server("recycle", _wanted),
-    tables=("recycle.csv", "recycle_verdicts.csv", "recycle_checks.csv"),
+    tables=("recycle.csv", "recycle_verdicts.csv", "recycle_checks.csv", "recycle_capacity.csv"),
     section=_section,
     markdown=recycle_markdown,
     console=lambda results, inputs: recycle_console(results),

@@ -72,16 +72,18 @@ def judge(condition: tuple, name: str, a: tuple[str, list], b: tuple[str, list])
 
 def comparisons(result: dict) -> list[bootstrap.CheckComparison]:
     """One server's record: each setting against its own, each jittered one against none."""
-    runs = {(Setting(**run["setting"]).label, run["client"]): run for run in result["runs"]
+    runs = {(Setting(**run["setting"]).label, run["client"], run.get("upstream") or ""): run for run in result["runs"]
             if run.get("declared", True) and run["status"] == "ok"}  # fmt: skip
     found = []
-    for (label, client), run in sorted(runs.items()):
+    for (label, client, upstream), run in sorted(runs.items()):
         condition = (("profile", result["profile"]), ("server", result["server"]), ("client", client))
+        if upstream:  # behind a front: over kept upstream connections or one per request
+            condition = (*condition, ("upstream", upstream))
         setting = Setting(**run["setting"])
         pairs = []
-        if label != "own" and ("own", client) in runs:
-            pairs += [(name, ("own", client)) for name in AGAINST_OWN]
-        unjittered = (dataclasses.replace(setting, jitter=0).label, client)
+        if label != "own" and ("own", client, upstream) in runs:
+            pairs += [(name, ("own", client, upstream)) for name in AGAINST_OWN]
+        unjittered = (dataclasses.replace(setting, jitter=0).label, client, upstream)
         if setting.jitter and unjittered in runs:
             pairs += [(name, unjittered) for name in AGAINST_NO_JITTER]
         for name, other in pairs:
@@ -92,8 +94,8 @@ def comparisons(result: dict) -> list[bootstrap.CheckComparison]:
     return found
 
 
-VERDICT_COLUMNS = ["profile", "server", "client", "check", "kind", "a", "b", "metric", "unit", "scale", "a_value",
-                   "b_value", "estimate", "ci_low", "ci_high", "level", "margin", "outcome", "n_a", "n_b",
+VERDICT_COLUMNS = ["profile", "server", "client", "upstream", "check", "kind", "a", "b", "metric", "unit", "scale",
+                   "a_value", "b_value", "estimate", "ci_low", "ci_high", "level", "margin", "outcome", "n_a", "n_b",
                    "reason_codes", "why"]  # fmt: skip
 
 

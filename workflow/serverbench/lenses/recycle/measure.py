@@ -6,7 +6,14 @@ added to its command, or to its backend's behind a front), and served a closed l
 connection per request. Meanwhile its process tree is sampled every ``sample_every_s``:
 each process's id and USS, so a restart is a worker id first seen, never a guess from the
 client's side, and the memory each answer keeps is the slope of the USS over the answers.
-What the client saw is ``cell.reloads``' closed loop: every request's outcome and time.
+What the client saw is ``cell.reloads``' closed loop: every request's outcome and time. Behind a
+front, each of the profile's ``upstream`` ways the front reaches the app server: with its
+connections kept, and with one per request (with the first kind of client only: the front's
+connections are what the app server sees).
+
+With ``capacity``, each server is then started ``lives`` times at its own recycling and at the
+capacity's setting, alternating, and its capacity at the p99 objective searched by open-loop
+rates (``cell.objective``) while its process tree is watched for workers that leave.
 
 A setting the server cannot take (it declares no recycling, or no jitter) is a run that says
 so; a server that cannot start is a recorded failure; no process outlives the job.
@@ -22,15 +29,26 @@ from serverbench import files
 from serverbench.cell import reloads, servers
 from serverbench.cell.errors import interruptible
 from serverbench.cell.launch import Launch
+from serverbench.cell.objective import ObjectiveProbe, connections_for
+from serverbench.cell.rawlog import RawLog
 from serverbench.cell.session import ServerSession
 from serverbench.cell.underload import workload_request
 from serverbench.cell.wire import request
 from serverbench.host.procfs import pss_uss
 from serverbench.lenses.recycle import figures
-from serverbench.lenses.recycle.record import RECYCLE_SCHEMA, Client, RecycleResult, Run, Setting
+from serverbench.lenses.recycle.record import (
+    RECYCLE_SCHEMA,
+    CapacityLife,
+    Client,
+    RecycleResult,
+    Run,
+    Setting,
+    Upstream,
+)
 from serverbench.plan import apps
 from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import effective_profile
+from serverbench.plan.fronts import without_upstream_keepalive
 from serverbench.plan.recycling import limit_in_force, recycling_argv, with_argv
 from serverbench.plan.shapes import Target
 from serverbench.record.vocabulary import Status
@@ -48,6 +66,8 @@ def run_recycle(config: dict, profile_name: str, server: str, json_path, log_pat
     log_path.write_bytes(b"")
     started, started_at = time.monotonic(), round(time.time(), 4)
     runs = runs_of(config, profile, server, workload, log_path)
+    raw = RawLog(str(Path(json_path).with_suffix(".raw.txt")))
+    lives = capacity_lives(config, profile, server, workload, log_path, raw)
     measured = [run for run in runs if run.declared]
     status, reason = Status.OK, None
     if measured and measured[-1].status == Status.SKIPPED:
@@ -58,6 +78,7 @@ def run_recycle(config: dict, profile_name: str, server: str, json_path, log_pat
         schema=RECYCLE_SCHEMA, profile=profile_name, server=server, language=spec.language, workload=workload,
         leaks_bytes=apps.workloads(config, profile_name)[workload].get("leaks_bytes"),
         recycle=config["catalogue"][server].get("recycle"), status=status, reason=reason, runs=tuple(runs),
+        capacity=tuple(lives),
         seconds=round(time.monotonic() - started, 2), started_at=started_at, ended_at=round(time.time(), 4),
     )  # fmt: skip
     files.write_json(json_path, result.to_dict())
@@ -65,15 +86,27 @@ def run_recycle(config: dict, profile_name: str, server: str, json_path, log_pat
 
 
 def runs_of(config, profile, server, workload, log_path) -> list[Run]:
-    """Each setting with each client; a run the server could not be started for ends them (the
-    others would be skipped alike)."""
+    """Each setting with each client (and, behind a front, each upstream); a run the server could
+    not be started for ends them (the others would be skipped alike)."""
     runs = []
     for setting in settings(profile.recycle):
-        for client in profile.recycle["clients"]:
-            runs.append(one_run(config, profile, server, workload, setting, Client(client), log_path))
+        for client, upstream in ways(config, profile.recycle, server):
+            runs.append(one_run(config, profile, server, workload, setting, client, log_path, upstream))
             if runs[-1].declared and runs[-1].status == Status.SKIPPED:
                 return runs
     return runs
+
+
+def ways(config: dict, plan: dict, server: str) -> list[tuple[Client, Upstream | None]]:
+    """The (client, upstream) pairs a server is loaded with: every client; behind a front, every
+    client over kept upstream connections and the first client over one per request."""
+    clients = [Client(client) for client in plan["clients"]]
+    if not server_entry(config, server).fronted:
+        return [(client, None) for client in clients]
+    found = []
+    for upstream in map(Upstream, plan["upstream"]):
+        found += [(client, upstream) for client in (clients if upstream == Upstream.KEEPALIVE else clients[:1])]
+    return found
 
 
 def settings(plan: dict) -> list[Setting]:
@@ -87,21 +120,35 @@ def settings(plan: dict) -> list[Setting]:
     ]
 
 
-def one_run(config, profile, server, workload, setting: Setting, client: Client, log_path: Path) -> Run:
+def one_run(
+    config,
+    profile,
+    server,
+    workload,
+    setting: Setting,
+    client: Client,
+    log_path: Path,
+    upstream: Upstream | None = None,
+) -> Run:
     """Start the server at ``setting``, verify it, load it with ``client`` while sampling it; always stop it."""
     spec = server_entry(config, server)
     argv, cannot = recycling_argv(
         spec.recycle, setting.max_requests, setting.jitter, setting.min_lifetime_s, setting.rss_mb
     )
     limit = limit_in_force(spec.recycle, setting.max_requests)
-    made = {"setting": setting, "client": client, "limit": limit, "argv": argv,
+    made = {"setting": setting, "client": client, "upstream": upstream, "limit": limit, "argv": argv,
             "counts": spec.recycle.counts.value if spec.recycle else None}  # fmt: skip
     if cannot:
         return Run(**made, declared=False, status=Status.SKIPPED, reason=cannot)
     with log_path.open("a") as log:
-        log.write(f"serverbench: {setting.label}, {client.value} clients, {' '.join(argv) or 'as the catalogue'}\n")
+        through = f", upstream {upstream.value}" if upstream else ""
+        log.write(
+            f"serverbench: {setting.label}, {client.value} clients{through}, {' '.join(argv) or 'as the catalogue'}\n"
+        )
     found: dict = {}
     recycling = with_argv(config, server, argv, setting.max_requests)
+    if upstream == Upstream.CLOSE:
+        recycling = without_upstream_keepalive(recycling, server)
     target = Target(profile.name, server, workload)
     session = ServerSession(recycling, target, profile, log_path, failures=(OSError, servers.ServerError))
     with session:
@@ -171,3 +218,80 @@ def _sample(launch: Launch, loop: reloads.ClosedLoop, origin: float, every: floa
         total = sum(known) if by_pid and len(known) == len(by_pid) else None
         samples.append([round(time.monotonic() - origin, 3), answered, total, by_pid])
         done.wait(every)
+
+
+def capacity_lives(config, profile, server, workload, log_path: Path, raw: RawLog) -> list[CapacityLife]:
+    """The server's capacity at the objective at its own recycling and at the capacity's setting,
+    ``lives`` times each, alternating (none where the profile asks no ``capacity``)."""
+    spec = profile.recycle.get("capacity")
+    if not spec:
+        return []
+    asked = spec["setting"]
+    pair = (Setting(), Setting(asked["max_requests"], asked.get("jitter") or 0))
+    return [
+        capacity_life(config, profile, server, workload, setting, life, log_path, raw)
+        for life in range(1, spec["lives"] + 1)
+        for setting in pair
+    ]
+
+
+def capacity_life(config, profile, server, workload, setting: Setting, life: int, log_path: Path, raw) -> CapacityLife:
+    """One start of the server at ``setting``: its capacity at the objective, the workers that left meanwhile."""
+    spec, entry = profile.recycle["capacity"], server_entry(config, server)
+    argv, cannot = recycling_argv(entry.recycle, setting.max_requests, setting.jitter)
+    made = {"setting": setting, "life": life, "limit": limit_in_force(entry.recycle, setting.max_requests),
+            "counts": entry.recycle.counts.value if entry.recycle else None, "argv": argv,
+            "objective_p99_ms": spec["objective_p99_ms"]}  # fmt: skip
+    if cannot:
+        return CapacityLife(**made, declared=False, status=Status.SKIPPED, reason=cannot)
+    connections = connections_for(profile.workers, profile.threads, spec["max_connections"])
+    label = f"{server} at {setting.label}, life {life}"
+    with log_path.open("a") as log:
+        log.write(f"serverbench: capacity at {setting.label} (life {life}), {connections} connections\n")
+    found, left = None, None
+    target = Target(profile.name, server, workload)
+    session = ServerSession(with_argv(config, server, argv, setting.max_requests), target, profile, log_path,
+                            failures=(OSError, servers.ServerError))  # fmt: skip
+    with session:
+        launch = session.start()
+        session.verify()
+        path = apps.workloads(config, profile.name)[workload]["path"]
+        probe = ObjectiveProbe(config, profile, launch, path, raw, label, spec)
+        with LeftWatch(launch) as watched:
+            found = probe.capacity(connections)
+        left = watched.left
+    ending = session.ending
+    if found is None:
+        return CapacityLife(**made, status=ending.status, reason=ending.reason, connections=connections)
+    return CapacityLife(
+        **made, status=ending.status, reason=ending.reason, connections=connections, peak_rps=found.peak_rps,
+        met_rps=found.met, missed_rps=found.missed, held_by=found.limit, memory_bytes=found.memory_at_met(),
+        workers_left=left, steps=tuple(found.steps), raw=Path(raw.path).name,
+    )  # fmt: skip
+
+
+class LeftWatch:
+    """The server's process ids, read every ``EVERY_S`` while it is entered: ``left`` counts those
+    seen that a later reading no longer found (a worker that exited)."""
+
+    EVERY_S = 0.05
+
+    def __init__(self, launch: Launch):
+        self.launch, self.seen, self.left = launch, set(), 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+
+    def _read(self) -> None:
+        while not self._done.is_set():
+            now = {process.pid for process in self.launch.server.tree()}
+            self.left += len(self.seen - now)
+            self.seen = now
+            self._done.wait(self.EVERY_S)
+
+    def __enter__(self) -> LeftWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self._thread.join()

@@ -1,14 +1,19 @@
 """The recycle lens's record: one server's runs under load, each at one recycling setting with
-one kind of client, frozen and versioned (``RECYCLE_SCHEMA``), written once when its job ends."""
+one kind of client (and, behind a front, with or without upstream keep-alive), and its capacity
+at a p99 objective with recycling and without; frozen and versioned (``RECYCLE_SCHEMA``),
+written once when its job ends. A record of ``serverbench.recycle/1`` (no upstream, no
+capacity) is read as before."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
+from serverbench.record.capacity import Limit, Step
 from serverbench.record.vocabulary import Status
 
-RECYCLE_SCHEMA = "serverbench.recycle/1"
+RECYCLE_SCHEMA = "serverbench.recycle/2"
+READ_SCHEMAS = ("serverbench.recycle/1", RECYCLE_SCHEMA)
 
 
 class Client(StrEnum):
@@ -16,6 +21,13 @@ class Client(StrEnum):
 
     KEEPALIVE = "keepalive"  # every request on the connection it opened first
     FRESH = "fresh"  # a connection per request (Connection: close), as behind a front without upstream keep-alive
+
+
+class Upstream(StrEnum):
+    """How a front reaches the app server (the profile's ``recycle.upstream``; fronted servers only)."""
+
+    KEEPALIVE = "keepalive"  # the front keeps its connections to the app server (nginx's `keepalive`)
+    CLOSE = "close"  # a connection per request: what the app server sees is the front's, not the clients'
 
 
 @dataclass(frozen=True)
@@ -57,6 +69,7 @@ class Run:
 
     setting: Setting
     client: Client
+    upstream: Upstream | None = None  # behind a front: its connections to the app server; None: no front
     status: Status = Status.OK
     reason: str | None = None
     declared: bool = True  # False: the server cannot take the setting (the reason says which argv it lacks)
@@ -94,6 +107,31 @@ class Run:
 
 
 @dataclass(frozen=True)
+class CapacityLife:
+    """One start of the server at a setting, its capacity at the p99 objective searched by open-loop
+    rates (``cell.objective``): the highest rate offered that met it and the lowest that missed it."""
+
+    setting: Setting
+    life: int  # 1, 2, ...: the lives alternate the settings
+    status: Status = Status.OK
+    reason: str | None = None
+    declared: bool = True  # False: the server cannot take the setting
+    limit: int | None = None  # the limit in force (None: it does not recycle)
+    counts: str | None = None
+    argv: list[str] = field(default_factory=list)
+    objective_p99_ms: float | None = None
+    connections: int | None = None
+    peak_rps: float | None = None  # the closed loop's rate the offered rates start from
+    met_rps: float | None = None
+    missed_rps: float | None = None
+    held_by: Limit | None = None
+    memory_bytes: int | None = None  # the server tree's PSS at the highest rate that met it
+    workers_left: int | None = None  # worker processes seen to leave the tree during the search
+    steps: tuple[Step, ...] = ()
+    raw: str | None = None  # the file beside the record with every load tool's output
+
+
+@dataclass(frozen=True)
 class RecycleResult:
     schema: str
     profile: str
@@ -105,10 +143,12 @@ class RecycleResult:
     status: Status = Status.OK
     reason: str | None = None
     runs: tuple[Run, ...] = ()
+    capacity: tuple[CapacityLife, ...] = ()
     seconds: float | None = None
     started_at: float | None = None
     ended_at: float | None = None
 
     def to_dict(self) -> dict:
         """As written to JSON (the runs a list)."""
-        return {**asdict(self), "runs": [asdict(run) for run in self.runs]}
+        return {**asdict(self), "runs": [asdict(run) for run in self.runs],
+                "capacity": [asdict(life) for life in self.capacity]}  # fmt: skip

@@ -1,6 +1,6 @@
 """The recycle lens's words: the page's "Do your workers restart, and what does it cost?",
-its part of answers.md and its lines at the end of a run, from recycle.csv and
-recycle_verdicts.csv."""
+its part of answers.md and its lines at the end of a run, from recycle.csv,
+recycle_verdicts.csv and recycle_capacity.csv."""
 
 from __future__ import annotations
 
@@ -25,6 +25,17 @@ COLUMNS = {
     "leak per answer (× planted)": ("leak_against_planted", "{:.3f}"),
     "largest process, 1st → 2nd half (MB)": ("peak_first_half_mb", "{:.1f}"),
 }
+# The capacity table's columns (recycle_capacity.csv).
+CAPACITY_COLUMNS = {
+    "server": ("server", "{}"),
+    "recycling": ("setting", "{}"),
+    "life": ("life", "{:.0f}"),
+    "capacity (req/s)": ("capacity_rps", "{:.0f}"),
+    "missed at (req/s)": ("missed_rps", "{:.0f}"),
+    "against own": ("against_own", "{:.2f}×"),
+    "workers left": ("workers_left", "{:.0f}"),
+    "PSS at capacity (MB)": ("memory_mb", "{:.1f}"),
+}
 CHECK_WORDS = {
     "failed_per_s": "failed requests per second",
     "restarts_at_once": "workers leaving at once",
@@ -42,6 +53,8 @@ def table_rows(table: pd.DataFrame) -> list[dict]:
     rows = []
     for _, row in table.iterrows():
         shown = {title: _cell(row, column, form) for title, (column, form) in COLUMNS.items()}
+        if isinstance(row.get("upstream"), str):
+            shown["clients"] += f", upstream {row['upstream']}"
         peak = "largest process, 1st → 2nd half (MB)"
         if shown[peak] and pd.notna(row.get("peak_second_half_mb")):
             bounded = " (bounded)" if row.get("bounded") is True or row.get("bounded") == "True" else " (growing)"
@@ -69,6 +82,8 @@ def own_sentences(table: pd.DataFrame) -> list[str]:
 def _sentence(row: pd.Series) -> str:
     words = CHECK_WORDS.get(row["check"], row["check"])
     where = f"{row['client']} clients"
+    if isinstance(row.get("upstream"), str):
+        where += f", upstream {row['upstream']}"
     if pd.isna(row["estimate"]):
         return f"{row['a']} against {row['b']} ({where}): {words} undetermined ({row['why']})."
     if row["scale"] == "difference":
@@ -91,17 +106,51 @@ def verdict_sentences(judged: pd.DataFrame) -> list[str]:
     return sentences
 
 
-def recycle_context(table_csv, verdicts_csv=None) -> dict | None:
+def capacity_rows(capacity: pd.DataFrame) -> list[dict]:
+    rows = []
+    for _, row in capacity.iterrows():
+        shown = {title: _cell(row, column, form) for title, (column, form) in CAPACITY_COLUMNS.items()}
+        shown["notes"] = f"{row['status']}: {row['reason']}" if row["status"] != "ok" else ""
+        rows.append(shown)
+    return rows
+
+
+def capacity_sentences(capacity: pd.DataFrame) -> list[str]:
+    """Per server, its capacity at the set recycling against its own, life by life: shown, not judged."""
+    found = []
+    measured = capacity[capacity["status"] == "ok"]
+    for server, lives in measured.groupby("server", sort=True):
+        own = lives[lives["setting"] == "own"]["capacity_rps"].tolist()
+        for label, set_ in lives[lives["setting"] != "own"].groupby("setting", sort=True):
+            ratios = ", ".join(f"{value:.2f}×" for value in set_["against_own"].dropna())
+            left = int(set_["workers_left"].fillna(0).sum())
+            figures = "; ".join(f"{value:.0f}" for value in set_["capacity_rps"])
+            owns = "; ".join(f"{value:.0f}" for value in own)
+            found.append(f"{server} at {label}: {figures} req/s at the objective against {owns} at its own"
+                         f" ({ratios or 'no ratio'}), {left} workers left during the search.")  # fmt: skip
+    return found
+
+
+def _read(path) -> pd.DataFrame:
+    return pd.read_csv(path) if path and Path(path).exists() and Path(path).stat().st_size > 1 else pd.DataFrame()
+
+
+def recycle_context(table_csv, verdicts_csv=None, capacity_csv=None) -> dict | None:
     table = pd.read_csv(table_csv)
     if table.empty:
         return None
-    judged = pd.read_csv(verdicts_csv) if verdicts_csv and Path(verdicts_csv).stat().st_size > 1 else pd.DataFrame()
+    judged, capacity = _read(verdicts_csv), _read(capacity_csv)
+    objective = capacity["objective_p99_ms"].dropna() if not capacity.empty else pd.Series(dtype=float)
     return {
         "title": TITLE,
         "columns": [*COLUMNS, "notes"],
         "rows": table_rows(table),
         "own": own_sentences(table),
         "sentences": verdict_sentences(judged),
+        "capacity_columns": [*CAPACITY_COLUMNS, "notes"],
+        "capacity_rows": capacity_rows(capacity) if not capacity.empty else [],
+        "capacity_sentences": capacity_sentences(capacity) if not capacity.empty else [],
+        "objective_p99_ms": float(objective.iloc[0]) if len(objective) else None,
     }
 
 
@@ -115,22 +164,38 @@ def recycle_markdown(context: dict) -> str:
         "",
         *(f"- {text}" for text in [*context["own"], *context["sentences"]]),
         "",
+        *_markdown_table(columns, context["rows"]),
+    ]
+    if context["capacity_rows"]:
+        lines += [
+            "",
+            f"Capacity at p99 within {context['objective_p99_ms']:g} ms (recycle_capacity.csv; one life each"
+            " reads the kernel's placement too: shown, not judged):",
+            "",
+            *(f"- {text}" for text in context["capacity_sentences"]),
+            "",
+            *_markdown_table(context["capacity_columns"], context["capacity_rows"]),
+        ]
+    return "\n".join([*lines, ""])
+
+
+def _markdown_table(columns: list[str], rows: list[dict]) -> list[str]:
+    return [
         "| " + " | ".join(columns) + " |",
         "| " + " | ".join("---" for _ in columns) + " |",
-        *("| " + " | ".join(str(row[column]) for column in columns) + " |" for row in context["rows"]),
+        *("| " + " | ".join(str(row[column]) for column in columns) + " |" for row in rows),
     ]
-    return "\n".join([*lines, ""])
 
 
 def recycle_console(results: Path) -> None:
     table_csv = results / "recycle.csv"
     if not table_csv.exists() or table_csv.stat().st_size <= 1:
         return
-    context = recycle_context(table_csv, results / "recycle_verdicts.csv")
+    context = recycle_context(table_csv, results / "recycle_verdicts.csv", results / "recycle_capacity.csv")
     if context is None:
         return
     print(f"\n{TITLE} ({table_csv})")
     for text in context["own"]:
         print(f"  - {text}")
-    for text in context["sentences"]:
+    for text in [*context["sentences"], *context["capacity_sentences"]]:
         print(f"  - {text}")

@@ -28,7 +28,7 @@ rule recycle:
 
 
 # Every server's runs side by side: results/recycle.csv (a row per setting and
-# client), recycle_checks.csv (what releases and bisect are shown) and each setting
+# client), recycle_capacity.csv (a row per capacity life), recycle_checks.csv (what releases and bisect are shown) and each setting
 # judged against the server's own, recycle_verdicts.csv.
 rule recycle_table:
     input:
@@ -37,6 +37,7 @@ rule recycle_table:
         table=report(f"{RESULTS}/recycle.csv", category="Tables"),
         verdicts=report(f"{RESULTS}/recycle_verdicts.csv", category="Tables"),
         checks=f"{RESULTS}/recycle_checks.csv",
+        capacity=report(f"{RESULTS}/recycle_capacity.csv", category="Tables"),
     log:
         f"{RESULTS}/logs/recycle_table.log",
     localrule: True

@@ -3,6 +3,9 @@
 - recycle.csv, a row per (profile, server, setting, client): what the load showed at that
   setting (restarts, failures around them, p99 near them and between, the leak's slope, the
   largest process's memory in each half of the load);
+- recycle_capacity.csv, a row per (profile, server, setting, life): the capacity at the p99
+  objective (the highest offered rate that met it, the lowest that missed it), the workers seen
+  to leave meanwhile, the tree's PSS at that rate, and against the server's own in the same life;
 - recycle_checks.csv, a row per (profile, server, check) with value and unit, the figures it
   offers to releases and bisect (``CHECKS`` in the lens's ``__init__``).
 """
@@ -22,12 +25,17 @@ from serverbench.record.vocabulary import Status
 
 MB = 1e6
 COLUMNS = [
-    "profile", "server", "language", "workload", "setting", "max_requests", "jitter", "client", "status", "reason",
-    "declared", "limit", "counts", "argv", "load_s", "answered", "answers_per_s", "failed", "failed_by_kind",
+    "profile", "server", "language", "workload", "setting", "max_requests", "jitter", "client", "upstream", "status",
+    "reason", "declared", "limit", "counts", "argv", "load_s", "answered", "answers_per_s", "failed", "failed_by_kind",
     "dropped_reused", "restarts", "restarts_per_10k", "failed_near_restarts", "failed_per_restart",
     "most_restarts_at_once", "most_away", "longest_gap_s", "p99_near_ms", "p99_between_ms", "failed_between",
     "leaks_bytes", "leak_bytes_per_request", "leak_against_planted", "leak_r2", "peak_first_half_mb",
     "peak_second_half_mb", "peak_growth_share", "bounded", "ceiling_mb",
+]  # fmt: skip
+CAPACITY_COLUMNS = [
+    "profile", "server", "language", "setting", "max_requests", "jitter", "life", "status", "reason", "declared",
+    "limit", "counts", "argv", "objective_p99_ms", "connections", "peak_rps", "capacity_rps", "missed_rps", "held_by",
+    "against_own", "workers_left", "memory_mb", "raw",
 ]  # fmt: skip
 CHECK_COLUMNS = ["profile", "server", "language", "check", "value", "unit", "ci_low", "ci_high", "status", "reason"]
 
@@ -53,7 +61,8 @@ def run_row(result: dict, run: dict) -> dict:
     return {
         "profile": result["profile"], "server": result["server"], "language": result["language"],
         "workload": result["workload"], "setting": label, "max_requests": setting.get("max_requests"),
-        "jitter": setting.get("jitter") or 0, "client": run["client"], "status": run["status"], "reason": run["reason"],
+        "jitter": setting.get("jitter") or 0, "client": run["client"], "upstream": run.get("upstream"),
+        "status": run["status"], "reason": run["reason"],
         "declared": run.get("declared", True), "limit": run.get("limit"), "counts": run.get("counts"),
         "argv": " ".join(run.get("argv") or []), "load_s": run.get("load_s"), "answered": answered,
         "answers_per_s": round(answered / run["load_s"], 1) if answered is not None and run.get("load_s") else None,
@@ -85,6 +94,35 @@ def recycle_table(results: Iterable[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def capacity_rows(result: dict) -> list[dict]:
+    """A record's capacity lives as rows of recycle_capacity.csv; each set life against the own
+    life before it (its capacity over the own one's, where both met the objective)."""
+    rows, own = [], None
+    for life in result.get("capacity") or []:
+        setting = life["setting"]
+        label = Setting(**setting).label
+        met = life.get("met_rps")
+        if label == "own":
+            own = met
+        against = round(met / own, 3) if label != "own" and met is not None and own else None
+        rows.append({
+            "profile": result["profile"], "server": result["server"], "language": result["language"],
+            "setting": label, "max_requests": setting.get("max_requests"), "jitter": setting.get("jitter") or 0,
+            "life": life["life"], "status": life["status"], "reason": life["reason"], "declared": life["declared"],
+            "limit": life.get("limit"), "counts": life.get("counts"), "argv": " ".join(life.get("argv") or []),
+            "objective_p99_ms": life.get("objective_p99_ms"), "connections": life.get("connections"),
+            "peak_rps": life.get("peak_rps"), "capacity_rps": met, "missed_rps": life.get("missed_rps"),
+            "held_by": life.get("held_by"), "against_own": against, "workers_left": life.get("workers_left"),
+            "memory_mb": _mb(life.get("memory_bytes")), "raw": life.get("raw"),
+        })  # fmt: skip
+    return rows
+
+
+def capacity_table(results: Iterable[dict]) -> pd.DataFrame:
+    """recycle_capacity.csv from the records."""
+    return pd.DataFrame([row for result in results for row in capacity_rows(result)], columns=CAPACITY_COLUMNS)
+
+
 def _check(keys: dict, name: str, value, unit: str, reason: str | None) -> dict:
     status = Status.OK.value if value is not None and not pd.isna(value) else "not measured"
     return {**keys, "check": name, "value": value if status == "ok" else None, "unit": unit, "ci_low": None,
@@ -112,9 +150,11 @@ def check_rows(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=CHECK_COLUMNS)
 
 
-def write_recycle(paths: Iterable[Path | str], table_csv, checks_csv) -> pd.DataFrame:
-    """Both tables from the records at ``paths``; recycle.csv returned."""
-    table = recycle_table(files.read_json(path) for path in sorted(map(str, paths)))
+def write_recycle(paths: Iterable[Path | str], table_csv, checks_csv, capacity_csv) -> pd.DataFrame:
+    """The tables from the records at ``paths``; recycle.csv returned."""
+    results = [files.read_json(path) for path in sorted(map(str, paths))]
+    table = recycle_table(results)
     files.write_atomic(table_csv, table.to_csv(index=False))
+    files.write_atomic(capacity_csv, capacity_table(results).to_csv(index=False))
     files.write_atomic(checks_csv, check_rows(table).to_csv(index=False))
     return table

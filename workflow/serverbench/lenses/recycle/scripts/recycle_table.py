@@ -1,4 +1,4 @@
-"""Merges the recycle records into recycle.csv and recycle_checks.csv
+"""Merges the recycle records into recycle.csv, recycle_capacity.csv and recycle_checks.csv
 (serverbench.lenses.recycle.table) and judges each setting, recycle_verdicts.csv
 (serverbench.lenses.recycle.decide)."""
 
@@ -9,7 +9,7 @@ from serverbench.lenses.recycle.decide import recycle_verdict_table
 from serverbench.lenses.recycle.table import write_recycle
 
 with open(snakemake.log[0], "w") as sys.stderr:  # noqa: F821 (injected by Snakemake)
-    write_recycle(snakemake.input, snakemake.output.table, snakemake.output.checks)  # noqa: F821
+    write_recycle(snakemake.input, snakemake.output.table, snakemake.output.checks, snakemake.output.capacity)  # noqa: F821
     results = [files.read_json(path) for path in sorted(map(str, snakemake.input))]  # noqa: F821
     verdicts = recycle_verdict_table(results)
     files.write_atomic(snakemake.output.verdicts, verdicts.to_csv(index=False))  # noqa: F821
