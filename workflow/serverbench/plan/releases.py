@@ -16,8 +16,8 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from packaging.version import InvalidVersion, Version
 
 from serverbench.record.vocabulary import Kind
@@ -29,6 +29,9 @@ NAME = re.compile(r"^(?P<server>[^@]+)@(?P<version>[A-Za-z0-9_.+-]+)$")
 # Keys a release does not take from its server: those that pair it with other servers
 # (it is compared with its own releases), and its ways of running behind a front.
 NOT_COPIED = ("product", "family", "behind", "alias_of", "variant_of", "fronted", "release")
+
+if TYPE_CHECKING:  # pandas costs every job that reads the config 0.2 s of import; only compare needs it
+    import pandas as pd
 
 
 class ReleaseError(ValueError):
@@ -210,6 +213,8 @@ def by_server_of_release(table: pd.DataFrame) -> pd.DataFrame:
     ``gunicorn-gthread``) where the run holds one release of that server and not the server
     itself, the release's name kept in ``release``: so ``compare`` matches two runs of two
     releases as two runs of two commits."""
+    import pandas as pd
+
     if table is None or "server" not in table.columns:
         return table
     servers = pd.Series(table["server"].unique())

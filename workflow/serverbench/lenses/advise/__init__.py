@@ -3,8 +3,9 @@ p99 objective within the memory budget (docs/advise.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, per_server
-from serverbench.lenses.advise.report import advice_markdown, print_advice
+from serverbench.lens import Inputs, Lens, Place, deferred, per_server
+
+advice_markdown, print_advice = deferred(f"{__name__}.report", "advice_markdown", "print_advice")
 
 
 def _wanted(config, matrix, cell) -> bool:

@@ -3,9 +3,12 @@ by side, under fast and slow clients (docs/front.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, per_server
-from serverbench.lenses.front.report import front_context, front_markdown, print_front
+from serverbench.lens import Inputs, Lens, Place, deferred, per_server
 from serverbench.plan.fronts import is_fronted
+
+front_context, front_markdown, print_front = deferred(
+    f"{__name__}.report", "front_context", "front_markdown", "print_front"
+)
 
 
 def _wanted(config, matrix, cell) -> bool:

@@ -3,8 +3,10 @@ graceful reloads under load (docs/operations.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Check, Inputs, Layout, Lens, Place, per_server
-from serverbench.lenses.operations.report import operations_context, operations_markdown
+from serverbench.lens import Check, Inputs, Layout, Lens, Place, deferred, per_server
+
+operations_context, operations_markdown = deferred(f"{__name__}.report", "operations_context", "operations_markdown")
+
 
 # What it offers to releases and bisect, each judged by its interval against its margin
 # (operations_verdicts.csv).

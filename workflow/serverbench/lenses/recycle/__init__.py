@@ -3,8 +3,12 @@
 
 from pathlib import Path
 
-from serverbench.lens import Check, Inputs, Layout, Lens, Place, per_server
-from serverbench.lenses.recycle.report import recycle_console, recycle_context, recycle_markdown
+from serverbench.lens import Check, Inputs, Layout, Lens, Place, deferred, per_server
+
+recycle_console, recycle_context, recycle_markdown = deferred(
+    f"{__name__}.report", "recycle_console", "recycle_context", "recycle_markdown"
+)
+
 
 # What it offers to releases and bisect: shown beside a release, not judged (one run a side).
 CHECKS = (

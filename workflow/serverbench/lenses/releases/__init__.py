@@ -3,9 +3,12 @@ the lenses that offer checks, each against the baseline and the release before (
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place
-from serverbench.lenses.releases.report import print_releases, releases_context, releases_markdown
+from serverbench.lens import Inputs, Lens, Place, deferred
 from serverbench.plan.releases import install_record_name, releases_in, split_name
+
+print_releases, releases_context, releases_markdown = deferred(
+    f"{__name__}.report", "print_releases", "releases_context", "releases_markdown"
+)
 
 
 def _jobs(config, matrix) -> list[str]:

@@ -3,9 +3,10 @@ request, counted rather than timed (docs/work.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Check, ForestPanel, Inputs, Layout, Lens, Place
-from serverbench.lenses.work.report import print_work, work_context, work_markdown
+from serverbench.lens import Check, ForestPanel, Inputs, Layout, Lens, Place, deferred
 from serverbench.record.vocabulary import Outcome
+
+print_work, work_context, work_markdown = deferred(f"{__name__}.report", "print_work", "work_context", "work_markdown")
 
 # What it offers to releases and bisect: a release is judged on instructions (work_verdicts.csv),
 # shown its syscalls.
