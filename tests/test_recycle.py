@@ -16,7 +16,7 @@ import pytest
 import yaml
 from conftest import QUICK_PROFILE, add_server, require, require_server, run_snakemake
 from serverbench.cell.rawlog import RawLog
-from serverbench.lenses.recycle.measure import capacity_lives, one_run, settings, ways
+from serverbench.lenses.recycle.measure import capacity_lives, capacity_setting, one_run, settings, ways
 from serverbench.lenses.recycle.record import Client, Setting, Upstream
 from serverbench.plan import config as cfg
 from serverbench.plan.catalogue import server_entry
@@ -61,6 +61,13 @@ def test_the_profiles_settings_are_read_as_declared_and_each_server_takes_only_i
     changed = with_argv(base_config, "unit-python", [], 1000)["catalogue"]["unit-python"]
     assert changed["template_vars"] == {"max_requests": 1000}
     assert "template_vars" not in base_config["catalogue"]["unit-python"]
+    # Capacity at the first setting each server can take: gunicorn spreads the limit, uWSGI's floor
+    # is lowered (else it never recycles within a search), Starman and Unit take the limit alone.
+    asked = plan["capacity"]["settings"]
+    chosen = {name: capacity_setting(server_entry(base_config, name).recycle, asked).label
+              for name in ("gunicorn", "uwsgi-debian", "starman", "unit-perl", "starman+nginx")}  # fmt: skip
+    assert chosen == {"gunicorn": "1000±100", "uwsgi-debian": "1000 ≥1s", "starman": "1000", "unit-perl": "1000",
+                      "starman+nginx": "1000"}  # fmt: skip
 
 
 @pytest.mark.parametrize("server", ["gunicorn", "starman"])
@@ -110,7 +117,7 @@ def test_a_worker_that_takes_half_a_second_to_start_after_each_answer_bounds_the
     the workers seen to leave are the restarts, and only there."""
     require("oha")
     add_server(base_config, "slow-boot", [*RECYCLING, "graceful", "--boot-s", "0.5"], recycle=PLANTED_RECYCLE)
-    capacity = {"setting": {"max_requests": 1, "jitter": 0}, "lives": 1, "objective_p99_ms": 50, "tool": "oha-fresh",
+    capacity = {"settings": [{"max_requests": 1, "jitter": 0}], "lives": 1, "objective_p99_ms": 50, "tool": "oha-fresh",
                 "peak_tool": "oha-fresh-closed", "peak_s": 1, "step_s": 2, "max_step_s": 2, "tail_samples": 100,
                 "rate_steps": 3, "resolution": 0.1, "max_connections": 8}  # fmt: skip
     profile = base_config["profiles"]["default"]
@@ -141,7 +148,7 @@ def test_restarts_that_drop_requests_are_told_from_restarts_that_hand_over(tmp_p
                  for name, mode in (("drops", "drop"), ("hands-over", "graceful"))}  # fmt: skip
     profile = {**QUICK_PROFILE, "description": "two planted servers recycling", "servers": sorted(catalogue),
                "repeats": 1, "workers": 2, "memory_limit": None,
-               "recycle": {**PLAN, "capacity": {"setting": {"max_requests": 40}, "peak_s": 0.5, "step_s": 0.5,
+               "recycle": {**PLAN, "capacity": {"settings": [{"max_requests": 40}], "peak_s": 0.5, "step_s": 0.5,
                                                 "max_step_s": 0.5, "rate_steps": 1}}}  # fmt: skip
     configfile.write_text(yaml.safe_dump({"catalogue": catalogue, "profiles": {"rec": profile}}))
     done = run_snakemake(

@@ -4,8 +4,11 @@ doc between two HTML comments that name it — ``<!-- time:advise -->about 6 min
 and this command rewrites what is between them from the data; ``--check`` only names the figures
 that differ and exits 1 (tests/test_docs.py runs it, so a stale doc fails the tests).
 
-Figures: ``time:PROFILE`` (about N min, from docs/data/profile-times.yaml's ``seconds``) and
-``time-here:PROFILE`` (the profile's time as docs/configuration.md states it, its ``figure``).
+Figures: ``time:PROFILE`` (about N min, from docs/data/profile-times.yaml's ``seconds``),
+``time-here:PROFILE`` (the profile's time as docs/configuration.md states it, its ``figure``) and
+``table:VIEW`` (a Markdown table of the rows of a run's table kept in docs/data, as
+docs/data/views.yaml's VIEW picks and writes them: the CSV a run wrote, unedited, and which of
+its rows and columns a doc shows).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
 from serverbench import REPO_ROOT, files
@@ -51,9 +55,45 @@ def profile_time_said(profile: str) -> str | None:
     return about(found["seconds"]) + (" here, estimated" if found.get("estimated") else " here")
 
 
+@cache
+def views() -> dict[str, dict]:
+    """The tables the docs show from data (docs/data/views.yaml)."""
+    return yaml.safe_load((DATA / "views.yaml").read_text())
+
+
+def _written(form: str, row: dict) -> str:
+    """``form`` filled from ``row``; blank where a field it names is empty."""
+    names = re.findall(r"{(\w+)", form)
+    if any(row.get(name) is None or (not isinstance(row[name], str) and pd.isna(row[name])) for name in names):
+        return ""
+    return form.format(**row)
+
+
+def table(view_name: str) -> str:
+    """A view's Markdown table: each of its ``rows`` (the CSV's rows whose columns equal the given
+    values, in the view's order; one row each, or a KeyError) in its ``columns`` (title: format)."""
+    view = views()[view_name]
+    data = pd.read_csv(DATA / view["csv"])
+    columns = view["columns"]
+    lines = [
+        "| " + " | ".join(columns) + " |",
+        "| " + " | ".join(view.get("align", {}).get(c, "---") for c in columns) + " |",
+    ]
+    for wanted in view["rows"]:
+        found = data
+        for key, value in wanted.items():
+            found = found[found[key].astype(str) == str(value)]
+        if len(found) != 1:
+            raise KeyError(f"view {view_name}: {len(found)} rows of {view['csv']} are {wanted}")
+        row = found.iloc[0].to_dict()
+        lines.append("| " + " | ".join(_written(form, row) for form in columns.values()) + " |")
+    return "\n" + "\n".join(lines) + "\n"
+
+
 FIGURES: dict[str, Callable[[str], str]] = {
     "time": lambda profile: about(profile_times()[profile]["seconds"]),
     "time-here": lambda profile: " ".join(str(profile_times()[profile]["figure"]).split()),
+    "table": table,
 }
 
 

@@ -221,13 +221,13 @@ def _sample(launch: Launch, loop: reloads.ClosedLoop, origin: float, every: floa
 
 
 def capacity_lives(config, profile, server, workload, log_path: Path, raw: RawLog) -> list[CapacityLife]:
-    """The server's capacity at the objective at its own recycling and at the capacity's setting,
-    ``lives`` times each, alternating (none where the profile asks no ``capacity``)."""
+    """The server's capacity at the objective at its own recycling and at the first of the
+    capacity's settings it can take, ``lives`` times each, alternating (none where the profile
+    asks no ``capacity``)."""
     spec = profile.recycle.get("capacity")
     if not spec:
         return []
-    asked = spec["setting"]
-    pair = (Setting(), Setting(asked["max_requests"], asked.get("jitter") or 0))
+    pair = (Setting(), capacity_setting(server_entry(config, server).recycle, spec["settings"]))
     return [
         capacity_life(config, profile, server, workload, setting, life, log_path, raw)
         for life in range(1, spec["lives"] + 1)
@@ -235,10 +235,19 @@ def capacity_lives(config, profile, server, workload, log_path: Path, raw: RawLo
     ]
 
 
+def capacity_setting(recycle, asked: list[dict]) -> Setting:
+    """The first of ``asked`` the server can take (else the last, whose run says why not)."""
+    found = [Setting(s["max_requests"], s.get("jitter") or 0, s.get("min_lifetime_s")) for s in asked]
+    for setting in found:
+        if recycling_argv(recycle, setting.max_requests, setting.jitter, setting.min_lifetime_s)[1] is None:
+            return setting
+    return found[-1]
+
+
 def capacity_life(config, profile, server, workload, setting: Setting, life: int, log_path: Path, raw) -> CapacityLife:
     """One start of the server at ``setting``: its capacity at the objective, the workers that left meanwhile."""
     spec, entry = profile.recycle["capacity"], server_entry(config, server)
-    argv, cannot = recycling_argv(entry.recycle, setting.max_requests, setting.jitter)
+    argv, cannot = recycling_argv(entry.recycle, setting.max_requests, setting.jitter, setting.min_lifetime_s)
     made = {"setting": setting, "life": life, "limit": limit_in_force(entry.recycle, setting.max_requests),
             "counts": entry.recycle.counts.value if entry.recycle else None, "argv": argv,
             "objective_p99_ms": spec["objective_p99_ms"]}  # fmt: skip
