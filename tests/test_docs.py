@@ -4,6 +4,7 @@ repository that exists and, where the link names a heading, a heading of that fi
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from serverbench import REPO_ROOT, registry
 from serverbench.drive import docsfigures
@@ -94,6 +95,29 @@ def test_every_quoted_figure_is_its_datas(tmp_path):
     assert set(docsfigures.profile_times()) == set(config["profiles"])
     table = (REPO_ROOT / "docs" / "configuration.md").read_text()
     assert {key for kind, key, _ in FIGURE.findall(table) if kind == "time-here"} == set(config["profiles"])
+
+
+def test_a_table_a_doc_shows_from_a_runs_csv_is_that_csvs_rows(tmp_path):
+    """docs/recycle.md's tables are views (docs/data/views.yaml) of the profile run's CSVs kept in
+    docs/data: each row shown is the one row of the CSV its keys name, each figure formatted from
+    it; a figure edited in the doc is found stale."""
+    view = docsfigures.views()["recycle-runs"]
+    data = pd.read_csv(docsfigures.DATA / view["csv"])
+    shown = docsfigures.table("recycle-runs").strip().splitlines()
+    assert len(shown) == 2 + len(view["rows"])
+    first = view["rows"][0]
+    row = data[(data["server"] == first["server"]) & (data["setting"] == first["setting"])
+               & (data["client"] == first["client"])].iloc[0]  # fmt: skip
+    assert f"{row['answers_per_s']:,.0f}" in shown[2]
+    doc = (REPO_ROOT / "docs" / "recycle.md").read_text()
+    edited = tmp_path / "recycle.md"
+    edited.write_text(doc.replace(shown[2], shown[2].replace(f"{row['answers_per_s']:,.0f}", "1")))
+    [found] = docsfigures.stale([edited])
+    assert (found.kind, found.key) == ("table", "recycle-runs")
+    with pytest.raises(KeyError, match="0 rows"):
+        docsfigures.views()["nowhere"] = {**view, "rows": [{"server": "no-such-server"}]}
+        docsfigures.table("nowhere")
+    del docsfigures.views()["nowhere"]
 
 
 # A run time stated in prose ("About 14 minutes on a 2-core machine", "9 min 35 s here").
