@@ -112,13 +112,14 @@ def test_a_worker_that_takes_half_a_second_to_start_after_each_answer_bounds_the
     """One planted worker, replaced after every answer by one that waits 0.5 s before it accepts:
     it cannot answer more than 2 requests a second, and offered more (evenly spaced) each request
     waits longer than the one before, so its capacity at p99 within 50 ms is under 4 requests a
-    second — whatever the machine's speed (a faster one waits the same 0.5 s). Without recycling
+    second — whatever the machine's speed (a faster one waits the same 0.5 s). A run at a low rate
+    lasts 2 s (100 answers wanted, at most 2 s): at 1 request a second or more it holds two. Without recycling
     the same server meets the objective above that (a Python accept loop answering a hello world);
     the workers seen to leave are the restarts, and only there."""
     require("oha")
     add_server(base_config, "slow-boot", [*RECYCLING, "graceful", "--boot-s", "0.5"], recycle=PLANTED_RECYCLE)
     capacity = {"settings": [{"max_requests": 1, "jitter": 0}], "lives": 1, "objective_p99_ms": 50, "tool": "oha-fresh",
-                "peak_tool": "oha-fresh-closed", "peak_s": 1, "step_s": 2, "max_step_s": 2, "tail_samples": 100,
+                "peak_tool": "oha-fresh-closed", "peak_s": 0.5, "step_s": 0.5, "max_step_s": 2, "tail_samples": 100,
                 "rate_steps": 3, "resolution": 0.1, "max_connections": 8}  # fmt: skip
     profile = base_config["profiles"]["default"]
     plan = {**PLAN, "capacity": capacity}
