@@ -71,7 +71,8 @@ def _written(form: str, row: dict) -> str:
 
 def table(view_name: str) -> str:
     """A view's Markdown table: each of its ``rows`` (the CSV's rows whose columns equal the given
-    values, in the view's order; one row each, or a KeyError) in its ``columns`` (title: format)."""
+    values, in the view's order; one row each, or a KeyError; ``all``: every row in the CSV's
+    order) in its ``columns`` (title: format)."""
     view = views()[view_name]
     data = pd.read_csv(DATA / view["csv"])
     columns = view["columns"]
@@ -79,6 +80,10 @@ def table(view_name: str) -> str:
         "| " + " | ".join(columns) + " |",
         "| " + " | ".join(view.get("align", {}).get(c, "---") for c in columns) + " |",
     ]
+    if view["rows"] == "all":  # every row, in the CSV's order
+        for row in data.to_dict("records"):
+            lines.append("| " + " | ".join(_written(form, row) for form in columns.values()) + " |")
+        return "\n" + "\n".join(lines) + "\n"
     for wanted in view["rows"]:
         found = data
         for key, value in wanted.items():
