@@ -148,7 +148,10 @@ def run(args: argparse.Namespace) -> int:
     differing = stale()
     for figure in differing:
         where = figure.path.relative_to(REPO_ROOT)
-        print(f"{where}: {figure.kind}:{figure.key} says {figure.written!r}, its data {figure.data!r}")
+        if "\n" in figure.data:  # a table: which one, not both
+            print(f"{where}: {figure.kind}:{figure.key} differs from its data")
+        else:
+            print(f"{where}: {figure.kind}:{figure.key} says {figure.written!r}, its data {figure.data!r}")
     if args.check:
         return 1 if differing else 0
     for path in sorted({figure.path for figure in differing}):
