@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import QUICK_PROFILE, add_server, require, require_server, run_snakemake
+from serverbench import REPO_ROOT
 from serverbench.cell.rawlog import RawLog
 from serverbench.lenses.recycle.measure import capacity_lives, capacity_setting, one_run, settings, ways
 from serverbench.lenses.recycle.record import Client, Setting, Upstream
@@ -190,3 +191,19 @@ def test_restarts_that_drop_requests_are_told_from_restarts_that_hand_over(tmp_p
     said = "hands-over at 40 and hands-over at own (keepalive clients): failed requests per second equivalent"
     assert said in answers
     assert "Capacity at p99 within 50 ms" in answers and "hands-over at 40: " in answers
+
+
+def test_each_servers_own_recycling_is_said_per_client_and_upstream():
+    """From the profile's run kept in docs/data: Starman behind nginx restarts only where nginx
+    opens a connection per request, and the sentence says which run that was."""
+    from serverbench.lenses.recycle.report import own_sentences
+
+    said = {line.split(" ", 1)[0]: line for line in own_sentences(pd.read_csv(REPO_ROOT / "docs/data/recycle.csv"))}
+    assert said["starman+nginx"] == (
+        "starman+nginx recycles every 1000 connections by default: 0 restarts with fresh clients (upstream"
+        " keepalive), 30 restarts with keepalive clients (upstream close), 0 restarts with keepalive clients"
+        " (upstream keepalive) at its own setting."
+    ), said["starman+nginx"]
+    assert said["starman"].endswith(
+        "44 restarts with fresh clients, 0 restarts with keepalive clients at its own setting."
+    )

@@ -65,16 +65,22 @@ def table_rows(table: pd.DataFrame) -> list[dict]:
     return rows
 
 
+def _clients(row: pd.Series) -> str:
+    """The kind of client, and behind a front how it reaches the app server."""
+    upstream = row.get("upstream")
+    return f"{row['client']} clients" + (f" (upstream {upstream})" if isinstance(upstream, str) else "")
+
+
 def own_sentences(table: pd.DataFrame) -> list[str]:
     """What each server does when not asked: restarts seen at its own setting, by client."""
     found = []
     own = table[(table["setting"] == "own") & (table["status"] == "ok")]
     for server, runs in own.groupby("server", sort=True):
-        seen = {row["client"]: int(row["restarts"]) for _, row in runs.iterrows() if pd.notna(row["restarts"])}
+        seen = {_clients(row): int(row["restarts"]) for _, row in runs.iterrows() if pd.notna(row["restarts"])}
         limit = runs["limit"].dropna()
         said = (f"recycles every {int(limit.iloc[0])} {runs['counts'].iloc[0]} by default" if len(limit)
                 else "does not recycle unless asked")  # fmt: skip
-        clients = ", ".join(f"{count} restarts with {client} clients" for client, count in sorted(seen.items()))
+        clients = ", ".join(f"{count} restarts with {client}" for client, count in sorted(seen.items()))
         found.append(f"{server} {said}: {clients} at its own setting.")
     return found
 
