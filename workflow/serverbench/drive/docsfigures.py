@@ -76,23 +76,23 @@ def table(view_name: str) -> str:
     view = views()[view_name]
     data = pd.read_csv(DATA / view["csv"])
     columns = view["columns"]
+    rows = data.to_dict("records") if view["rows"] == "all" else [_row(view_name, view, data, w) for w in view["rows"]]
     lines = [
         "| " + " | ".join(columns) + " |",
         "| " + " | ".join(view.get("align", {}).get(c, "---") for c in columns) + " |",
+        *("| " + " | ".join(_written(form, row) for form in columns.values()) + " |" for row in rows),
     ]
-    if view["rows"] == "all":  # every row, in the CSV's order
-        for row in data.to_dict("records"):
-            lines.append("| " + " | ".join(_written(form, row) for form in columns.values()) + " |")
-        return "\n" + "\n".join(lines) + "\n"
-    for wanted in view["rows"]:
-        found = data
-        for key, value in wanted.items():
-            found = found[found[key].astype(str) == str(value)]
-        if len(found) != 1:
-            raise KeyError(f"view {view_name}: {len(found)} rows of {view['csv']} are {wanted}")
-        row = found.iloc[0].to_dict()
-        lines.append("| " + " | ".join(_written(form, row) for form in columns.values()) + " |")
     return "\n" + "\n".join(lines) + "\n"
+
+
+def _row(view_name: str, view: dict, data: pd.DataFrame, wanted: dict) -> dict:
+    """The one row of ``data`` whose columns equal ``wanted``'s values (else a KeyError)."""
+    found = data
+    for key, value in wanted.items():
+        found = found[found[key].astype(str) == str(value)]
+    if len(found) != 1:
+        raise KeyError(f"view {view_name}: {len(found)} rows of {view['csv']} are {wanted}")
+    return found.iloc[0].to_dict()
 
 
 FIGURES: dict[str, Callable[[str], str]] = {
