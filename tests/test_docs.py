@@ -120,6 +120,43 @@ def test_a_table_a_doc_shows_from_a_runs_csv_is_that_csvs_rows(tmp_path):
     del docsfigures.views()["nowhere"]
 
 
+def test_a_long_table_is_pivoted_and_a_sentences_figure_is_one_row_or_a_count(tmp_path, monkeypatch):
+    """A run's long table (a row per server and check, as operations.csv) shown a row per server:
+    ``where`` keeps one profile's rows, ``pivot`` makes a field per check and value; a column's list
+    of forms writes the interval where there is one, else the figure, else what the row says. A
+    sentence's figure is one row's, or a count of rows."""
+    rows = [("ops", "a", "cold_s", 0.12, 0.1, 0.2, "ok"), ("ops", "a", "balance", None, None, None, "not measured"),
+            ("ops", "b", "cold_s", 0.3, None, None, "ok"), ("ops", "b", "balance", 0.99, None, None, "ok"),
+            ("other", "a", "cold_s", 9.0, None, None, "ok")]  # fmt: skip
+    long = pd.DataFrame(rows, columns=["profile", "server", "check", "value", "ci_low", "ci_high", "status"])
+    long.to_csv(tmp_path / "long.csv", index=False)
+    shipped_views, shipped_figures = docsfigures.views(), docsfigures.figures()  # read before DATA moves
+    monkeypatch.setattr(docsfigures, "DATA", tmp_path)
+    view = {"csv": "long.csv", "where": {"profile": "ops"},
+            "pivot": {"index": "server", "columns": "check", "values": ["value", "ci_low", "ci_high", "status"]},
+            "rows": [{"server": "b"}, {"server": "a"}],
+            "columns": {"server": "{server}",
+                        "cold start": ["{cold_s_value:.2f} [{cold_s_ci_low:.1f}–{cold_s_ci_high:.1f}]",
+                                       "{cold_s_value:.2f}"],
+                        "balance": ["{balance_value:.2f}", "{balance_status}"]}}  # fmt: skip
+    monkeypatch.setitem(shipped_views, "long", view)
+    assert docsfigures.table("long").strip().splitlines()[2:] == [
+        "| b | 0.30 | 0.99 |",
+        "| a | 0.12 [0.1–0.2] | not measured |",
+    ]
+    monkeypatch.setitem(shipped_figures, "a-cold", {**view, "row": {"server": "a"}, "form": "{cold_s_value:.2f} s"})
+    monkeypatch.setitem(
+        shipped_figures, "measured", {"csv": "long.csv", "count": {"status": "ok"}, "form": "{count} of them"}
+    )
+    text = "cold <!-- figure:a-cold -->1 s<!-- /figure -->, <!-- figure:measured -->0<!-- /figure -->"
+    written, changed = docsfigures.render(text)
+    assert (
+        written
+        == "cold <!-- figure:a-cold -->0.12 s<!-- /figure -->, <!-- figure:measured -->4 of them<!-- /figure -->"
+    )
+    assert [(kind, key) for kind, key, *_ in changed] == [("figure", "a-cold"), ("figure", "measured")]
+
+
 # A run time stated in prose ("About 14 minutes on a 2-core machine", "9 min 35 s here").
 STATED_TIME = re.compile(r"\b\d+(\.\d+)?\s*(minutes|min)\b|\b(ten|twenty|a few)\s+minutes\b", re.IGNORECASE)
 

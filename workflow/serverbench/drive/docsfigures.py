@@ -8,7 +8,13 @@ Figures: ``time:PROFILE`` (about N min, from docs/data/profile-times.yaml's ``se
 ``time-here:PROFILE`` (the profile's time as docs/configuration.md states it, its ``figure``) and
 ``table:VIEW`` (a Markdown table of the rows of a run's table kept in docs/data, as
 docs/data/views.yaml's VIEW picks and writes them: the CSV a run wrote, unedited, and which of
-its rows and columns a doc shows).
+its rows and columns a doc shows) and ``figure:NAME`` (one figure a sentence quotes, as
+docs/data/figures.yaml's NAME writes it from one row of such a CSV, or from a count of rows).
+
+A run's table is often long (a row per server and check); a view may first keep the rows whose
+columns equal ``where``'s values, then ``pivot`` them to a row per ``index`` with a field per
+value of ``columns`` and each of ``values`` (``{cold_start_s_value}``). A column's form may be a
+list: the first whose fields are all there (an interval where there is one, else the figure).
 """
 
 from __future__ import annotations
@@ -61,12 +67,56 @@ def views() -> dict[str, dict]:
     return yaml.safe_load((DATA / "views.yaml").read_text())
 
 
-def _written(form: str, row: dict) -> str:
-    """``form`` filled from ``row``; blank where a field it names is empty."""
-    names = re.findall(r"{(\w+)", form)
-    if any(row.get(name) is None or (not isinstance(row[name], str) and pd.isna(row[name])) for name in names):
-        return ""
-    return form.format(**row)
+@cache
+def figures() -> dict[str, dict]:
+    """The single figures the docs' sentences quote from data (docs/data/figures.yaml)."""
+    return yaml.safe_load((DATA / "figures.yaml").read_text())
+
+
+def _empty(value) -> bool:
+    return value is None or (not isinstance(value, str) and pd.isna(value))
+
+
+def _written(form: str | list[str], row: dict) -> str:
+    """``form`` filled from ``row``; blank where a field it names is empty. A list of forms: the
+    first whose fields are all there."""
+    for one in [form] if isinstance(form, str) else form:
+        if not any(_empty(row.get(name)) for name in re.findall(r"{(\w+)", one)):
+            return one.format(**row)
+    return ""
+
+
+def _matching(data: pd.DataFrame, wanted: dict) -> pd.DataFrame:
+    """The rows of ``data`` whose columns equal ``wanted``'s values (compared as written)."""
+    for key, value in wanted.items():
+        data = data[data[key].astype(str) == str(value)]
+    return data
+
+
+def view_data(view: dict) -> pd.DataFrame:
+    """A view's CSV, its ``where`` rows only, pivoted where it says so: a row per ``index``, the
+    field ``{column value}_{value}`` for each value of ``columns`` (joined by ``_`` where they are
+    several) and each of ``values``."""
+    data = _matching(pd.read_csv(DATA / view["csv"]), view.get("where", {}))
+    pivot = view.get("pivot")
+    if not pivot:
+        return data
+    index, columns = pivot["index"], pivot["columns"]
+    keys = data[columns].astype(str).agg("_".join, axis=1) if isinstance(columns, list) else data[columns].astype(str)
+    values = pivot["values"] if isinstance(pivot["values"], list) else [pivot["values"]]
+    wide = data.assign(_key=keys.values).pivot(index=index, columns="_key", values=values)
+    wide.columns = [f"{key}_{value}" for value, key in wide.columns]
+    return wide.reset_index()
+
+
+def figure(name: str) -> str:
+    """One figure of figures.yaml: its ``form`` filled from the one row of its view whose columns
+    equal ``row``'s values, or with ``{count}``, the number of rows equal to ``count``'s."""
+    spec = figures()[name]
+    data = view_data(spec)
+    if "count" in spec:
+        return spec["form"].format(count=len(_matching(data, spec["count"])))
+    return _written(spec["form"], _row(name, spec, data, spec["row"]))
 
 
 def table(view_name: str) -> str:
@@ -74,7 +124,7 @@ def table(view_name: str) -> str:
     values, in the view's order; one row each, or a KeyError; ``all``: every row in the CSV's
     order) in its ``columns`` (title: format)."""
     view = views()[view_name]
-    data = pd.read_csv(DATA / view["csv"])
+    data = view_data(view)
     columns = view["columns"]
     rows = data.to_dict("records") if view["rows"] == "all" else [_row(view_name, view, data, w) for w in view["rows"]]
     lines = [
@@ -87,9 +137,7 @@ def table(view_name: str) -> str:
 
 def _row(view_name: str, view: dict, data: pd.DataFrame, wanted: dict) -> dict:
     """The one row of ``data`` whose columns equal ``wanted``'s values (else a KeyError)."""
-    found = data
-    for key, value in wanted.items():
-        found = found[found[key].astype(str) == str(value)]
+    found = _matching(data, wanted)
     if len(found) != 1:
         raise KeyError(f"view {view_name}: {len(found)} rows of {view['csv']} are {wanted}")
     return found.iloc[0].to_dict()
@@ -99,6 +147,7 @@ FIGURES: dict[str, Callable[[str], str]] = {
     "time": lambda profile: about(profile_times()[profile]["seconds"]),
     "time-here": lambda profile: " ".join(str(profile_times()[profile]["figure"]).split()),
     "table": table,
+    "figure": figure,
 }
 
 
