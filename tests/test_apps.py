@@ -131,3 +131,38 @@ def test_psgi_passes_plack_lint():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "200 Hello World!"
+
+
+# A process's resident memory, read from /proc in the process itself (kB).
+PY_RSS = "int(open('/proc/self/status').read().split('VmRSS:')[1].split()[0])"
+PL_RSS = "sub rss { open my $s, '<', '/proc/self/status'; local $/; (<$s> =~ /VmRSS:\\s+(\\d+)/)[0] }"
+
+
+def test_large_is_held_only_by_a_worker_that_answered_it():
+    """/large is 8 MiB in both languages, the same bytes; a process that loaded the app holds it
+    only once it has answered /large (its resident memory grows by the 8 MiB then): a body held
+    from the app's load was 8 MiB of every worker in every lens's memory figures."""
+    require("perl", "plackup")
+    python = (
+        f"import sys, hashlib, wsgiref.util; sys.path.insert(0, sys.argv[1]); import hello; before = {PY_RSS}\n"
+        "env = {}; wsgiref.util.setup_testing_defaults(env); env['PATH_INFO'] = '/large'\n"
+        "body = b''.join(hello.application(env, lambda *a: None))\n"
+        f"print({PY_RSS} - before, len(body), hashlib.sha256(body).hexdigest())"
+    )
+    perl = (
+        f"use Plack::Util; use Digest::SHA qw(sha256_hex); {PL_RSS}"
+        "my $app = Plack::Util::load_psgi(shift); my $before = rss();"
+        "my $res = $app->({REQUEST_METHOD => 'GET', PATH_INFO => '/large', 'psgi.input' => undef});"
+        "my $grew = rss() - $before; my $body = join '', @{$res->[2]};"  # the join copies: read before it
+        "print $grew, ' ', length($body), ' ', sha256_hex($body)"
+    )
+    answers = [
+        subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout.split()
+        for argv in (
+            [sys.executable, "-c", python, str(REPO_ROOT / "apps" / "python")],
+            ["perl", "-e", perl, str(REPO_ROOT / "apps" / "perl" / "hello.psgi")],
+        )
+    ]
+    (py_grew, py_length, py_digest), (pl_grew, pl_length, pl_digest) = answers
+    assert int(py_length) == int(pl_length) == 8 * 1024 * 1024 and py_digest == pl_digest
+    assert int(py_grew) >= 8 * 1024 and int(pl_grew) >= 8 * 1024, answers
