@@ -144,6 +144,9 @@ def test_a_long_table_is_pivoted_and_a_sentences_figure_is_one_row_or_a_count(tm
         "| b | 0.30 | 0.99 |",
         "| a | 0.12 [0.1–0.2] | not measured |",
     ]
+    # Several columns make one field, joined by "_", a run of spaces and the like one "_".
+    by_two = {**view, "pivot": {"index": "server", "columns": ["check", "status"], "values": "value"}}
+    assert "balance_not_measured_value" in docsfigures.view_data(by_two).columns
     monkeypatch.setitem(shipped_figures, "a-cold", {**view, "row": {"server": "a"}, "form": "{cold_s_value:.2f} s"})
     monkeypatch.setitem(
         shipped_figures, "measured", {"csv": "long.csv", "count": {"status": "ok"}, "form": "{count} of them"}

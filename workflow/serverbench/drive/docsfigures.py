@@ -96,13 +96,14 @@ def _matching(data: pd.DataFrame, wanted: dict) -> pd.DataFrame:
 def view_data(view: dict) -> pd.DataFrame:
     """A view's CSV, its ``where`` rows only, pivoted where it says so: a row per ``index``, the
     field ``{column value}_{value}`` for each value of ``columns`` (joined by ``_`` where they are
-    several) and each of ``values``."""
+    several, each run of other characters than letters and digits a ``_``) and each of ``values``."""
     data = _matching(pd.read_csv(DATA / view["csv"]), view.get("where", {}))
     pivot = view.get("pivot")
     if not pivot:
         return data
     index, columns = pivot["index"], pivot["columns"]
     keys = data[columns].astype(str).agg("_".join, axis=1) if isinstance(columns, list) else data[columns].astype(str)
+    keys = keys.str.replace(r"\W+", "_", regex=True)  # "slow senders" → a field name: slow_senders
     values = pivot["values"] if isinstance(pivot["values"], list) else [pivot["values"]]
     wide = data.assign(_key=keys.values).pivot(index=index, columns="_key", values=values)
     wide.columns = [f"{key}_{value}" for value, key in wide.columns]
