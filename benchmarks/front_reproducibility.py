@@ -9,7 +9,10 @@ median, and the interval of its mean less 1); and
 whether every run gave the same answer (target: all, issue 79). gunicorn's gthread worker is
 the case to watch: whether slow clients starve it is which worker the kernel handed them.
 
-    .venv/bin/python benchmarks/front_reproducibility.py --runs 2 [--servers gunicorn-gthread ...] [--json F]
+    .venv/bin/python benchmarks/front_reproducibility.py --runs 2 [--servers gunicorn-gthread ...] [--json F] [--write]
+
+``--write`` keeps the rows in docs/data/front-reproducibility.csv, which docs/front.md's table
+shows (``serverbench docs``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from serverbench.plan import config as cfg
 from serverbench.plan.fronts import is_fronted
 
 PROFILE = "front"
+KEPT = REPO_ROOT / "docs" / "data" / "front-reproducibility.csv"
 
 
 def config_for() -> dict:
@@ -62,11 +66,23 @@ def one_run(config: dict, server: str, where: Path) -> dict:
     }
 
 
+def write_csv(rows: list[dict], path: Path = KEPT) -> None:
+    """A row per run and server, the interval as two columns (docs/data, for the docs' table)."""
+    import pandas as pd
+
+    table = pd.DataFrame(rows)
+    interval = table.pop("kept_bare_minus_1_interval")
+    table["kept_bare_minus_1_low"] = [i[0] if i else None for i in interval]
+    table["kept_bare_minus_1_high"] = [i[1] if i else None for i in interval]
+    path.write_text(table.to_csv(index=False))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--servers", nargs="*", help="default: the profile's servers that are not behind a front")
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--write", action="store_true", help=f"keep the rows in {KEPT.relative_to(REPO_ROOT)}")
     args = parser.parse_args()
     config = config_for()
     catalogue = config["catalogue"]
@@ -85,6 +101,8 @@ def main() -> None:
     print(json.dumps({"same_answer": agree, "all_agree": summary["all_agree"]}))
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1) + "\n")
+    if args.write:
+        write_csv(found)
 
 
 if __name__ == "__main__":
