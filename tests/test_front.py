@@ -77,6 +77,12 @@ def test_the_slow_counts_are_stated_against_what_the_server_holds_at_once():
         (SlowKind.SENDERS, Relative.MORE, 4),
         (SlowKind.READERS, Relative.AS_MANY, 2),
     ]
+    # Said as counted: the raw file's header and the answers' sentences.
+    assert [c.label() for c in found[1:3]] == [
+        "1 slow sender (fewer than the workers)",
+        "2 slow senders (as many as the workers)",
+    ]
+    assert SlowKind.BODY.counted(2) == "2 slow bodies" and SlowKind.NEW_CONNECTIONS.counted(1) == "1 new connection"
 
 
 def planted_table(bare_kept: list[float], fronted_kept: list[float] | None, alone=1000.0) -> pd.DataFrame:

@@ -32,6 +32,20 @@ class SlowKind(StrEnum):
     READERS = "slow readers"  # an 8 MiB answer read 1 KiB at a time through a 4 KiB buffer
     NEW_CONNECTIONS = "new connections"  # clients that connect for every request
 
+    def counted(self, count: int) -> str:
+        """``count`` of these clients as a sentence says it: 1 slow sender, 2 slow bodies."""
+        one, many = _COUNTED[self]
+        return f"{count} {one if count == 1 else many}"
+
+
+_COUNTED = {
+    SlowKind.NONE: ("fast client only", "fast clients only"),
+    SlowKind.SENDERS: ("slow sender", "slow senders"),
+    SlowKind.BODY: ("slow body", "slow bodies"),
+    SlowKind.READERS: ("slow reader", "slow readers"),
+    SlowKind.NEW_CONNECTIONS: ("new connection", "new connections"),
+}
+
 
 class Relative(StrEnum):
     """How many slow clients, against the requests the server holds at once (workers × threads)."""
@@ -59,7 +73,9 @@ class Condition:
     def label(self) -> str:
         if self.kind is SlowKind.NONE:
             return str(self.kind)
-        return f"{self.count} {self.kind} ({self.relative} than the workers)".replace("as many than", "as many as")
+        return f"{self.kind.counted(self.count)} ({self.relative} than the workers)".replace(
+            "as many than", "as many as"
+        )
 
 
 @dataclass(frozen=True)

@@ -100,7 +100,9 @@ def _needs_clause(rows: pd.DataFrame, holds) -> str:
         return ""
     best = saved.iloc[0]
     beside = (
-        "every slow client measured" if best["slow"] == EVERY_SLOW_KIND else f"{int(best['slow_count'])} {best['slow']}"
+        "every slow client measured"
+        if best["slow"] == EVERY_SLOW_KIND
+        else SlowKind(best["slow"]).counted(int(best["slow_count"]))
     )
     return (
         f": beside {beside} (its workers × threads hold {holds} requests at once) the normal clients kept "
@@ -170,7 +172,8 @@ def front_context(table_csv, verdicts_csv) -> dict | None:
     first = table.dropna(subset=["kind"]).iloc[0] if len(table.dropna(subset=["kind"])) else table.iloc[0]
     conditions = (
         f"{int(first['clients'])} normal clients (closed loop, keep-alive), {int(first['workers'])} workers × "
-        f"{int(first['threads'])} threads on {int(first['cpus'])} CPU(s), the front on the same CPUs; slow clients "
+        f"{int(first['threads'])} thread{'s' * (int(first['threads']) != 1)} on {int(first['cpus'])} "
+        f"CPU{'s' * (int(first['cpus']) != 1)}, the front on the same CPUs; slow clients "
         f"send or read once every {first['pace_s']:g} s"
     )
     columns = ["server", "language", "answer", "cost", "work", *map(str, SLOW_COLUMNS), STARVED_COLUMN]
