@@ -12,7 +12,10 @@ reproduced from its deployed file and by how much), whether every two runs' reco
 capacities are told apart by the margin (target: none are, issue 79) and the largest move of
 the recommended capacity between runs.
 
-    .venv/bin/python benchmarks/advise_reproducibility.py --runs 3 [--quick] [--json F]
+    .venv/bin/python benchmarks/advise_reproducibility.py --runs 3 [--quick] [--json F] [--write]
+
+``--write`` keeps a row per app and run (with its app's agreement) in
+docs/data/advise-reproducibility.csv, which docs/advise.md's table and figures show.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import argparse
 import itertools
 import json
 import tempfile
+import time
 from pathlib import Path
 
 from serverbench import REPO_ROOT
@@ -30,6 +34,7 @@ from serverbench.lenses.advise.record import load_advice
 from serverbench.lenses.advise.search import Capacity
 from serverbench.plan import config as cfg
 
+KEPT = REPO_ROOT / "docs" / "data" / "advise-reproducibility.csv"
 WAIT_S = 0.020  # the /wait route's sleep (tests/apps/advise_app.py)
 # The tests' short runs (tests/test_advise.py QUICK), for a benchmark that ends in minutes.
 QUICK = {
@@ -64,6 +69,7 @@ def config_for(app: str, quick: bool) -> dict:
 
 
 def one_run(app: str, quick: bool, where: Path) -> dict:
+    started = time.monotonic()
     path = where / f"{app}.json"
     run_advise(config_for(app, quick), "advise", "planted-gthread", path, where / f"{app}.log")
     record = load_advice(json.loads(path.read_text()))
@@ -74,6 +80,7 @@ def one_run(app: str, quick: bool, where: Path) -> dict:
     found = {k: (None if isinstance(v, float) and v != v else v) for k, v in found.items()}
     if app != "cpu" and found["workers"]:
         found["bound_rps"] = found["workers"] * found["threads"] / WAIT_S
+    found["seconds"] = round(time.monotonic() - started, 1)
     return {key: str(value) if hasattr(value, "value") else value for key, value in found.items()}
 
 
@@ -88,12 +95,25 @@ def agreement(runs: list[dict]) -> dict:
     return {"pairs": len(told_apart), "told_apart": sum(told_apart), "largest_move": max(moves, default=None)}
 
 
+def write_csv(found: dict, path: Path = KEPT) -> None:
+    """A row per app and run, its app's agreement beside it (docs/data, for the docs)."""
+    import pandas as pd
+
+    rows = [
+        {"app": app, "run": number, **run, **{k: v for k, v in result.items() if k != "runs"}}
+        for app, result in found.items()
+        for number, run in enumerate(result["runs"], start=1)
+    ]
+    path.write_text(pd.DataFrame(rows).to_csv(index=False))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="the tests' short runs")
     parser.add_argument("--apps", nargs="*", default=list(APPS))
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--write", action="store_true", help=f"keep the rows in {KEPT.relative_to(REPO_ROOT)}")
     args = parser.parse_args()
     found = {}
     with tempfile.TemporaryDirectory(prefix="advise-repro-") as tmp:
@@ -108,6 +128,8 @@ def main() -> None:
             print(app, "agreement", json.dumps(agreement(runs)), flush=True)
     if args.json:
         args.json.write_text(json.dumps(found, indent=2))
+    if args.write:
+        write_csv(found)
 
 
 if __name__ == "__main__":
