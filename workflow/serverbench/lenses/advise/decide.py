@@ -85,7 +85,10 @@ def _why_not(record: AdviceRecord, chosen: Measured | None, points: list[Measure
         return Verdict.NOT_RECOMMENDED, f"every setting that met {objective} was over the memory budget"
     reload = record.reload
     if reload is not None and reload.outcome not in RELOAD_OK:
-        said = f"{reload.failed} requests failed over {reload.reloads} reloads under load"
+        said = (
+            f"{reload.failed} request{'s' * (reload.failed != 1)} failed over {reload.reloads} "
+            f"reload{'s' * (reload.reloads != 1)} under load"
+        )
         if reload.outcome is ReloadOutcome.BROKEN:
             said = f"the server broke on reload under load ({reload.reason})"
         return Verdict.NOT_RECOMMENDED, said
