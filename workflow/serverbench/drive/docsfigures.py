@@ -9,7 +9,8 @@ Figures: ``time:PROFILE`` (about N min, from docs/data/profile-times.yaml's ``se
 ``table:VIEW`` (a Markdown table of the rows of a run's table kept in docs/data, as
 docs/data/views.yaml's VIEW picks and writes them: the CSV a run wrote, unedited, and which of
 its rows and columns a doc shows) and ``figure:NAME`` (one figure a sentence quotes, as
-docs/data/figures.yaml's NAME writes it from one row of such a CSV, or from a count of rows).
+docs/data/figures.yaml's NAME writes it from one row of such a CSV, a count of rows, or the
+range of a column over rows).
 
 A run's table is often long (a row per server and check); a view may first keep the rows whose
 columns equal ``where``'s values, then ``pivot`` them to a row per ``index`` with a field per
@@ -112,11 +113,17 @@ def view_data(view: dict) -> pd.DataFrame:
 
 def figure(name: str) -> str:
     """One figure of figures.yaml: its ``form`` filled from the one row of its view whose columns
-    equal ``row``'s values, or with ``{count}``, the number of rows equal to ``count``'s."""
+    equal ``row``'s values; with ``{count}``, the number of rows equal to ``count``'s; or with
+    ``{min}`` and ``{max}``, the range of the column ``of`` over the rows equal to ``range``'s."""
     spec = figures()[name]
     data = view_data(spec)
     if "count" in spec:
         return spec["form"].format(count=len(_matching(data, spec["count"])))
+    if "range" in spec:
+        values = _matching(data, spec["range"])[spec["of"]].dropna()
+        if values.empty:
+            raise KeyError(f"figure {name}: no {spec['of']} in the rows of {spec['csv']} that are {spec['range']}")
+        return spec["form"].format(min=values.min(), max=values.max())
     return _written(spec["form"], _row(name, spec, data, spec["row"]))
 
 
