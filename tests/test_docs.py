@@ -162,6 +162,9 @@ def test_a_long_table_is_pivoted_and_a_sentences_figure_is_one_row_or_a_count(tm
     spread = {"csv": "long.csv", "range": {"check": "cold_s"}, "of": "value", "form": "{min:.2f}–{max:.2f} s"}
     monkeypatch.setitem(shipped_figures, "cold-spread", spread)
     assert docsfigures.figure("cold-spread") == "0.12–9.00 s"  # every profile's: no where given
+    either = {**spread, "range": [{"server": "b", "check": "cold_s"}, {"server": "b", "check": "balance"}]}
+    monkeypatch.setitem(shipped_figures, "b-spread", either)
+    assert docsfigures.figure("b-spread") == "0.30–0.99 s"
     monkeypatch.setitem(shipped_figures, "none", {**spread, "range": {"check": "nowhere"}})
     with pytest.raises(KeyError, match="no value"):
         docsfigures.figure("none")
