@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from serverbench import REPO_ROOT
+from serverbench import REPO_ROOT, files
 from serverbench.lenses.advise.decide import recommendations
 from serverbench.lenses.advise.measure import run_advise
 from serverbench.lenses.advise.record import load_advice
@@ -104,7 +104,7 @@ def write_csv(found: dict, path: Path = KEPT) -> None:
         for app, result in found.items()
         for number, run in enumerate(result["runs"], start=1)
     ]
-    path.write_text(pd.DataFrame(rows).to_csv(index=False))
+    files.write_atomic(path, pd.DataFrame(rows).to_csv(index=False))
 
 
 def main() -> None:

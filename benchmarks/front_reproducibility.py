@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from serverbench import REPO_ROOT
+from serverbench import REPO_ROOT, files
 from serverbench.lenses.front.decide import front_verdicts
 from serverbench.lenses.front.measure import run_front
 from serverbench.lenses.front.record import ALONE, EVERY_SLOW_KIND, load_front
@@ -74,7 +74,7 @@ def write_csv(rows: list[dict], path: Path = KEPT) -> None:
     interval = table.pop("kept_bare_minus_1_interval")
     table["kept_bare_minus_1_low"] = [i[0] if i else None for i in interval]
     table["kept_bare_minus_1_high"] = [i[1] if i else None for i in interval]
-    path.write_text(table.to_csv(index=False))
+    files.write_atomic(path, table.to_csv(index=False))
 
 
 def main() -> None:

@@ -94,11 +94,17 @@ def _matching(data: pd.DataFrame, wanted: dict) -> pd.DataFrame:
     return data
 
 
+@cache
+def _kept(path: Path) -> pd.DataFrame:
+    """A kept CSV, read once however many views and figures quote it (never changed in place)."""
+    return pd.read_csv(path)
+
+
 def view_data(view: dict) -> pd.DataFrame:
     """A view's CSV, its ``where`` rows only, pivoted where it says so: a row per ``index``, the
     field ``{column value}_{value}`` for each value of ``columns`` (joined by ``_`` where they are
     several, each run of other characters than letters and digits a ``_``) and each of ``values``."""
-    data = _matching(pd.read_csv(DATA / view["csv"]), view.get("where", {}))
+    data = _matching(_kept(DATA / view["csv"]), view.get("where", {}))
     pivot = view.get("pivot")
     if not pivot:
         return data
