@@ -14,6 +14,9 @@ from serverbench.decide.adaptive import measuring_so_far, needs_another_round
 from serverbench.plan import config as cfg
 from snakemake.utils import update_config
 
+# Times what it tests against a figure measured beside it: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 SINGLE = ["python", "{root}/tests/apps/single.py", "{port}"]
 PROFILE = {
     **QUICK_PROFILE,

@@ -32,6 +32,9 @@ from serverbench.lenses.advise.measure import Advising, run_advise
 from serverbench.lenses.advise.record import Bound, ReloadOutcome, Reproduced, Role, Verdict, load_advice
 from serverbench.plan import config as cfg
 
+# Times what it tests against a figure measured beside it: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 MB = 1024 * 1024
 # Short runs: the expectations compare settings with each other, not with a speed.
 QUICK = {

@@ -8,6 +8,9 @@ import time
 import pytest
 from conftest import add_server, measure_cell, require, server_processes
 
+# Times what it tests against a figure measured beside it: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 
 @pytest.mark.parametrize("tool", ["wrk", "ab"])
 def test_gunicorn_cell_is_measured(base_config, tmp_path, no_leftovers, tool):

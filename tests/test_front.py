@@ -29,6 +29,9 @@ from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import effective_profile
 from serverbench.record.vocabulary import Metric, Outcome
 
+# Times what it tests against a figure measured beside it: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 QUICK = {"rounds": 2, "duration_s": 1, "settle_s": 0.3}
 
 

@@ -27,6 +27,9 @@ from serverbench.decide.inference import outcome
 from serverbench.record.model import load_record
 from serverbench.record.sections import LoadResult
 
+# Times what it tests against a figure measured beside it: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 SPEC = {"decides": True, "window_s": 0.05, "quantile": 0.95, "near_top": 0.1, "stall_level": 0.3, "stall_excess": 0.1}
 
 

@@ -12,6 +12,9 @@ from serverbench.host import sysctls as hostnet
 from serverbench.tables import runs as run_table
 from serverbench.tables import summary as summary_table
 
+# Times what it tests against a figure measured beside it: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 UWSGI_APP = ["--wsgi-file", "{apps}/python/hello.py", "--master", "--die-on-term", "--disable-logging"]
 
 

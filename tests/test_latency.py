@@ -24,6 +24,9 @@ from serverbench.tables.knees import knee
 sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
 import noise_simulation  # noqa: E402
 
+# Times what it tests against a figure measured beside it: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 FRACTIONS = [0.25, 0.75, 1.0, 1.25]
 PROFILE = {
     "description": "a known capacity: one synchronous worker, 10 ms a request",

@@ -15,6 +15,9 @@ from serverbench import REPO_ROOT
 from serverbench.cell.phases import run_cell
 from serverbench.plan.shapes import Cell
 
+# Counts every Unit process on the machine before and after a test: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture
 def unit_config(base_config):

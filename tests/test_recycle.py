@@ -25,6 +25,9 @@ from serverbench.plan.config import effective_profile
 from serverbench.plan.recycling import NO_FLOOR, NO_JITTER, recycling_argv, with_argv
 from serverbench.record.vocabulary import Status
 
+# Times what it tests against a figure measured beside it: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 RECYCLING = ["python", "{root}/tests/apps/recycling.py", "{port}", "{workers}"]
 PLANTED_RECYCLE = {"counts": "requests", "default": None, "limit": ["--max-requests", "{max_requests}"]}
 PLAN = {"workload": "leak", "settings": [{"max_requests": 40}], "clients": ["keepalive"], "load_s": 5,

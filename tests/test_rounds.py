@@ -17,6 +17,9 @@ from conftest import QUICK_PROFILE, require, run_snakemake
 from serverbench.host.cgroups import cgroup_version
 from serverbench.record.model import load_record
 
+# Times what it tests against a figure measured beside it: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 SINGLE = ["python", "{root}/tests/apps/single.py", "{port}", "faults:spin_5ms_cpu"]
 ROUNDS = 7
 

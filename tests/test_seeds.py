@@ -11,6 +11,9 @@ from serverbench.decide import seeds as side
 from serverbench.plan import seeds as seed_data
 from serverbench.record.sections import LoadResult
 
+# Times what it tests against a figure measured beside it: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 
 @pytest.fixture(scope="module")
 def studies():

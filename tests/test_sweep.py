@@ -6,6 +6,9 @@ from conftest import require
 from serverbench.cell.phases import run_cell
 from serverbench.plan.shapes import Cell
 
+# Ten thousand connections take most of the open-file cap: make test runs it alone, after the rest.
+pytestmark = pytest.mark.serial
+
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("server", ["gunicorn", "starman"])
