@@ -17,7 +17,8 @@ import pytest
 from conftest import require, run_snakemake
 from serverbench import REPO_ROOT
 
-pytestmark = pytest.mark.e2e
+# Its speed comparisons' intervals are the timed cells' own spread: make test runs it alone, after the rest.
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 SHORT_LIVES = ["--configfile", "config.yaml", str(REPO_ROOT / "tests/data/short-work-lives.yaml")]
 PLANTED = str(REPO_ROOT / "tests/data/planted-3pct-gunicorn.yaml")
 MATRIX = [

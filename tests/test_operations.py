@@ -23,9 +23,6 @@ from serverbench.lenses.operations.table import operations_table
 from serverbench.record.vocabulary import Outcome
 from serverbench.report.index import write_index
 
-# Times what it tests against a figure measured beside it: make test runs it alone, after the rest.
-pytestmark = pytest.mark.serial
-
 EQUIVALENT, UNDETERMINED = Outcome.EQUIVALENT, Outcome.UNDETERMINED
 STORED = REPO_ROOT / "tests" / "data" / "records-v1"
 

@@ -12,9 +12,6 @@ import pytest
 import yaml
 from conftest import REPO_ROOT, require, require_unitd, run_snakemake
 
-# Times what it tests against a figure measured beside it: make test runs it alone, after the rest.
-pytestmark = pytest.mark.serial
-
 
 def snakemake(results, *config, outputs=("summary.csv", "runs.csv"), configfiles=()):
     """The profile's tables (and only the ``outputs`` asked for: charts cost a job each)."""
