@@ -3,7 +3,7 @@
 run alone after them): the table docs/development.md quotes, slowest first, with each file's set
 and the run's total (the sets' wall times added).
 
-    .venv/bin/python benchmarks/test_times.py [XML ...] [--markdown] [--write]
+    .venv/bin/python benchmarks/test_times.py [XML ...] [--markdown] [--write] [--make-seconds S]
 
 ``--write`` keeps the table in docs/data/test-times.csv, which docs/development.md shows
 (`serverbench docs`), so the doc's figures are the run's.
@@ -16,6 +16,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -29,37 +30,57 @@ DATA = REPO / "docs" / "data" / "test-times.csv"
 XML_FILES = (Path(".test-times-paired.xml"), Path(".test-times-serial.xml"))
 
 
-def file_times(paths: list[Path]) -> tuple[dict[str, float], dict[str, int], dict[str, str], float]:
-    """Seconds and tests per test file (setup, call and teardown of each test), the set each
-    file ran in (its XML's name), and the run's wall time (the sets one after the other)."""
-    seconds: dict[str, float] = defaultdict(float)
-    counts: dict[str, int] = defaultdict(int)
-    sets: dict[str, str] = {}
-    total = 0.0
+@dataclass
+class Times:
+    """A run's times from its XML files: per test file its seconds (setup, call and teardown of
+    each test), tests and set (the XML's name), and per set its tests and wall time."""
+
+    seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    sets: dict[str, str] = field(default_factory=dict)
+    set_walls: dict[str, tuple[int, float]] = field(default_factory=dict)
+
+    @property
+    def wall(self) -> float:
+        """The sets run one after the other."""
+        return sum(wall for _, wall in self.set_walls.values())
+
+
+def file_times(paths: list[Path]) -> Times:
+    times = Times()
     for path in paths:
         root = ET.parse(path).getroot()
         suite = root if root.tag == "testsuite" else root.find("testsuite")
-        total += float(suite.get("time", 0))
-        for case in suite.iter("testcase"):
+        name_of_set = path.stem.removeprefix(".test-times-")
+        cases = list(suite.iter("testcase"))
+        times.set_walls[name_of_set] = (len(cases), float(suite.get("time", 0)))
+        for case in cases:
             module = case.get("classname", "").split(".")[-1] if case.get("classname") else "?"
             name = f"{module}.py"
-            seconds[name] += float(case.get("time", 0))
-            counts[name] += 1
-            sets[name] = path.stem.removeprefix(".test-times-")
-    return dict(seconds), dict(counts), sets, total
+            times.seconds[name] += float(case.get("time", 0))
+            times.counts[name] += 1
+            times.sets[name] = name_of_set
+    return times
 
 
 def shown(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def rows(seconds: dict[str, float], counts: dict[str, int], sets: dict[str, str], total: float) -> list[dict]:
-    """Slowest first, then the run: the table as docs/development.md shows it."""
-    ranked = sorted(seconds.items(), key=lambda item: -item[1])
-    found = [{"file": f"`{name}`", "tests": counts[name], "set": sets[name], "seconds": round(spent, 1),
+def rows(times: Times, make_seconds: float | None = None) -> list[dict]:
+    """Slowest first, then each set's wall time, the tests' and make test's (with the install,
+    where given): the table as docs/development.md shows it."""
+    ranked = sorted(times.seconds.items(), key=lambda item: -item[1])
+    found = [{"file": f"`{name}`", "tests": times.counts[name], "set": times.sets[name], "seconds": round(spent, 1),
               "time": shown(spent)} for name, spent in ranked]  # fmt: skip
-    run = {"file": "all", "tests": sum(counts.values()), "set": "", "seconds": round(total, 1), "time": shown(total)}
-    return [*found, run]
+    walls = [{"file": f"the {name} set", "tests": tests, "set": name, "seconds": round(wall, 1), "time": shown(wall)}
+             for name, (tests, wall) in times.set_walls.items()]  # fmt: skip
+    tests = sum(times.counts.values())
+    run = [{"file": "all", "tests": tests, "set": "", "seconds": round(times.wall, 1), "time": shown(times.wall)}]
+    if make_seconds is not None:
+        make = {"file": "make test", "tests": tests, "set": "", "seconds": round(make_seconds, 1)}
+        run.append({**make, "time": shown(make_seconds)})
+    return [*found, *walls, *run]
 
 
 def main() -> None:
@@ -67,10 +88,9 @@ def main() -> None:
     parser.add_argument("xml", nargs="*", default=list(XML_FILES), type=Path)
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
     parser.add_argument("--write", action="store_true", help="keep it in docs/data and rewrite the docs")
+    parser.add_argument("--make-seconds", type=float, help="make test's own time, the install included")
     args = parser.parse_args()
-    seconds, counts, sets, total = file_times(args.xml)
-    ranked = sorted(seconds.items(), key=lambda item: -item[1])
-    table = rows(seconds, counts, sets, total)
+    table = rows(file_times(args.xml), args.make_seconds)
     if args.write:
         write_atomic(DATA, pd.DataFrame(table).to_csv(index=False))
         subprocess.run([sys.executable, "-m", "serverbench.cli", "docs"], cwd=REPO, check=True)
@@ -79,9 +99,8 @@ def main() -> None:
         for row in table:
             print(f"| {row['file']} | {row['tests']} | {row['set']} | {row['time']} |")
         return
-    for name, spent in ranked:
-        print(f"{spent:8.1f} s  {counts[name]:4d}  {sets[name]:6}  {name}")
-    print(f"{total:8.1f} s  {sum(counts.values()):4d}  (the run)")
+    for row in table:
+        print(f"{row['seconds']:8.1f} s  {row['tests']:4d}  {row['set']:6}  {row['file']}")
 
 
 if __name__ == "__main__":
