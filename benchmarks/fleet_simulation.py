@@ -30,16 +30,20 @@ default 2% margin, at 95%. Printed per fleet size and design: the share of
 detectable ratio, the share of A/A runs (true ratio 1) deciding a direction,
 and the share of runs with a 5% slower A found *slower*.
 
-    .venv/bin/python benchmarks/fleet_simulation.py [--runs 1000] [--rounds 7] [--seed 1]
+    .venv/bin/python benchmarks/fleet_simulation.py [--runs 1000] [--rounds 7] [--seed 1] [--write]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from serverbench import files
 from serverbench.decide import inference
 
 CELL_SD = 0.017
@@ -48,6 +52,12 @@ RATIO_SPREADS = (1.03, 1.3)  # a pair's ratio on one node is up to this many tim
 MARGIN = 0.02
 ALPHA = 0.05
 DESIGNS = ("round on one node", "cells placed freely", "one node for the run")
+REPO = Path(__file__).resolve().parents[1]
+# docs/benchmarks.md's table and docs/executors.md's figures (serverbench docs).
+DATA = REPO / "docs" / "data" / "fleet-simulation.csv"
+TITLES = {"ratio_spread": "ratio spread", "coverage": "coverage of the fleet's ratio",
+          "detectable": "median detectable ratio", "aa_decided": "A/A deciding a direction",
+          "slower_found": "5% slower found slower"}  # fmt: skip
 
 
 def fleet(rng: np.random.Generator, nodes: int, spread: float) -> tuple[np.ndarray, np.ndarray]:
@@ -94,12 +104,12 @@ def simulate(nodes: int, spread: float, rounds: int, runs: int, seed: int) -> pd
         both = aa + slower
         rows.append({
             "nodes": nodes,
-            "ratio spread": f"{spread - 1:.0%}",
+            "ratio_spread": round(spread - 1, 4),
             "placement": design,
-            "coverage of the fleet's ratio": np.mean([r["covered"] for r in both]),
-            "median detectable ratio": np.median([r["detectable"] for r in both]),
-            "A/A deciding a direction": np.mean([r["outcome"] in (inference.FASTER, inference.SLOWER) for r in aa]),
-            "5% slower found slower": np.mean([r["outcome"] == inference.SLOWER for r in slower]),
+            "coverage": np.mean([r["covered"] for r in both]),
+            "detectable": np.median([r["detectable"] for r in both]),
+            "aa_decided": np.mean([r["outcome"] in (inference.FASTER, inference.SLOWER) for r in aa]),
+            "slower_found": np.mean([r["outcome"] == inference.SLOWER for r in slower]),
         })  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -109,12 +119,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000, help="simulated runs per design and true ratio")
     parser.add_argument("--rounds", type=int, default=7, help="rounds per run (the default profile's 7)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--write", action="store_true", help=f"keep the table in {DATA.relative_to(REPO)}")
     args = parser.parse_args()
     table = pd.concat([
         simulate(nodes, spread, args.rounds, args.runs, args.seed) for spread in RATIO_SPREADS for nodes in (10, 100)
     ])  # fmt: skip
     print(f"{args.runs} runs per design and ratio, {args.rounds} rounds, cell sd {CELL_SD:.1%}, margin {MARGIN:.0%}")
-    print(table.to_markdown(index=False, floatfmt=".3g"))
+    if args.write:
+        files.write_atomic(DATA, table.to_csv(index=False))
+        subprocess.run([sys.executable, "-m", "serverbench.cli", "docs"], cwd=REPO, check=True)
+    print(table.rename(columns=TITLES).to_markdown(index=False, floatfmt=".3g"))
 
 
 if __name__ == "__main__":
