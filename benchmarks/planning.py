@@ -7,7 +7,7 @@ with one rule and as many jobs, each a file of the same shape of path, planned
 by the same Snakemake in the same run. Both are timed side by side, alternating,
 and the median of each is reported. Target: serverbench at most 2x plain.
 
-    .venv/bin/python benchmarks/planning.py [--rounds 3] [--repeats 10]
+    .venv/bin/python benchmarks/planning.py [--rounds 3] [--repeats 10] [--write]
 """
 
 import argparse
@@ -18,11 +18,14 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
 import yaml
-from serverbench import REPO_ROOT
+from serverbench import REPO_ROOT, files
 from serverbench.plan import config
 from serverbench.plan.matrix import cells
 
+# docs/benchmarks.md's figures (serverbench docs): a row per round, then the medians.
+DATA = REPO_ROOT / "docs" / "data" / "planning.csv"
 CONCURRENCY = [1, 2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 750, 1000, 1500, 2000, 3000, 5000, 8000]
 PLAIN_SNAKEFILE = """
 N = {jobs}
@@ -59,6 +62,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--write", action="store_true", help=f"keep the rounds in {DATA.relative_to(REPO_ROOT)}")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         overrides = matrix_config(Path(tmp) / "results", args.repeats)
@@ -73,11 +77,26 @@ def main() -> None:
             ours.append(dry_run([*snakemake, "--config", *overrides], REPO_ROOT))
             plain.append(dry_run(snakemake, plain_dir))
     ratio = statistics.median(ours) / statistics.median(plain)
+    if args.write:
+        write(jobs, ours, plain)
     print(f"jobs: {jobs}   rounds: {args.rounds} (alternating)")
     for name, times in (("serverbench", ours), ("plain", plain)):
         each = ", ".join(f"{t:.1f}" for t in times)
         print(f"{name + ' snakemake -n:':<26} median {statistics.median(times):.1f} s   ({each})")
     print(f"ratio: {ratio:.2f}   target <= 2.00: {'ok' if ratio <= 2 else 'OUTSIDE'}")
+
+
+def write(jobs: int, ours: list[float], plain: list[float]) -> None:
+    """The rounds and their medians, kept for the docs, which are then written again."""
+
+    def row(name: str, ours_s: float, plain_s: float) -> dict:
+        return {"row": name, "jobs": jobs, "serverbench_s": round(ours_s, 2), "plain_s": round(plain_s, 2),
+                "ratio": round(ours_s / plain_s, 3)}  # fmt: skip
+
+    rounds = [row(f"round {i}", a, b) for i, (a, b) in enumerate(zip(ours, plain, strict=True), 1)]
+    median = row("median", statistics.median(ours), statistics.median(plain))
+    files.write_atomic(DATA, pd.DataFrame([*rounds, median]).to_csv(index=False))
+    subprocess.run([sys.executable, "-m", "serverbench.cli", "docs"], cwd=REPO_ROOT, check=True)
 
 
 if __name__ == "__main__":
