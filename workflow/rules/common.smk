@@ -247,12 +247,17 @@ def cell_conditions(wildcards):
     )
 
 
+# The run's servers and profiles, read once: run_installs is an input function of every
+# server-starting job, and reading the matrix per job made planning quadratic in its cells.
+RUN_SERVERS = sorted({cell.server for cell in MATRIX.cells})
+RUN_PROFILES = sorted({cell.profile for cell in MATRIX.cells})
+
+
 def release_installs(wildcards=None):
     """The install record of every release the run measures."""
-    servers = sorted({cell.server for cell in MATRIX.cells})
     return [
         f"{RESULTS}/releases/install/{install_record_name(spec)}"
-        for spec in releases_in(config, servers)
+        for spec in releases_in(config, RUN_SERVERS)
     ]
 
 
@@ -260,10 +265,9 @@ def run_installs(wildcards=None):
     """Everything the run installs (workflow/rules/install.smk): every release it measures and
     the requirements of every app its profiles host. Every server-starting job waits for all
     of them, so no install runs beside a measurement."""
-    profiles = sorted({cell.profile for cell in MATRIX.cells})
     sites = [
         sbapps.app_site_record(config, app)
-        for app in sbapps.apps_needing_install(config, profiles)
+        for app in sbapps.apps_needing_install(config, RUN_PROFILES)
     ]
     return release_installs() + sites
 
