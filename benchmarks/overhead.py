@@ -10,7 +10,9 @@ costs no phase) and stop. Target: at most 10% extra at 10 s cells, the
 warm-up counted as load (it is the tool's load, unmeasured).
 
     .venv/bin/python benchmarks/overhead.py [--duration 10] [--servers gunicorn starman]
-        [--concurrency 10 100] [--repeats 2]
+        [--concurrency 10 100] [--repeats 2] [--write]
+
+``--write`` keeps the figures in docs/data/overhead.csv (one row), which docs/benchmarks.md quotes.
 """
 
 import argparse
@@ -22,8 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from serverbench import REPO_ROOT
+import pandas as pd
+from serverbench import REPO_ROOT, files
 
+DATA = REPO_ROOT / "docs" / "data" / "overhead.csv"
 PHASES = ["prepare", "start", "ready", "verify", "warmup", "load", "stop"]
 
 
@@ -45,6 +49,7 @@ def main() -> None:
     parser.add_argument("--servers", nargs="+", default=["gunicorn", "uwsgi", "starman", "plackup"])
     parser.add_argument("--concurrency", nargs="+", type=int, default=[10, 100])
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--write", action="store_true", help=f"keep the figures in {DATA.relative_to(REPO_ROOT)}")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "results"
@@ -82,6 +87,14 @@ def main() -> None:
     )
     for phase, values in costs.items():
         print(f"  {phase:<12} median {statistics.median(values):.3f} s   max {max(values):.3f} s")
+    if args.write:
+        row = {"cells": len(records), "duration_s": args.duration, "load_s": load, "warmup_s": warm, "jobs_s": jobs,
+               "matrix_s": wall, "charts_s": charts, "extra_jobs": jobs / (load + warm) - 1,
+               "extra_matrix": wall / (load + warm) - 1}  # fmt: skip
+        for phase, values in costs.items():
+            row[f"{phase.replace(' ', '_').replace('+', '_')}_median_s"] = statistics.median(values)
+        files.write_atomic(DATA, pd.DataFrame([row]).round(4).to_csv(index=False))
+        subprocess.run([sys.executable, "-m", "serverbench.cli", "docs"], cwd=REPO_ROOT, check=True)
 
 
 if __name__ == "__main__":
