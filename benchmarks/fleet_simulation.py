@@ -37,14 +37,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from serverbench import files
 from serverbench.decide import inference
+from serverbench.drive import docsfigures
 
 CELL_SD = 0.017
 NODE_LEVEL_SPREAD = 1.3  # the fastest node runs every server up to 1.3x the slowest
@@ -126,8 +124,7 @@ def main() -> None:
     ])  # fmt: skip
     print(f"{args.runs} runs per design and ratio, {args.rounds} rounds, cell sd {CELL_SD:.1%}, margin {MARGIN:.0%}")
     if args.write:
-        files.write_atomic(DATA, table.to_csv(index=False))
-        subprocess.run([sys.executable, "-m", "serverbench.cli", "docs"], cwd=REPO, check=True)
+        docsfigures.keep(DATA.name, table)
     print(table.rename(columns=TITLES).to_markdown(index=False, floatfmt=".3g"))
 
 

@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from serverbench import REPO_ROOT, files
+from serverbench import REPO_ROOT
+from serverbench.drive import docsfigures
 
 DATA = REPO_ROOT / "docs" / "data" / "overhead.csv"
 PHASES = ["prepare", "start", "ready", "verify", "warmup", "load", "stop"]
@@ -93,8 +94,7 @@ def main() -> None:
                "extra_matrix": wall / (load + warm) - 1}  # fmt: skip
         for phase, values in costs.items():
             row[f"{phase.replace(' ', '_').replace('+', '_')}_median_s"] = statistics.median(values)
-        files.write_atomic(DATA, pd.DataFrame([row]).round(4).to_csv(index=False))
-        subprocess.run([sys.executable, "-m", "serverbench.cli", "docs"], cwd=REPO_ROOT, check=True)
+        docsfigures.keep(DATA.name, pd.DataFrame([row]).round(4))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from serverbench import REPO_ROOT, files
+from serverbench import REPO_ROOT
+from serverbench.drive import docsfigures
 from serverbench.plan import config
 from serverbench.plan.matrix import cells
 
@@ -95,8 +96,7 @@ def write(jobs: int, ours: list[float], plain: list[float]) -> None:
 
     rounds = [row(f"round {i}", a, b) for i, (a, b) in enumerate(zip(ours, plain, strict=True), 1)]
     median = row("median", statistics.median(ours), statistics.median(plain))
-    files.write_atomic(DATA, pd.DataFrame([*rounds, median]).to_csv(index=False))
-    subprocess.run([sys.executable, "-m", "serverbench.cli", "docs"], cwd=REPO_ROOT, check=True)
+    docsfigures.keep(DATA.name, pd.DataFrame([*rounds, median]))
 
 
 if __name__ == "__main__":

@@ -12,15 +12,13 @@ and the run's total (the sets' wall times added).
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-from serverbench.files import write_atomic
+from serverbench.drive import docsfigures
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "docs" / "data" / "test-times.csv"
@@ -92,8 +90,7 @@ def main() -> None:
     args = parser.parse_args()
     table = rows(file_times(args.xml), args.make_seconds)
     if args.write:
-        write_atomic(DATA, pd.DataFrame(table).to_csv(index=False))
-        subprocess.run([sys.executable, "-m", "serverbench.cli", "docs"], cwd=REPO, check=True)
+        docsfigures.keep(DATA.name, pd.DataFrame(table))
     if args.markdown:
         print("| file | tests | set | time |\n| --- | --- | --- | --- |")
         for row in table:

@@ -223,3 +223,11 @@ def run(args: argparse.Namespace) -> int:
         files.write_atomic(path, render(path.read_text())[0])
     print(f"serverbench docs: {len(differing)} figure(s) written from docs/data/")
     return 0
+
+
+def keep(name: str, table: pd.DataFrame) -> None:
+    """A benchmark's table kept unedited in docs/data/NAME, then every doc's figures written
+    again from the data (what `serverbench docs` does)."""
+    files.write_atomic(DATA / name, table.to_csv(index=False))
+    _kept.cache_clear()
+    run(argparse.Namespace(check=False))
