@@ -28,6 +28,10 @@ from serverbench.lenses.work.measure import run_work
 from serverbench.lenses.work.table import work_tables
 from serverbench.plan import config as cfg
 
+# NGINX Unit's entries are counted at SCHED_FIFO, which holds their CPU against every other
+# process on it (a test beside it stalled Unit's stop into a SIGKILL): make test runs it alone.
+pytestmark = pytest.mark.serial
+
 LENS = ("valgrind", "perf", "setarch", "h2load", "ab", "taskset")
 
 
