@@ -16,6 +16,12 @@ a user would check across them:
     .venv/bin/python benchmarks/reproducibility.py --runs 5 --regression-runs 1 [--keep DIR]
     .venv/bin/python benchmarks/reproducibility.py --reuse R1 R2 R3 --regressed R4
     .venv/bin/python benchmarks/reproducibility.py --runs 5 --configfile design.yaml   # e.g. profiles.default.repeats
+
+``--write`` keeps two tables in docs/data, which docs/statistics.md and docs/benchmarks.md quote
+(``serverbench docs``): reproducibility.csv (each run's verdicts.csv rows, unedited, with the
+run's number, commit, seed, CPU model and steadiness) and reproducibility-compare.csv (a row per
+``compare``: the runs, against what, normalised by what, its exit, and the comparisons the two
+runs decided in opposite directions).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from pathlib import Path
 import pandas as pd
 from serverbench import REPO_ROOT
 from serverbench.decide import compare
+from serverbench.drive import docsfigures
 from serverbench.plan import config as cfg
 
 KEY = ["kind", "profile", "workload", "tool", "concurrency", "a", "b"]
@@ -79,21 +86,36 @@ def tested_rows(verdicts: pd.DataFrame) -> list[str]:
     ]
 
 
+def flipped(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
+    """The comparisons two runs decided in opposite directions."""
+    both = first.merge(second, on=KEY, suffixes=("_1", "_2"))
+    found = both[both["verdict_1"].isin(DIRECTIONS) & both["verdict_2"].isin(DIRECTIONS)]
+    return found[found["verdict_1"] != found["verdict_2"]]
+
+
 def reversals(verdicts: list[pd.DataFrame]) -> list[str]:
     """Comparisons decided in opposite directions by two runs."""
     found = []
     for (i, first), (j, second) in itertools.combinations(enumerate(verdicts, start=1), 2):
-        both = first.merge(second, on=KEY, suffixes=("_1", "_2"))
-        flipped = both[both["verdict_1"].isin(DIRECTIONS) & both["verdict_2"].isin(DIRECTIONS)]
-        flipped = flipped[flipped["verdict_1"] != flipped["verdict_2"]]
         found += [f"runs {i}/{j}: {r.a} / {r.b} c={r.concurrency}: {r.verdict_1} then {r.verdict_2}"
-                  for r in flipped.itertuples()]  # fmt: skip
+                  for r in flipped(first, second).itertuples()]  # fmt: skip
     return found
 
 
 def compare_exit(a: tuple, b: tuple, config: dict, normalise: str = "ceiling") -> int:
     table = compare.compare_sets(a, b, config, FAIL_ABOVE, normalise)
     return compare.exit_status(table, FAIL_ABOVE)[0]
+
+
+def compare_row(a: tuple, b: tuple, config: dict, normalise: str) -> dict:
+    """``serverbench compare A B --fail-above 5%`` by ``normalise``: its exit, why, and the range
+    of the drop its comparable cells could have shown."""
+    table = compare.compare_sets(a, b, config, FAIL_ABOVE, normalise)
+    code, why = compare.exit_status(table, FAIL_ABOVE)
+    drops = table.loc[table["outcome"] != compare.Outcome.NOT_COMPARABLE, "detectable_drop"].dropna()
+    return {"normalise": normalise, "fail_above": FAIL_ABOVE, "exit": code, "reason": why,
+            "detectable_drop_min": drops.min() if len(drops) else None,
+            "detectable_drop_max": drops.max() if len(drops) else None}  # fmt: skip
 
 
 def steadiness(environment: dict) -> str:
@@ -157,6 +179,33 @@ def report(sets: list[Path], config: dict, regressed: list[Path] = ()) -> dict:
     return figures
 
 
+def kept_tables(sets: list[Path], regressed: list[Path], config: dict, commit: str) -> dict[str, pd.DataFrame]:
+    """The benchmark's figures as the two tables the docs quote (docs/data): every run's verdicts
+    with the run's facts, and every ``compare`` between runs with its exit."""
+    loaded = [compare.read_set(path) for path in sets]
+    verdicts = [pd.read_csv(path / "verdicts.csv") for path in sets]
+    runs = []
+    for number, (table, found) in enumerate(zip(verdicts, loaded, strict=True), start=1):
+        environment = found[2]
+        check = environment.get("host_speed") or {}
+        facts = {"run": number, "commit": commit, "seed": environment.get("seed"),
+                 "cpu_model": environment.get("cpu_model"), "slow_share": check.get("slow_share_max")}  # fmt: skip
+        runs.append(table.assign(**facts)[[*facts, *table.columns]])
+    worse = [compare.read_set(path) for path in regressed]
+    pairs = [(str(i), str(j), "same commit", loaded[i - 1], loaded[j - 1],
+              len(flipped(verdicts[i - 1], verdicts[j - 1])))
+             for i, j in itertools.permutations(range(1, len(sets) + 1), 2)]  # fmt: skip
+    pairs += [(str(i), f"R{j}", "planted 10%", loaded[i - 1], worse[j - 1], None)
+              for i in range(1, len(sets) + 1) for j in range(1, len(worse) + 1)]  # fmt: skip
+    compares = [
+        {"a": a, "b": b, "against": against, "commit": commit, **compare_row(first, second, config, normalise),
+         "reversals": flips}
+        for normalise in ("host", "ceiling")
+        for a, b, against, first, second, flips in pairs
+    ]  # fmt: skip
+    return {"reproducibility.csv": pd.concat(runs), "reproducibility-compare.csv": pd.DataFrame(compares)}
+
+
 def add_run_arguments(parser: argparse.ArgumentParser, runs: int, regression: str) -> None:
     """The options of a benchmark that makes (or reuses) default runs and regressed ones."""
     parser.add_argument("--runs", type=int, default=runs, help="default runs to make (each with a new seed)")
@@ -165,6 +214,14 @@ def add_run_arguments(parser: argparse.ArgumentParser, runs: int, regression: st
     parser.add_argument("--regression-runs", type=int, default=1, help=f"runs with {regression}")
     parser.add_argument("--regressed", nargs="*", type=Path, default=[], metavar="RESULTS", help="such runs made")
     parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument("--write", action="store_true", help="keep the figures in docs/data (serverbench docs)")
+    parser.add_argument("--commit", help="the commit the reused runs were made of (default: this checkout's)")
+
+
+def head_commit() -> str:
+    """The checkout's commit (short), which the kept figures name."""
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True)
+    return done.stdout.strip()
 
 
 def interleaved(sets: list[Path], regressed: list[Path]) -> list[tuple[Path, bool]]:
@@ -194,6 +251,9 @@ def main() -> None:
             for results, is_regressed in interleaved(sets, regressed):
                 run_matrix(results.resolve(), is_regressed, args.configfile)
         figures = report(sets, config, regressed)
+        if args.write:
+            for name, table in kept_tables(sets, regressed, config, args.commit or head_commit()).items():
+                docsfigures.keep(name, table)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
 

@@ -15,8 +15,14 @@ size is judged in every run. Then what issue 54's targets ask:
   default runs (target exit 0) and from every default run to every regressed
   one (target exit 1).
 
-    .venv/bin/python benchmarks/work_reproducibility.py --runs 5 --regression-runs 1 [--keep DIR] [--json F]
-    .venv/bin/python benchmarks/work_reproducibility.py --reuse R1 R2 R3 --regressed R4
+    .venv/bin/python benchmarks/work_reproducibility.py --runs 5 --regression-runs 1 [--keep DIR] [--json F] [--write]
+    .venv/bin/python benchmarks/work_reproducibility.py --reuse R1 R2 R3 --regressed R4 [--commit C]
+
+``--write`` keeps three tables in docs/data, which docs/work.md, docs/statistics.md and
+docs/benchmarks.md quote (``serverbench docs``): work-reproducibility.csv (a row per run and
+server: its instructions per request, the server's spread across the runs, the run's A/A
+spread), work-reproducibility-verdicts.csv (a row per run and declared comparison) and
+work-reproducibility-compare.csv (a row per ``compare``: the runs, against what, its exit).
 """
 
 from __future__ import annotations
@@ -28,8 +34,9 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
-from reproducibility import add_run_arguments, interleaved, run_matrix
+from reproducibility import add_run_arguments, head_commit, interleaved, run_matrix
 from serverbench import REPO_ROOT
+from serverbench.drive import docsfigures
 from serverbench.lenses.work import compare as compare_work
 from serverbench.lenses.work import decide as work_lens
 from serverbench.plan import config as cfg
@@ -115,10 +122,38 @@ def report(sets: list[Path], config: dict, regressed: list[Path] = ()) -> dict:
     return figures
 
 
+def kept_tables(figures: dict, commit: str) -> dict[str, pd.DataFrame]:
+    """The benchmark's figures as the three tables the docs quote (docs/data, unedited)."""
+    servers = [
+        {"run": number, "commit": commit, "cpu_model": run["cpu_model"], "server": server,
+         "instructions_per_request": value, "spread_between_runs": figures["between_runs"][server],
+         "aa_spread": run["aa_spread"]}
+        for number, run in enumerate(figures["runs"], start=1)
+        for server, value in run["servers"].items()
+    ]  # fmt: skip
+    verdicts = [
+        {"run": number, "commit": commit, **row}
+        for number, run in enumerate(figures["runs"], start=1)
+        for row in run["comparisons"]
+    ]
+    compares = [
+        {"a": key.split("->")[0], "b": key.split("->")[1], "against": against, "commit": commit,
+         "fail_above": FAIL_ABOVE, "exit": code, "reason": why}
+        for against, group in (("same commit", "identical"), ("planted 3%", "regressed"))
+        for key, (code, why) in figures["compare"][group].items()
+    ]  # fmt: skip
+    return {
+        "work-reproducibility.csv": pd.DataFrame(servers),
+        "work-reproducibility-verdicts.csv": pd.DataFrame(verdicts),
+        "work-reproducibility-compare.csv": pd.DataFrame(compares),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_run_arguments(parser, 5, f"gunicorn-gthread carrying a planted {float(PLANTED) * 100:.0f}%%")
     args = parser.parse_args()
+    commit = args.commit or head_commit()
     config = cfg.load(REPO_ROOT / "config.yaml")
     with tempfile.TemporaryDirectory() as tmp:
         base = (args.keep or Path(tmp)).resolve()
@@ -134,6 +169,9 @@ def main() -> None:
         figures = report(sets, config, regressed)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1, default=str))
+    if args.write:
+        for name, table in kept_tables(figures, commit).items():
+            docsfigures.keep(name, table)
 
 
 if __name__ == "__main__":
