@@ -37,6 +37,7 @@ from pathlib import Path
 import pandas as pd
 from serverbench import REPO_ROOT
 from serverbench.decide import compare
+from serverbench.decide.verdicts import read_verdicts
 from serverbench.drive import docsfigures
 from serverbench.plan import config as cfg
 
@@ -73,14 +74,14 @@ def run_matrix(
 
 def outcome_counts(verdicts: pd.DataFrame) -> str:
     throughput = verdicts[~verdicts["kind"].str.startswith("p99")]
-    counts = throughput["verdict"].value_counts()
+    counts = throughput["outcome"].value_counts()
     return ", ".join(f"{counts.get(v, 0)} {v}" for v in [*sorted(TESTED), "not tested", "not comparable"])
 
 
 def tested_rows(verdicts: pd.DataFrame) -> list[str]:
-    rows = verdicts[verdicts["verdict"].isin(TESTED)]
+    rows = verdicts[verdicts["outcome"].isin(TESTED)]
     return [
-        f"  {r.kind:12} c={r.concurrency:<3} {r.a} / {r.b}: {r.verdict} {r.ratio:.3f}× "
+        f"  {r.kind:12} c={r.concurrency:<3} {r.a} / {r.b}: {r.outcome} {r.ratio:.3f}× "
         f"[{r.ci_low:.3f}, {r.ci_high:.3f}], could detect {r.detectable_ratio:.3f}×"
         for r in rows.itertuples()
     ]
@@ -89,15 +90,15 @@ def tested_rows(verdicts: pd.DataFrame) -> list[str]:
 def flipped(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     """The comparisons two runs decided in opposite directions."""
     both = first.merge(second, on=KEY, suffixes=("_1", "_2"))
-    found = both[both["verdict_1"].isin(DIRECTIONS) & both["verdict_2"].isin(DIRECTIONS)]
-    return found[found["verdict_1"] != found["verdict_2"]]
+    found = both[both["outcome_1"].isin(DIRECTIONS) & both["outcome_2"].isin(DIRECTIONS)]
+    return found[found["outcome_1"] != found["outcome_2"]]
 
 
 def reversals(verdicts: list[pd.DataFrame]) -> list[str]:
     """Comparisons decided in opposite directions by two runs."""
     found = []
     for (i, first), (j, second) in itertools.combinations(enumerate(verdicts, start=1), 2):
-        found += [f"runs {i}/{j}: {r.a} / {r.b} c={r.concurrency}: {r.verdict_1} then {r.verdict_2}"
+        found += [f"runs {i}/{j}: {r.a} / {r.b} c={r.concurrency}: {r.outcome_1} then {r.outcome_2}"
                   for r in flipped(first, second).itertuples()]  # fmt: skip
     return found
 
@@ -126,7 +127,7 @@ def steadiness(environment: dict) -> str:
 
 def kind_rows(table: pd.DataFrame, kind: str) -> list[dict]:
     rows = table[table["kind"] == kind]
-    return [{"c": int(r.concurrency), "a": r.a, "b": r.b, "verdict": r.verdict,
+    return [{"c": int(r.concurrency), "a": r.a, "b": r.b, "outcome": r.outcome,
              "ratio": None if pd.isna(r.ratio) else round(r.ratio, 4),
              "detectable": None if pd.isna(r.detectable_ratio) else round(r.detectable_ratio, 4)}
             for r in rows.itertuples()]  # fmt: skip
@@ -134,7 +135,7 @@ def kind_rows(table: pd.DataFrame, kind: str) -> list[dict]:
 
 def describe(rows: list[dict]) -> str:
     return "; ".join(
-        f"c={r['c']} {r['a']}/{r['b']} {r['verdict']}"
+        f"c={r['c']} {r['a']}/{r['b']} {r['outcome']}"
         + ("" if r["ratio"] is None else f" {r['ratio']:.3f}× (could detect {r['detectable'] or float('nan'):.3f}×)")
         for r in rows
     )
@@ -154,14 +155,14 @@ def run_figures(index: int, path: Path, table: pd.DataFrame, environment: dict) 
 
 
 def report(sets: list[Path], config: dict, regressed: list[Path] = ()) -> dict:
-    verdicts = [pd.read_csv(path / "verdicts.csv") for path in sets]
+    verdicts = [read_verdicts(path / "verdicts.csv") for path in sets]
     loaded = [compare.read_set(path) for path in sets]
     figures: dict = {"runs": [run_figures(i, path, table, found[2]) for i, (path, table, found)
                               in enumerate(zip(sets, verdicts, loaded, strict=True), start=1)]}  # fmt: skip
     figures["reversals"] = reversals(verdicts)
     print(f"reversals between any two runs: {len(figures['reversals'])} (target 0)")
     print("\n".join(f"  {line}" for line in figures["reversals"]))
-    a_a = [row["verdict"] for run in figures["runs"] for row in run["a_a"]]
+    a_a = [row["outcome"] for run in figures["runs"] for row in run["a_a"]]
     figures["a_a_directions"] = sum(v in DIRECTIONS for v in a_a)
     print(f"A/A comparisons faster or slower: {figures['a_a_directions']} of {len(a_a)} (target 0)")
     worse = [compare.read_set(path) for path in regressed]
@@ -183,7 +184,7 @@ def kept_tables(sets: list[Path], regressed: list[Path], config: dict, commit: s
     """The benchmark's figures as the two tables the docs quote (docs/data): every run's verdicts
     with the run's facts, and every ``compare`` between runs with its exit."""
     loaded = [compare.read_set(path) for path in sets]
-    verdicts = [pd.read_csv(path / "verdicts.csv") for path in sets]
+    verdicts = [read_verdicts(path / "verdicts.csv") for path in sets]
     runs = []
     for number, (table, found) in enumerate(zip(verdicts, loaded, strict=True), start=1):
         environment = found[2]
