@@ -159,6 +159,9 @@ def test_a_long_table_is_pivoted_and_a_sentences_figure_is_one_row_or_a_count(tm
         == "cold <!-- figure:a-cold -->0.12 s<!-- /figure -->, <!-- figure:measured -->4 of them<!-- /figure -->"
     )
     assert [(kind, key) for kind, key, *_ in changed] == [("figure", "a-cold"), ("figure", "measured")]
+    either_status = {"csv": "long.csv", "count": [{"status": "ok"}, {"status": "not measured"}], "form": "{count}"}
+    monkeypatch.setitem(shipped_figures, "either-status", either_status)
+    assert docsfigures.figure("either-status") == "5"  # a row equal to any of the list's
     spread = {"csv": "long.csv", "range": {"check": "cold_s"}, "of": "value", "form": "{min:.2f}–{max:.2f} s"}
     monkeypatch.setitem(shipped_figures, "cold-spread", spread)
     assert docsfigures.figure("cold-spread") == "0.12–9.00 s"  # every profile's: no where given

@@ -119,20 +119,25 @@ def view_data(view: dict) -> pd.DataFrame:
 
 def figure(name: str) -> str:
     """One figure of figures.yaml: its ``form`` filled from the one row of its view whose columns
-    equal ``row``'s values; with ``{count}``, the number of rows equal to ``count``'s; or with
+    equal ``row``'s values; with ``{count}``, the number of rows equal to ``count``'s (a list: to
+    any of them); or with
     ``{min}`` and ``{max}``, the range of the column ``of`` over the rows equal to ``range``'s (a
     list: the rows equal to any of them); a column's empty cells are no figure."""
     spec = figures()[name]
     data = view_data(spec)
     if "count" in spec:
-        return spec["form"].format(count=len(_matching(data, spec["count"])))
+        return spec["form"].format(count=sum(len(_matching(data, rows)) for rows in _sets(spec["count"])))
     if "range" in spec:
-        sets = spec["range"] if isinstance(spec["range"], list) else [spec["range"]]
-        values = pd.concat([_matching(data, rows)[spec["of"]] for rows in sets]).dropna()
+        values = pd.concat([_matching(data, rows)[spec["of"]] for rows in _sets(spec["range"])]).dropna()
         if values.empty:
             raise KeyError(f"figure {name}: no {spec['of']} in the rows of {spec['csv']} that are {spec['range']}")
         return spec["form"].format(min=values.min(), max=values.max())
     return _written(spec["form"], _row(name, spec, data, spec["row"]))
+
+
+def _sets(wanted: dict | list[dict]) -> list[dict]:
+    """A figure's rows: the values they equal, or a list of such (a row equal to any of them)."""
+    return wanted if isinstance(wanted, list) else [wanted]
 
 
 def table(view_name: str) -> str:
