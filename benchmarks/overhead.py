@@ -1,8 +1,9 @@
 """Overhead: how much wall time does the harness add around each measured run?
 
 Runs the real workflow on a small matrix with 10 s cells (16 by default) and
-compares the wall time of the measurement (every cell, environment.json and
-the tables; the charts are timed apart) with the sum of the load durations;
+compares the wall time of the measurement (every cell and the tables; each
+server's conformance probes before it and the charts after it are timed
+apart) with the sum of the load durations;
 reports per-cell cost
 of start (to ready), verify, warm-up, what follows the load (an h2load
 fairness probe where `fairness: h2load`; fairness read from the sockets
@@ -32,11 +33,11 @@ DATA = REPO_ROOT / "docs" / "data" / "overhead.csv"
 PHASES = ["prepare", "start", "ready", "verify", "warmup", "load", "stop"]
 
 
-def snakemake(target: str, config: list[str]) -> float:
-    """Wall seconds of one workflow run to ``target``."""
+def snakemake(targets: list[str], config: list[str]) -> float:
+    """Wall seconds of one workflow run to ``targets``."""
     started = time.monotonic()
     subprocess.run(
-        [sys.executable, "-m", "snakemake", target, "--cores", "4", "--quiet", "--config", *config],
+        [sys.executable, "-m", "snakemake", *targets, "--cores", "4", "--quiet", "--config", *config],
         cwd=REPO_ROOT,
         check=True,
         capture_output=True,
@@ -62,10 +63,12 @@ def main() -> None:
             f"duration={args.duration:g}",
             f"results={results}",
         ]
-        # The measurement (every cell, environment.json, runs/summary tables),
-        # then the charts and index on top: reporting is timed apart.
-        wall = snakemake("collect", matrix)
-        charts = snakemake("all", matrix)
+        # Each server's conformance probes first (a lens of their own, which every cell waits
+        # for), then the measurement (every cell and the runs/summary tables), then the charts
+        # and index on top: probes and reporting are timed apart.
+        probes = snakemake([str(results / "conformance" / "default" / f"{s}.json") for s in args.servers], matrix)
+        wall = snakemake(["collect"], matrix)
+        charts = snakemake(["all"], matrix)
         records = [json.loads(p.read_text()) for p in sorted((results / "cells").rglob("r*.json"))]
     load = sum(r["load"]["duration_s"] for r in records)
     jobs = sum(r["timing"]["job_end"] - r["timing"]["job_start"] for r in records)
@@ -79,7 +82,7 @@ def main() -> None:
         costs["after load"].append(max(0.0, t["stop"] - t["load"] - r["load"]["duration_s"]))
         costs["stop"].append(t["job_end"] - t["stop"])
     print(f"cells: {len(records)}   load: {load:.1f} s   jobs: {jobs:.1f} s   matrix wall: {wall:.1f} s")
-    print(f"charts and index afterwards: {charts:.1f} s")
+    print(f"conformance probes before: {probes:.1f} s   charts and index afterwards: {charts:.1f} s")
     print(f"extra over load: jobs {100 * (jobs / load - 1):.1f}%   matrix {100 * (wall / load - 1):.1f}%")
     warm = sum(costs["warmup"])
     print(
@@ -90,7 +93,7 @@ def main() -> None:
         print(f"  {phase:<12} median {statistics.median(values):.3f} s   max {max(values):.3f} s")
     if args.write:
         row = {"cells": len(records), "duration_s": args.duration, "load_s": load, "warmup_s": warm, "jobs_s": jobs,
-               "matrix_s": wall, "charts_s": charts, "extra_jobs": jobs / (load + warm) - 1,
+               "matrix_s": wall, "probes_s": probes, "charts_s": charts, "extra_jobs": jobs / (load + warm) - 1,
                "extra_matrix": wall / (load + warm) - 1}  # fmt: skip
         for phase, values in costs.items():
             row[f"{phase.replace(' ', '_').replace('+', '_')}_median_s"] = statistics.median(values)
