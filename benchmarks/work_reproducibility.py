@@ -34,7 +34,7 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
-from reproducibility import add_run_arguments, head_commit, interleaved, run_matrix
+from reproducibility import add_run_arguments, head_commit, interleaved, planted, run_matrix
 from serverbench import REPO_ROOT
 from serverbench.drive import docsfigures
 from serverbench.lenses.work import compare as compare_work
@@ -43,7 +43,7 @@ from serverbench.plan import config as cfg
 
 FAIL_ABOVE = 0.01
 PLANTED = "0.03"
-REGRESSION = {"catalogue": {"gunicorn-gthread": {"env": {"SERVERBENCH_EXTRA_SHARE": PLANTED}}}}
+REGRESSION = planted(PLANTED)
 EXTRA_VARIANTS = ["gunicorn-gthread-plus3", "gunicorn-gthread-plus10"]
 TARGETS = ["work.csv"]
 
