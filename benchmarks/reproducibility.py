@@ -20,7 +20,8 @@ a user would check across them:
 ``--write`` keeps two tables in docs/data, which docs/statistics.md and docs/benchmarks.md quote
 (``serverbench docs``): reproducibility.csv (each run's verdicts.csv rows, unedited, with the
 run's number, commit, seed, CPU model and steadiness) and reproducibility-compare.csv (a row per
-``compare``: the runs, against what, normalised by what, its exit, and the comparisons the two
+``compare``: the runs, against what, normalised by what, its exit, the range of the drops its
+cells could have shown, gunicorn-gthread's and its twin's B/A ratios, and the comparisons the two
 runs decided in opposite directions).
 """
 
@@ -123,9 +124,12 @@ def compare_row(a: tuple, b: tuple, config: dict, normalise: str) -> dict:
     table = compare.compare_sets(a, b, config, FAIL_ABOVE, normalise)
     code, why = compare.exit_status(table, FAIL_ABOVE)
     drops = table.loc[table["outcome"] != compare.Outcome.NOT_COMPARABLE, "detectable_drop"].dropna()
+    planted = table.loc[table["server"].isin(REGRESSED_SERVERS), "ratio"].dropna()
     return {"normalise": normalise, "fail_above": FAIL_ABOVE, "exit": code, "reason": why,
             "detectable_drop_min": drops.min() if len(drops) else None,
-            "detectable_drop_max": drops.max() if len(drops) else None}  # fmt: skip
+            "detectable_drop_max": drops.max() if len(drops) else None,
+            "gunicorn_ratio_min": planted.min() if len(planted) else None,
+            "gunicorn_ratio_max": planted.max() if len(planted) else None}  # fmt: skip
 
 
 def steadiness(environment: dict) -> str:
