@@ -207,3 +207,12 @@ def test_every_server_the_smoke_runs_is_in_servers_md():
     smoke = set(cfg.requested_profile(config, "smoke")["servers"])
     rows = set(re.findall(r"^\| ([A-Za-z0-9_.+@-]+) \|", (REPO_ROOT / "docs" / "servers.md").read_text(), re.M))
     assert sorted(smoke - rows) == []
+
+
+def test_a_commit_is_quoted_as_written(tmp_path, monkeypatch):
+    """A short commit of digits and one e (24054e9) is a name, not 2.4054e13."""
+    pd.DataFrame({"run": [1], "commit": ["24054e9"]}).to_csv(tmp_path / "kept.csv", index=False)
+    shipped_figures = docsfigures.figures()
+    monkeypatch.setattr(docsfigures, "DATA", tmp_path)
+    monkeypatch.setitem(shipped_figures, "the-commit", {"csv": "kept.csv", "row": {"run": 1}, "form": "{commit}"})
+    assert docsfigures.figure("the-commit") == "24054e9"

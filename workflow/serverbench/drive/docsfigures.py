@@ -94,10 +94,14 @@ def _matching(data: pd.DataFrame, wanted: dict) -> pd.DataFrame:
     return data
 
 
+# Columns that hold names, never numbers: a short commit such as 24054e9 reads as 2.4e13 otherwise.
+TEXT_COLUMNS = {"commit": str, "git_commit": str}
+
+
 @cache
 def _kept(path: Path) -> pd.DataFrame:
     """A kept CSV, read once however many views and figures quote it (never changed in place)."""
-    return pd.read_csv(path)
+    return pd.read_csv(path, dtype=TEXT_COLUMNS)
 
 
 def view_data(view: dict) -> pd.DataFrame:
