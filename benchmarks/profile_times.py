@@ -8,6 +8,9 @@ A profile may carry overrides after a colon (the shortening is stated in the
 table). One profile at a time, each into its own results directory under
 ``--out``; the wall time is the workflow's whole run (rule `all`: every lens's
 tables, the page and its screenshots), as a user's `snakemake --cores 4` is. Prints Markdown.
+``--write`` records beside each time where its jobs spent it (``spent``: the seconds of the
+cells, the conformance probes and each lens's jobs, from their records; what `serverbench plan`
+estimates).
 """
 
 import argparse
@@ -19,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
+from serverbench.drive import preview
 
 REPO = Path(__file__).resolve().parents[1]
 PROFILE_DATA = REPO / "docs" / "data" / "profile-times.yaml"
@@ -39,6 +43,8 @@ def run(name: str, overrides: list[str], out: Path) -> dict:
     wall = time.monotonic() - started
     (out / f"{name}.log").write_text(done.stdout + done.stderr)
     row = {"profile": name, "overrides": " ".join(overrides) or "none", "exit": done.returncode, "wall_min": wall / 60}
+    if results.is_dir():
+        row["spent"] = preview.spent(results)
     if (results / "summary.csv").exists():
         summary = pd.read_csv(results / "summary.csv")
         row.update(cells=len(summary), failed=", ".join(summary[summary["status"] == "failed"]["server"]) or "none")
@@ -65,7 +71,7 @@ def record(rows: list[dict], commit: str) -> None:
         shortened = "" if row["overrides"] == "none" else f", shortened: `{row['overrides']}`"
         seconds = round(row["wall_min"] * 60)
         figure = f"{seconds // 60} min {seconds % 60:02d} s{shortened} ({day}, {commit})"
-        data[row["profile"]] = {"seconds": seconds, "figure": figure}
+        data[row["profile"]] = {"seconds": seconds, "figure": figure, "spent": row.get("spent", {})}
     header = "".join(line + "\n" for line in PROFILE_DATA.read_text().splitlines() if line.startswith("#"))
     PROFILE_DATA.write_text(header + yaml.safe_dump(data, sort_keys=False, width=100))
     subprocess.run([sys.executable, "-m", "serverbench.cli", "docs"], cwd=REPO, check=True)

@@ -15,6 +15,7 @@ import yaml
 from conftest import REPO_ROOT, require, run_snakemake
 from serverbench import registry
 from serverbench.decide import margins
+from serverbench.drive import preview
 from serverbench.drive.preview import SMALL_JOBS_S
 from serverbench.plan import config as cfg
 from serverbench.plan.matrix import Matrix
@@ -148,3 +149,5 @@ def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_reco
     assert plan["estimated_s"] == pytest.approx(expected, abs=0.1)
     shown = subprocess.run([*argv[:-1]], capture_output=True, text=True, timeout=120)
     assert "estimated: " in shown.stdout and "conformance probes not known here" in shown.stdout
+    # What a finished run spent, kind by kind, from the same records (benchmarks/profile_times.py).
+    assert preview.spent(tmp_path) == {"cells": 4.0, "work": 36.0}

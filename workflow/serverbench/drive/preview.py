@@ -72,9 +72,23 @@ def record_seconds(path: Path) -> float | None:
     if isinstance(data.get("seconds"), int | float):
         return float(data["seconds"])
     timing = data.get("timing") or {}
-    if isinstance(timing, dict) and timing.get("job_end") and timing.get("job_start"):
+    if isinstance(timing, dict) and all(isinstance(timing.get(key), int | float) for key in ("job_start", "job_end")):
         return float(timing["job_end"]) - float(timing["job_start"])
     return None
+
+
+def spent(results: Path) -> dict[str, float]:
+    """What a finished run's jobs took, by kind of job (the folder of its records below
+    ``results``: cells, conformance, each lens's): the sum of their records' own seconds, as
+    `plan` estimates them. Jobs that ran side by side count each, so the sums can pass the wall
+    time."""
+    found = {}
+    for folder in sorted(path for path in results.iterdir() if path.is_dir()):
+        seconds = [record_seconds(path) for path in folder.rglob("*.json")]
+        seconds = [value for value in seconds if value is not None]
+        if seconds:
+            found[folder.name] = round(sum(seconds), 1)
+    return found
 
 
 def cell_overhead(path: Path) -> float | None:
