@@ -25,7 +25,12 @@ It prints, per design and ratio: the share of runs deciding a direction (at
 one, the coverage of the 95% interval per repeat count (target ≥ 93%), and the
 reversal rate between two replicate runs (target 0).
 
-    .venv/bin/python benchmarks/noise_simulation.py [--runs 400] [--repeats 3 5 7]
+    .venv/bin/python benchmarks/noise_simulation.py [--runs 400] [--repeats 3 5 7] [--write]
+
+``--write`` keeps what it prints in docs/data (seeded: every run with the same options writes the
+same), which docs/benchmarks.md quotes (``serverbench docs``): noise-simulation.csv (a row per
+design, repeat count and server: decided, wrong, covered, equivalent, reversal) and
+noise-simulation-checks.csv (``compare``'s exit shares per factor, the planted knee's coverage).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import numpy as np
 import pandas as pd
 from serverbench import REPO_ROOT
 from serverbench.decide import compare, fullspeed, inference, stats
+from serverbench.drive import docsfigures
 from serverbench.plan import config as cfg
 from serverbench.plan.rates import KneeBound
 from serverbench.tables import knees
@@ -310,6 +316,7 @@ def main() -> None:
     parser.add_argument("--compare-pairs", type=int, default=1000, help="simulated pairs of runs for compare")
     parser.add_argument("--knee-cases", type=int, default=500, help="simulated servers with a planted knee")
     parser.add_argument("--two-speed", action="store_true", help="only the two-speed model: mean against full speed")
+    parser.add_argument("--write", action="store_true", help="keep the tables in docs/data (serverbench docs)")
     args = parser.parse_args()
     designs = ("mean", "full") if args.two_speed else ("old", "new", "mean", "full")
     frames = [simulate(design, n, args.runs, args.seed) for design in designs for n in args.repeats]
@@ -319,13 +326,21 @@ def main() -> None:
     if args.two_speed:
         return
     config = cfg.load(REPO_ROOT / "config.yaml")
+    checks = []
     for factor in (1.0, 0.8):
         exits = compare_exits(config, args.compare_pairs, args.seed, factor)
         shares = ", ".join(f"exit {code}: {share:.1%}" for code, share in sorted(exits.items()))
         print(f"compare --fail-above 5%, runs shifted by sd {RUN_SD}, server a x{factor}: {shares}")
+        checks += [{"check": "compare", "factor": factor, "exit": code, "share": share, "cases": args.compare_pairs}
+                   for code, share in sorted(exits.items())]  # fmt: skip
     coverage = knee_coverage(args.knee_cases, args.seed)
     print(f"planted knee at {coverage['planted_rps']:.0f} req/s: interval holds it in {coverage['covered']:.1%}"
           f" of {coverage['cases']} cases")  # fmt: skip
+    checks.append({"check": "knee", "planted_rps": coverage["planted_rps"], "share": coverage["covered"],
+                   "cases": coverage["cases"]})  # fmt: skip
+    if args.write:
+        docsfigures.keep("noise-simulation.csv", table.round(4))
+        docsfigures.keep("noise-simulation-checks.csv", pd.DataFrame(checks).round(4))
 
 
 if __name__ == "__main__":
