@@ -124,8 +124,9 @@ def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_reco
     warm-up and duration plus what earlier cells took besides, a work job's median seconds."""
     cell = tmp_path / "cells" / "default" / "hello" / "wrk" / "starman" / "c2" / "r1.json"
     cell.parent.mkdir(parents=True)
-    # 1.5 s besides measuring: from the job's start to verified 1 s, stopped to the job's end 0.5 s.
-    cell.write_text(json.dumps({"timing": {"job_start": 0, "verify": 1, "load": 1.5, "stop": 3.5, "job_end": 4}}))
+    # 1.5 s besides measuring: a 4 s job, 0.5 s of warm-up and 2 s of load.
+    timing = {"job_start": 0, "verify": 1, "warmup": 1, "load": 1.5, "stop": 3.5, "job_end": 4}
+    cell.write_text(json.dumps({"timing": timing, "load": {"duration_s": 2.0}}))
     for number, seconds in enumerate((10, 12, 14)):
         work = tmp_path / "work" / "default" / "hello" / f"server{number}.json"
         work.parent.mkdir(parents=True, exist_ok=True)

@@ -3,10 +3,11 @@ it will take here. From the config (with the same overrides ``snakemake --config
 cell matrix and the lens registry: the servers, the lenses and their jobs, the cells in their
 rounds (and the rounds precision may add), the conformance probes and the installs; then the
 time, job kind by job kind, from the records earlier runs on this host left in a results
-directory (each record's own seconds: the median of its kind, the planned profiles' where there
-are any). A cell's time is its profile's warm-up and duration plus what earlier cells here took
-besides measuring (starting, verifying and stopping their server), else a few seconds. Nothing
-is measured."""
+directory (each record's own seconds: the mean of its kind, the planned profiles' where there
+are any; a run spends the sum, so a median would leave out the slow tail every run has). A
+cell's time is its profile's warm-up and duration plus what earlier cells here took besides
+measuring (starting, verifying and stopping their server), else a few seconds. Nothing is
+measured."""
 
 from __future__ import annotations
 
@@ -92,16 +93,19 @@ def spent(results: Path) -> dict[str, float]:
 
 
 def cell_overhead(path: Path) -> float | None:
-    """What an earlier cell took besides its warm-up and load: its server started, its answer
-    checked, its server stopped (from its timing)."""
+    """What an earlier cell took besides its warm-up and load: its server started and its answer
+    checked, what follows the load (a fairness probe), its server stopped (from its timing and its
+    load's own duration)."""
     try:
-        timing = files.read_json(path).get("timing") or {}
-    except (OSError, ValueError, AttributeError):
+        data = files.read_json(path)
+    except (OSError, ValueError):
         return None
-    needed = ("job_start", "verify", "load", "stop", "job_end")
-    if not all(isinstance(timing.get(key), int | float) for key in needed):
+    timing = (data.get("timing") if isinstance(data, dict) else None) or {}
+    load = (data.get("load") if isinstance(data, dict) else None) or {}
+    needed = [timing.get(key) for key in ("job_start", "warmup", "load", "job_end")] + [load.get("duration_s")]
+    if not all(isinstance(value, int | float) for value in needed):
         return None
-    return (timing["job_end"] - timing["job_start"]) - (timing["stop"] - timing["verify"])
+    return (timing["job_end"] - timing["job_start"]) - (timing["load"] - timing["warmup"]) - load["duration_s"]
 
 
 def earlier(results: Path, folder: str, profiles: list[str]) -> list[float]:
@@ -118,17 +122,17 @@ def earlier(results: Path, folder: str, profiles: list[str]) -> list[float]:
 
 def kind(name: str, jobs: int, seen: list[float], fallback: float | None, fallback_source: str) -> Kind:
     if seen:
-        return Kind(name, jobs, statistics.median(seen), f"earlier runs here ({len(seen)} records)")
+        return Kind(name, jobs, statistics.mean(seen), f"earlier runs here ({len(seen)} records)")
     return Kind(name, jobs, fallback, fallback_source if fallback is not None else "unknown: no earlier run here")
 
 
 def cells_kind(matrix: Matrix, results: Path) -> Kind:
-    """The cells: each its profile's warm-up and duration, plus the median of what earlier cells
+    """The cells: each its profile's warm-up and duration, plus the mean of what earlier cells
     here took besides (else ``CELL_START_STOP_S``)."""
     base = results / "cells"
     seen = [cell_overhead(path) for path in base.rglob("*.json")] if base.is_dir() else []
     seen = [s for s in seen if s is not None and s >= 0]
-    overhead = statistics.median(seen) if seen else CELL_START_STOP_S
+    overhead = statistics.mean(seen) if seen else CELL_START_STOP_S
     source = f"the profile, and earlier cells here ({len(seen)} records)" if seen else "the profile"
     measured = [float(matrix.profiles[c.profile].warmup or 0) + float(matrix.profiles[c.profile].duration or 0)
                 for c in matrix.cells]  # fmt: skip
