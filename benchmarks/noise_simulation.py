@@ -339,8 +339,8 @@ def main() -> None:
     checks.append({"check": "knee", "planted_rps": coverage["planted_rps"], "share": coverage["covered"],
                    "cases": coverage["cases"]})  # fmt: skip
     if args.write:
-        docsfigures.keep("noise-simulation.csv", table.round(4))
-        docsfigures.keep("noise-simulation-checks.csv", pd.DataFrame(checks).round(4))
+        docsfigures.keep_all({"noise-simulation.csv": table.round(4),
+                              "noise-simulation-checks.csv": pd.DataFrame(checks).round(4)})  # fmt: skip
 
 
 if __name__ == "__main__":

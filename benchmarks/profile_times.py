@@ -22,10 +22,12 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from serverbench.drive import preview
+from reproducibility import head_commit
+from serverbench.drive import docsfigures, preview
 
 REPO = Path(__file__).resolve().parents[1]
 PROFILE_DATA = REPO / "docs" / "data" / "profile-times.yaml"
+SPENT_DATA = "profile-spent.csv"  # the docs' figures of where a run's time went, from PROFILE_DATA
 
 
 def parse(spec: str) -> tuple[str, list[str]]:
@@ -44,7 +46,7 @@ def run(name: str, overrides: list[str], out: Path) -> dict:
     (out / f"{name}.log").write_text(done.stdout + done.stderr)
     row = {"profile": name, "overrides": " ".join(overrides) or "none", "exit": done.returncode, "wall_min": wall / 60}
     if results.is_dir():
-        row["spent"] = preview.spent(results)
+        row["spent"], row["phases"] = preview.spent(results), preview.cell_phases(results)
     if (results / "summary.csv").exists():
         summary = pd.read_csv(results / "summary.csv")
         row.update(cells=len(summary), failed=", ".join(summary[summary["status"] == "failed"]["server"]) or "none")
@@ -62,6 +64,18 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def spent_table(data: dict) -> pd.DataFrame:
+    """Where each recorded profile's time went, a row per part: the sum of each kind of job's
+    seconds (``spent``) and the median of each cell phase (``phases``), as the docs quote them."""
+    rows = [
+        {"profile": profile, "part": part, "statistic": statistic, "seconds": seconds}
+        for profile, entry in data.items()
+        for key, statistic in (("spent", "sum of jobs"), ("phases", "median cell"))
+        for part, seconds in (entry.get(key) or {}).items()
+    ]
+    return pd.DataFrame(rows, columns=["profile", "part", "statistic", "seconds"])
+
+
 def record(rows: list[dict], commit: str) -> None:
     """Each timed profile's time into docs/data/profile-times.yaml, then every doc that quotes
     it rewritten from there (serverbench docs)."""
@@ -71,9 +85,11 @@ def record(rows: list[dict], commit: str) -> None:
         shortened = "" if row["overrides"] == "none" else f", shortened: `{row['overrides']}`"
         seconds = round(row["wall_min"] * 60)
         figure = f"{seconds // 60} min {seconds % 60:02d} s{shortened} ({day}, {commit})"
-        data[row["profile"]] = {"seconds": seconds, "figure": figure, "spent": row.get("spent", {})}
+        data[row["profile"]] = {"seconds": seconds, "figure": figure, "spent": row.get("spent", {}),
+                                "phases": row.get("phases", {})}  # fmt: skip
     header = "".join(line + "\n" for line in PROFILE_DATA.read_text().splitlines() if line.startswith("#"))
     PROFILE_DATA.write_text(header + yaml.safe_dump(data, sort_keys=False, width=100))
+    docsfigures.keep(SPENT_DATA, spent_table(data))
     subprocess.run([sys.executable, "-m", "serverbench.cli", "docs"], cwd=REPO, check=True)
 
 
@@ -88,8 +104,7 @@ def main() -> int:
     print(markdown(rows))
     finished = [row for row in rows if row["exit"] == 0]
     if args.write and finished:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
-        record(finished, commit.stdout.strip())
+        record(finished, head_commit())
     for row in rows:
         if args.write and row["exit"] != 0:  # a run that failed is no profile's time
             print(f"not recorded: {row['profile']} exited {row['exit']} ({args.out / row['profile']}.log)")

@@ -266,8 +266,7 @@ def main() -> None:
                 run_matrix(results.resolve(), is_regressed, args.configfile)
         figures = report(sets, config, regressed)
         if args.write:
-            for name, table in kept_tables(sets, regressed, config, args.commit or head_commit()).items():
-                docsfigures.keep(name, table)
+            docsfigures.keep_all(kept_tables(sets, regressed, config, args.commit or head_commit()))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
 

@@ -1,7 +1,8 @@
 """Does a run on Slurm answer as a local run does? The default profile on the one-node Slurm
 (scripts/one-node-slurm: each round one Slurm job), then locally right after, each into its own
 results directory and timed; then their verdicts side by side (the same outcome per comparison,
-reversals) and ``compare --fail-above 5%`` (speed, by the host) between them.
+reversals), and ``compare --fail-above 5%`` (speed, by the host) and ``compare --metric work
+--fail-above 1%`` between them.
 
     .venv/bin/python benchmarks/slurm_agreement.py [--keep DIR] [--write]
     .venv/bin/python benchmarks/slurm_agreement.py --reuse SLURM LOCAL --seconds S L [--write]
@@ -27,6 +28,7 @@ from serverbench import REPO_ROOT
 from serverbench.decide import compare
 from serverbench.decide.verdicts import read_verdicts
 from serverbench.drive import docsfigures
+from serverbench.lenses.work import compare as compare_work
 from serverbench.plan import config as cfg
 
 ONE_NODE = REPO_ROOT / "scripts" / "one-node-slurm"
@@ -34,6 +36,7 @@ ONE_NODE = REPO_ROOT / "scripts" / "one-node-slurm"
 SLURM = ["--workflow-profile", "profiles/slurm", "--slurm-init-seconds-before-status-checks", "5",
          "--seconds-between-status-checks", "5"]  # fmt: skip
 LOCAL = ["--cores", "4"]
+WORK_FAIL_ABOVE = 0.01  # compare --metric work, as docs/statistics.md's CI recipe runs it
 
 
 def timed_run(results: Path, options: list[str]) -> float:
@@ -68,12 +71,19 @@ def agreement(slurm: Path, local: Path) -> pd.DataFrame:
     return both
 
 
-def run_row(where: str, results: Path, seconds: float, commit: str, compared: tuple[int, str]) -> dict:
+def run_row(where: str, results: Path, seconds: float, commit: str, compared: tuple[int, str], table,
+            on_work: tuple[int, str]) -> dict:  # fmt: skip
+    """One run: where, its time, its cells, rounds and Slurm jobs, and the compare between the
+    two (its exit, why, the range of its cells' ratios and of the drops they could have shown)."""
     runs = pd.read_csv(results / "runs.csv")
     jobs = runs["scheduler_job"].dropna().nunique() if "scheduler_job" in runs else 0
-    return {"run": where, "commit": commit, "seconds": round(seconds, 1), "cells": len(runs),
-            "rounds": runs["repeat"].nunique(), "slurm_jobs": jobs, "compare_exit": compared[0],
-            "compare_reason": compared[1]}  # fmt: skip
+    return {"run": where, "commit": commit, "seconds": round(seconds, 1), "minutes": round(seconds / 60, 1),
+            "cells": len(runs), "rounds": runs["repeat"].nunique(), "slurm_jobs": jobs,
+            "compare_exit": compared[0], "compare_reason": compared[1],
+            "work_compare_exit": on_work[0], "work_compare_reason": on_work[1],
+            "ratio_min": table["ratio"].min(), "ratio_max": table["ratio"].max(),
+            "detectable_drop_min": table["detectable_drop"].min(),
+            "detectable_drop_max": table["detectable_drop"].max()}  # fmt: skip
 
 
 def main() -> None:
@@ -97,15 +107,15 @@ def main() -> None:
         table = compare.compare_sets(compare.read_set(slurm), compare.read_set(local), config, FAIL_ABOVE, "host")
         compared = compare.exit_status(table, FAIL_ABOVE)
         commit = args.commit or head_commit()
-        runs = pd.DataFrame([run_row("slurm", slurm, seconds[0], commit, compared),
-                             run_row("local", local, seconds[1], commit, compared)])  # fmt: skip
+        on_work = compare_work.exit_status(compare_work.compare_work(slurm, local, config), WORK_FAIL_ABOVE)
+        runs = pd.DataFrame([run_row("slurm", slurm, seconds[0], commit, compared, table, on_work),
+                             run_row("local", local, seconds[1], commit, compared, table, on_work)])  # fmt: skip
     print(runs.to_string(index=False))
     print(f"the same outcome in {int(both['agree'].sum())} of {len(both)} comparisons, "
           f"{int(both['reversed'].sum())} reversed; compare --fail-above {FAIL_ABOVE:.0%}: exit {compared[0]} "
           f"({compared[1]})")  # fmt: skip
     if args.write:
-        docsfigures.keep("slurm-agreement.csv", both.assign(commit=commit))
-        docsfigures.keep("slurm-runs.csv", runs)
+        docsfigures.keep_all({"slurm-agreement.csv": both.assign(commit=commit), "slurm-runs.csv": runs})
 
 
 if __name__ == "__main__":

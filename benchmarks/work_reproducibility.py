@@ -170,8 +170,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1, default=str))
     if args.write:
-        for name, table in kept_tables(figures, commit).items():
-            docsfigures.keep(name, table)
+        docsfigures.keep_all(kept_tables(figures, commit))
 
 
 if __name__ == "__main__":

@@ -152,3 +152,7 @@ def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_reco
     assert "estimated: " in shown.stdout and "conformance probes not known here" in shown.stdout
     # What a finished run spent, kind by kind, from the same records (benchmarks/profile_times.py).
     assert preview.spent(tmp_path) == {"cells": 4.0, "work": 36.0}
+    # and a cell's phases, each to the next stamp its record has (no warm-up here: verify's
+    # stamp and warmup's are one).
+    phases = {"setup": 1.0, "verify": 0.0, "warmup": 0.5, "load": 2.0, "stop": 0.5}
+    assert preview.cell_phases(tmp_path) == phases

@@ -28,9 +28,10 @@ from serverbench.lenses.work.measure import run_work
 from serverbench.lenses.work.table import work_tables
 from serverbench.plan import config as cfg
 
-# NGINX Unit's entries are counted at SCHED_FIFO, which holds their CPU against every other
-# process on it (a test beside it stalled Unit's stop into a SIGKILL): make test runs it alone.
-pytestmark = pytest.mark.serial
+# A server counted at SCHED_FIFO (NGINX Unit's entries, work_realtime) holds its CPU against every
+# other process on it (a test beside it stalled Unit's stop into a SIGKILL): make test runs those
+# tests alone. The rest count instructions, which another test's load does not change: paired.
+AT_FIFO = pytest.mark.serial
 
 LENS = ("valgrind", "perf", "setarch", "h2load", "ab", "taskset")
 
@@ -328,6 +329,7 @@ def application(environ, start_response):
 
 
 @pytest.mark.parametrize("preloaded", [True, False])
+@AT_FIFO
 def test_every_life_of_units_python_hashes_alike(work_config, tmp_path, preloaded):
     """NGINX Unit's Python starts isolated and ignores PYTHONHASHSEED: each life seeded its
     hashes at random, and its application's instructions per request moved 3.7% between
@@ -490,6 +492,7 @@ def test_the_page_keeps_each_apps_work_apart():
     assert alone["where"] == "" and alone["bar"][0]["value"] == "1,000,000"
 
 
+@AT_FIFO
 @pytest.mark.parametrize("realtime", [True, False])
 def test_a_realtime_server_runs_at_fifo_with_its_client_on_its_cpu(work_config, tmp_path, realtime):
     """A server with work_realtime (NGINX Unit's entries) runs, every process of it, at
@@ -531,6 +534,7 @@ def test_a_realtime_server_runs_at_fifo_with_its_client_on_its_cpu(work_config, 
         assert any(server != client for _, server, client in seen)
 
 
+@AT_FIFO
 def test_units_figure_is_the_median_of_its_pairs_counted_at_fifo(work_config, tmp_path):
     """NGINX Unit's entries ask for work_realtime and work_pairs (3): every pair is counted
     with the server at SCHED_FIFO, and the figure is the median pair's, every pair's figure

@@ -237,6 +237,13 @@ def run(args: argparse.Namespace) -> int:
 def keep(name: str, table: pd.DataFrame) -> None:
     """A benchmark's table kept unedited in docs/data/NAME, then every doc's figures written
     again from the data (what `serverbench docs` does)."""
-    files.write_atomic(DATA / name, table.to_csv(index=False))
+    keep_all({name: table})
+
+
+def keep_all(tables: dict[str, pd.DataFrame]) -> None:
+    """A benchmark's tables kept unedited in docs/data (a name each), then the docs written
+    again once: a doc may quote a table that the same run writes for the first time."""
+    for name, table in tables.items():
+        files.write_atomic(DATA / name, table.to_csv(index=False))
     _kept.cache_clear()
     run(argparse.Namespace(check=False))

@@ -12,6 +12,7 @@ measured."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -90,6 +91,33 @@ def spent(results: Path) -> dict[str, float]:
         if seconds:
             found[folder.name] = round(sum(seconds), 1)
     return found
+
+
+# A cell record's timing stamps each phase as it begins (cell.phases, cell.session): a phase lasts
+# until the next stamp the record has; "setup" is the harness's own start, "stop" runs to job_end.
+PHASE_STAMPS = ("job_start", "prepare", "start", "ready", "verify", "warmup", "load", "stop", "job_end")
+PHASE_NAMES = {"job_start": "setup"}
+
+
+def phase_seconds(timing: dict) -> dict[str, float]:
+    """One cell's phases and their seconds, from its record's timing stamps."""
+    stamps = [(key, timing[key]) for key in PHASE_STAMPS if isinstance(timing.get(key), int | float)]
+    pairs = itertools.pairwise(stamps)
+    return {PHASE_NAMES.get(key, key): end - begun for (key, begun), (_, end) in pairs}
+
+
+def cell_phases(results: Path) -> dict[str, float]:
+    """The median seconds of each phase over a finished run's cells (their records' timing)."""
+    found: dict[str, list[float]] = {}
+    for path in sorted((results / "cells").rglob("*.json")) if (results / "cells").is_dir() else []:
+        try:
+            data = files.read_json(path)
+        except (OSError, ValueError):
+            continue
+        timing = data.get("timing") if isinstance(data, dict) else None
+        for phase, seconds in phase_seconds(timing if isinstance(timing, dict) else {}).items():
+            found.setdefault(phase, []).append(seconds)
+    return {phase: round(statistics.median(values), 3) for phase, values in found.items()}
 
 
 def cell_overhead(path: Path) -> float | None:
