@@ -2,13 +2,14 @@
 cell), for the workloads named (hello and fortunes by default: a job per server and workload, and
 all four would take about an hour here), as docs/your-app.md runs them:
 
-    snakemake --cores 4 --config profile=apps 'work=[hello,fortunes]' results=DIR DIR/work.csv
+    snakemake DIR/work.csv --cores 4 --config profile=apps 'work=[hello,fortunes]' results=DIR
 
     .venv/bin/python benchmarks/apps_work.py [--workloads hello fortunes] [--keep DIR] [--write]
     .venv/bin/python benchmarks/apps_work.py --reuse RESULTS --seconds S [--commit C] [--write]
 
 ``--write`` keeps docs/data/apps-work.csv (the run's work.csv, unedited, with the commit it was
-made of and the run's seconds), which docs/your-app.md's work table and figures quote
+made of, the run's seconds and ``of_fewest``: a server's instructions over the fewest of its
+language for the same app and workload), which docs/your-app.md's work table and figures quote
 (``serverbench docs``).
 """
 
@@ -32,17 +33,20 @@ KEPT = "apps-work.csv"
 def run(results: Path, workloads: list[str]) -> float:
     """The apps profile's work jobs for ``workloads`` into ``results``, their seconds."""
     names = ",".join(workloads)
-    argv = [sys.executable, "-m", "snakemake", "--cores", "4", "--quiet", "--config", "profile=apps",
-            f"work=[{names}]", f"results={results}", str(results / "work.csv")]  # fmt: skip
+    # The target first: --quiet and --config would take it as theirs.
+    argv = [sys.executable, "-m", "snakemake", str(results / "work.csv"), "--cores", "4", "--quiet", "--config",
+            "profile=apps", f"work=[{names}]", f"results={results}"]  # fmt: skip
     started = time.monotonic()
     subprocess.run(argv, cwd=REPO_ROOT, check=True)
     return time.monotonic() - started
 
 
 def kept(results: Path, seconds: float, commit: str) -> pd.DataFrame:
-    """The run's work.csv as it is, with what made it."""
+    """The run's work.csv as it is, with what made it and each server's instructions as a multiple
+    of the fewest any server of its language needed for the same app and workload."""
     work = pd.read_csv(results / "work.csv")
-    return work.assign(commit=commit, run_seconds=round(seconds))
+    fewest = work.groupby(["profile", "workload", "language"])["instructions_per_request"].transform("min")
+    return work.assign(of_fewest=work["instructions_per_request"] / fewest, commit=commit, run_seconds=round(seconds))
 
 
 def summary(work: pd.DataFrame) -> str:

@@ -3,6 +3,7 @@ which `serverbench docs` writes into the README and docs/configuration.md's "tim
 
     .venv/bin/python benchmarks/profile_times.py low high:duration=10 sweep:duration=3,concurrency=[100,1000]
     .venv/bin/python benchmarks/profile_times.py --write low high:duration=10   # records them, rewrites the docs
+    .venv/bin/python benchmarks/profile_times.py --write --keep-tables apps  # and keeps apps-summary.csv, …
 
 A profile may carry overrides after a colon (the shortening is stated in the
 table). One profile at a time, each into its own results directory under
@@ -76,6 +77,12 @@ def spent_table(data: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["profile", "part", "statistic", "seconds"])
 
 
+def keep_tables(profile: str, results: Path) -> None:
+    """A profile run's summary.csv and verdicts.csv kept unedited as PROFILE-summary.csv and
+    PROFILE-verdicts.csv, which a doc's tables and figures quote (your-app.md the apps run's)."""
+    docsfigures.keep_all({f"{profile}-{name}": pd.read_csv(results / name) for name in ("summary.csv", "verdicts.csv")})
+
+
 def record(rows: list[dict], commit: str) -> None:
     """Each timed profile's time into docs/data/profile-times.yaml, then every doc that quotes
     it rewritten from there (serverbench docs)."""
@@ -98,6 +105,7 @@ def main() -> int:
     parser.add_argument("profiles", nargs="+", help="NAME or NAME:key=value,key=value")
     parser.add_argument("--out", type=Path, default=Path("/tmp/serverbench-profile-times"))
     parser.add_argument("--write", action="store_true", help="record the times in docs/data and rewrite the docs")
+    parser.add_argument("--keep-tables", action="store_true", help="with --write: keep each run's summary and verdicts")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [run(*parse(spec), args.out) for spec in args.profiles]
@@ -105,6 +113,8 @@ def main() -> int:
     finished = [row for row in rows if row["exit"] == 0]
     if args.write and finished:
         record(finished, head_commit())
+        for row in finished if args.keep_tables else []:
+            keep_tables(row["profile"], args.out / row["profile"])
     for row in rows:
         if args.write and row["exit"] != 0:  # a run that failed is no profile's time
             print(f"not recorded: {row['profile']} exited {row['exit']} ({args.out / row['profile']}.log)")
