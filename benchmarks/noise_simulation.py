@@ -269,7 +269,8 @@ def compare_exits(config: dict, pairs: int, seed: int, factor: float = 1.0) -> p
         before, after = simulated_run(rng), simulated_run(rng, slower="a", factor=factor)
         table = compare.compare_sets(before, after, config, 0.05)
         statuses.append(compare.exit_status(table, 0.05)[0])
-    return pd.Series(statuses).value_counts(normalize=True)
+    # Every status compare can give a judgement with (0 within, 1 worse, 3 cannot tell), a share each.
+    return pd.Series(statuses).value_counts(normalize=True).reindex([0, 1, 3], fill_value=0.0)
 
 
 # A planted knee: p99 flat at BASE_MS up to KNEE_AT of capacity, then rising steeply; every
