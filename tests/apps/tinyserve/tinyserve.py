@@ -43,6 +43,11 @@ class Hello(BaseHTTPRequestHandler):
         super().finish()
 
     def do_GET(self):
+        if self.server.dropping.is_set():
+            # Accepted before the drop but set up after it had closed the open connections:
+            # answering now would be an answer from a server that is away.
+            self.close_connection = True
+            return
         if self.extra_iterations:
             sum(range(self.extra_iterations))
         body = str(os.getpid()).encode() if self.path == "/pid" else BODY
@@ -63,6 +68,7 @@ class Server(ThreadingHTTPServer):
     def __init__(self, host, port):
         super().__init__((host, port), Hello)
         self.open_connections = set()
+        self.dropping = threading.Event()
 
 
 def serve(host, port):
@@ -72,6 +78,9 @@ def serve(host, port):
 
 
 def drop(server):
+    # Set first: serve_forever answers until shutdown() returns (up to its 0.5 s poll), and a
+    # connection accepted just before may join open_connections after they were closed.
+    server.dropping.set()
     server.shutdown()
     server.server_close()
     for connection in list(server.open_connections):
@@ -97,8 +106,9 @@ def run(host: str, port: int, reload: str, extra_iterations: int = 0) -> None:
         if reload == "die":
             sys.exit(3)
         if reload == "drop":
+            back_at = time.monotonic() + DOWN_S
             drop(current[0])
-            time.sleep(DOWN_S)
+            time.sleep(max(0.0, back_at - time.monotonic()))
             current[0] = serve(host, port)
 
 
