@@ -31,11 +31,12 @@ XML_FILES = (Path(".test-times-paired.xml"), Path(".test-times-serial.xml"))
 @dataclass
 class Times:
     """A run's times from its XML files: per test file its seconds (setup, call and teardown of
-    each test), tests and set (the XML's name), and per set its tests and wall time."""
+    each test), tests and sets (the XMLs' names: a file whose tests are marked one by one is in
+    both), and per set its tests and wall time."""
 
     seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    sets: dict[str, str] = field(default_factory=dict)
+    sets: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     set_walls: dict[str, tuple[int, float]] = field(default_factory=dict)
 
     @property
@@ -57,7 +58,7 @@ def file_times(paths: list[Path]) -> Times:
             name = f"{module}.py"
             times.seconds[name] += float(case.get("time", 0))
             times.counts[name] += 1
-            times.sets[name] = name_of_set
+            times.sets[name].add(name_of_set)
     return times
 
 
@@ -69,8 +70,8 @@ def rows(times: Times, make_seconds: float | None = None) -> list[dict]:
     """Slowest first, then each set's wall time, the tests' and make test's (with the install,
     where given): the table as docs/development.md shows it."""
     ranked = sorted(times.seconds.items(), key=lambda item: -item[1])
-    found = [{"file": f"`{name}`", "tests": times.counts[name], "set": times.sets[name], "seconds": round(spent, 1),
-              "time": shown(spent)} for name, spent in ranked]  # fmt: skip
+    found = [{"file": f"`{name}`", "tests": times.counts[name], "set": " and ".join(sorted(times.sets[name])),
+              "seconds": round(spent, 1), "time": shown(spent)} for name, spent in ranked]  # fmt: skip
     walls = [{"file": f"the {name} set", "tests": tests, "set": name, "seconds": round(wall, 1), "time": shown(wall)}
              for name, (tests, wall) in times.set_walls.items()]  # fmt: skip
     tests = sum(times.counts.values())

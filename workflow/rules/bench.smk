@@ -21,7 +21,7 @@ rule bench:
         # The cluster the cell copies and starts for its app (PostgreSQL only).
         database=cell_database,
         # Every release the run measures and the app's own requirements, installed first.
-        installs=run_installs,
+        installs=RUN_INSTALLS,
     output:
         result=f"{CELL_PATTERN}.json",
         raw=f"{CELL_PATTERN}.load.txt",
@@ -70,7 +70,7 @@ rule bench_rate:
         capacity=CAPACITY,
         database=cell_database,
         # Every release the run measures and the app's own requirements, installed first.
-        installs=run_installs,
+        installs=RUN_INSTALLS,
     output:
         result=f"{RATE_CELL_PATTERN}.json",
         raw=f"{RATE_CELL_PATTERN}.load.txt",

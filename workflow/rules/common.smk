@@ -272,6 +272,11 @@ def run_installs(wildcards=None):
     return release_installs() + sites
 
 
+# The same for every job (it reads no wildcards): a list, not an input function, which
+# Snakemake would call again for each of a large matrix's jobs.
+RUN_INSTALLS = run_installs()
+
+
 # The lenses (serverbench.registry): each one's job results and tables, below RESULTS. A
 # lens's rules (its folder's rules.smk, included by the Snakefile) read these by its name.
 LENSES = registry.lenses(config)

@@ -7,7 +7,7 @@
 rule conformance:
     input:
         # Every release the run measures and the app's own requirements, installed first.
-        installs=run_installs,
+        installs=RUN_INSTALLS,
     output:
         f"{RESULTS}/conformance/{{profile}}/{{server}}.json",
     log:

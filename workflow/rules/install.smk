@@ -1,5 +1,5 @@
 # What a run installs before any server starts; a server-starting job waits for all of it
-# (run_installs), so no install runs beside a measurement.
+# (RUN_INSTALLS), so no install runs beside a measurement.
 #
 # Releases of a server (config `releases`, serverbench.plan.releases): each
 # version is installed into a prefix of its own before any server of the run

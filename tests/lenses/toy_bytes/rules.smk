@@ -3,7 +3,7 @@
 
 rule toy_bytes:
     input:
-        installs=run_installs,
+        installs=RUN_INSTALLS,
     output:
         f"{RESULTS}/toy_bytes/{{profile}}/{{server}}.json",
     log:

@@ -8,7 +8,7 @@
 rule front:
     input:
         # Every release the run measures and the app's own requirements, installed first.
-        installs=run_installs,
+        installs=RUN_INSTALLS,
     output:
         f"{RESULTS}/front/{{profile}}/{{server}}.json",
     log:

@@ -9,7 +9,7 @@ rule operations:
     input:
         database=cell_database,
         # Every release the run measures and the app's own requirements, installed first.
-        installs=run_installs,
+        installs=RUN_INSTALLS,
     output:
         f"{RESULTS}/operations/{{profile}}/{{server}}.json",
     log:

@@ -9,7 +9,7 @@ rule recycle:
     input:
         database=cell_database,
         # Every release the run measures and the app's own requirements, installed first.
-        installs=run_installs,
+        installs=RUN_INSTALLS,
     output:
         f"{RESULTS}/recycle/{{profile}}/{{server}}.json",
     log:

@@ -10,7 +10,7 @@ rule work:
         # The cluster each life copies and starts for its app (PostgreSQL only).
         database=cell_database,
         # Every release the run measures and the app's own requirements, installed first.
-        installs=run_installs,
+        installs=RUN_INSTALLS,
     output:
         record=f"{RESULTS}/work/{{profile}}/{{workload}}/{{server}}.json",
         # Each life's raw outputs (h2load's, perf's, callgrind's gzipped), named in the record.
