@@ -148,15 +148,27 @@ def server_conformance(wildcards):
     return conformance_path(wildcards.profile, wildcards.server)
 
 
-def cell_database(wildcards):
-    """The template of the database the cell's app uses, where the profile starts one
+def by_profile(value_of):
+    """A rule's value that depends on the job's profile alone: the value itself where every
+    profile of the run has the same one, else a function of the job's wildcards. Snakemake
+    calls a function again for each job, and a large matrix's jobs are many (its planning:
+    docs/benchmarks.md)."""
+    first, *others = [value_of(name) for name in MATRIX.profiles]
+    if all(value == first for value in others):
+        return first
+    return lambda wildcards: value_of(wildcards.profile)
+
+
+def database_of(profile):
+    """The template of the database a profile's app uses, where the profile starts one
     (serverbench.cell.database); none for SQLite or an app without a database."""
-    engine = sbapps.database_engine(config, wildcards.profile)
+    engine = sbapps.database_engine(config, profile)
     if engine in (None, "sqlite"):
         return []
-    return sbapps.database_template(
-        config, engine, sbapps.app_name(config, wildcards.profile)
-    )
+    return sbapps.database_template(config, engine, sbapps.app_name(config, profile))
+
+
+cell_database = by_profile(database_of)
 
 
 def database_setup_files(wildcards):
@@ -224,20 +236,15 @@ def cell_results(wildcards=None):
     return files
 
 
-def cell_threads(wildcards):
-    """CPUs the cell pins its server and load tool to."""
-    profile = MATRIX.profiles[wildcards.profile]
-    return len(profile.server_cpus) + len(profile.client_cpus)
-
-
-def cell_mem_mb(wildcards):
-    """The server's memory limit plus room for the load tool and the harness."""
-    return MATRIX.profiles[wildcards.profile].memory_mb()
-
-
-def cell_runtime(wildcards):
-    """Minutes a cell may take, from its profile's timings, with a margin."""
-    return MATRIX.profiles[wildcards.profile].runtime_minutes()
+# CPUs the cell pins its server and load tool to.
+cell_threads = by_profile(
+    lambda name: len(MATRIX.profiles[name].server_cpus)
+    + len(MATRIX.profiles[name].client_cpus)
+)
+# The server's memory limit plus room for the load tool and the harness.
+cell_mem_mb = by_profile(lambda name: MATRIX.profiles[name].memory_mb())
+# Minutes a cell may take, from its profile's timings, with a margin.
+cell_runtime = by_profile(lambda name: MATRIX.profiles[name].runtime_minutes())
 
 
 def cell_conditions(wildcards):
