@@ -17,6 +17,7 @@ warm-up counted as load (it is the tool's load, unmeasured).
 """
 
 import argparse
+import datetime
 import json
 import statistics
 import subprocess
@@ -26,10 +27,13 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from reproducibility import head_commit
 from serverbench import REPO_ROOT
 from serverbench.drive import docsfigures
 
 DATA = REPO_ROOT / "docs" / "data" / "overhead.csv"
+# The measurement's wall time at most this share over its load and warm-up.
+TARGET_EXTRA = 0.10
 PHASES = ["prepare", "start", "ready", "verify", "warmup", "load", "stop"]
 
 
@@ -94,7 +98,9 @@ def main() -> None:
     if args.write:
         row = {"cells": len(records), "duration_s": args.duration, "load_s": load, "warmup_s": warm, "jobs_s": jobs,
                "matrix_s": wall, "probes_s": probes, "charts_s": charts, "extra_jobs": jobs / (load + warm) - 1,
-               "extra_matrix": wall / (load + warm) - 1}  # fmt: skip
+               "extra_matrix": wall / (load + warm) - 1, "target_extra": TARGET_EXTRA}  # fmt: skip
+        row["verdict"] = "within the target" if row["extra_matrix"] <= TARGET_EXTRA else "outside the target"
+        row["commit"], row["date"] = head_commit(), datetime.date.today().isoformat()
         for phase, values in costs.items():
             row[f"{phase.replace(' ', '_').replace('+', '_')}_median_s"] = statistics.median(values)
         docsfigures.keep(DATA.name, pd.DataFrame([row]).round(4))
