@@ -148,8 +148,16 @@ def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_reco
     assert plan["unknown"] == ["conformance probes"]  # no earlier probe here: said, not guessed
     expected = jobs["cells"]["jobs"] * jobs["cells"]["seconds_each"] + 12 * jobs["work lens"]["jobs"] + SMALL_JOBS_S
     assert plan["estimated_s"] == pytest.approx(expected, abs=0.1)
+    # The default's precision may add rounds up to max_repeats, no round passing its measuring
+    # budget: at most the planned rounds' cells and as many more as fit in the budget.
+    each, planned = jobs["cells"]["seconds_each"], len(matrix.cells)
+    added = min((len(matrix.possible_cells) - planned) * each, profile.measuring_budget - planned * each)
+    assert profile.max_repeats > profile.repeats and added > 0
+    assert plan["most_s"] == pytest.approx(expected + added, abs=0.1)
+    assert plan["most_rounds"] == {"default": profile.max_repeats}
     shown = subprocess.run([*argv[:-1]], capture_output=True, text=True, timeout=120)
     assert "estimated: " in shown.stdout and "conformance probes not known here" in shown.stdout
+    assert f"default: up to {profile.max_repeats} rounds, within its measuring budget of " in shown.stdout
     # What a finished run spent, kind by kind, from the same records (benchmarks/profile_times.py).
     assert preview.spent(tmp_path) == {"cells": 4.0, "work": 36.0}
     # and a cell's phases, each to the next stamp its record has (no warm-up here: verify's

@@ -183,6 +183,23 @@ def kinds(config: dict, matrix: Matrix, results: Path) -> list[Kind]:
     return found
 
 
+def added_rounds_seconds(matrix: Matrix, each: float) -> dict[str, float]:
+    """Per profile whose precision may add rounds: the seconds of every round it may add (up to
+    ``max_repeats``), its rounds kept within its measuring budget (no round is started that
+    would pass it; the jobs before its rounds are not counted against it here)."""
+    added = {}
+    for name, profile in matrix.profiles.items():
+        planned = sum(1 for cell in matrix.cells if cell.profile == name)
+        possible = sum(1 for cell in matrix.possible_cells if cell.profile == name)
+        if not profile.precision or possible <= planned:
+            continue
+        seconds = (possible - planned) * each
+        if profile.measuring_budget:
+            seconds = min(seconds, max(0.0, profile.measuring_budget - planned * each))
+        added[name] = seconds
+    return added
+
+
 def preview(config: dict, results: Path) -> dict:
     """What the run will do and its estimated time (the module's docstring), as data."""
     matrix = Matrix(config)
@@ -190,6 +207,8 @@ def preview(config: dict, results: Path) -> dict:
     lenses = [lens.name for lens in registry.lenses(config) if lens.jobs(config, matrix)]
     found = kinds(config, matrix, results)
     known = [k.seconds for k in found if k.seconds is not None]
+    estimated = sum(known) + SMALL_JOBS_S
+    added = added_rounds_seconds(matrix, found[0].seconds_each or 0.0)
     return {
         "profiles": list(matrix.profiles),
         "servers": servers,
@@ -199,7 +218,11 @@ def preview(config: dict, results: Path) -> dict:
         "possible_cells": len(matrix.possible_cells) + len(matrix.rate_cells),
         "installs": [f"{spec['package']} {spec['version']}" for spec in releases_in(config, servers)],
         "jobs": [asdict(k) | {"seconds": k.seconds} for k in found],
-        "estimated_s": round(sum(known) + SMALL_JOBS_S, 1),
+        "estimated_s": round(estimated, 1),
+        # If precision adds every round it may: the most the run can take (None: it adds none).
+        "most_s": round(estimated + sum(added.values()), 1) if added else None,
+        "most_rounds": {name: matrix.profiles[name].max_repeats for name in added},
+        "measuring_budget_s": {name: matrix.profiles[name].measuring_budget for name in added},
         "unknown": [k.name for k in found if k.seconds is None],
         # A whole run of each profile as written, recorded on this project's host (docs/data).
         "recorded": {name: docsfigures.profile_time_said(name) for name in matrix.profiles},
@@ -208,6 +231,13 @@ def preview(config: dict, results: Path) -> dict:
 
 def minutes(seconds: float) -> str:
     return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+
+
+def round_limit(name: str, plan: dict) -> str:
+    """How far a profile's precision may go: its rounds, and its measuring budget where it has one."""
+    budget = plan["measuring_budget_s"][name]
+    within = f", within its measuring budget of {minutes(budget)}" if budget else ""
+    return f"{name}: up to {plan['most_rounds'][name]} rounds{within}"
 
 
 def text(plan: dict) -> str:
@@ -224,6 +254,9 @@ def text(plan: dict) -> str:
         lines.append(f"  {job['name']}: {job['jobs']} job(s), {each} ({job['source']})")
     unknown = f", and {', '.join(plan['unknown'])} not known here" if plan["unknown"] else ""
     lines.append(f"  estimated: {minutes(plan['estimated_s'])} with the tables and the page{unknown}")
+    if plan["most_s"] is not None:
+        limits = ", ".join(round_limit(name, plan) for name in plan["most_rounds"])
+        lines.append(f"  at most: {minutes(plan['most_s'])} if precision adds every round it may ({limits})")
     for name, said in plan["recorded"].items():
         if said:
             lines.append(f"  {name} as written: {said} (a recorded run, docs/data/profile-times.yaml)")
