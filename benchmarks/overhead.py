@@ -17,7 +17,6 @@ warm-up counted as load (it is the tool's load, unmeasured).
 """
 
 import argparse
-import datetime
 import json
 import statistics
 import subprocess
@@ -27,7 +26,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from reproducibility import head_commit
+from reproducibility import against_target, kept_when
 from serverbench import REPO_ROOT
 from serverbench.drive import docsfigures
 
@@ -99,8 +98,7 @@ def main() -> None:
         row = {"cells": len(records), "duration_s": args.duration, "load_s": load, "warmup_s": warm, "jobs_s": jobs,
                "matrix_s": wall, "probes_s": probes, "charts_s": charts, "extra_jobs": jobs / (load + warm) - 1,
                "extra_matrix": wall / (load + warm) - 1, "target_extra": TARGET_EXTRA}  # fmt: skip
-        row["verdict"] = "within the target" if row["extra_matrix"] <= TARGET_EXTRA else "outside the target"
-        row["commit"], row["date"] = head_commit(), datetime.date.today().isoformat()
+        row |= {"verdict": against_target(row["extra_matrix"] <= TARGET_EXTRA), **kept_when()}
         for phase, values in costs.items():
             row[f"{phase.replace(' ', '_').replace('+', '_')}_median_s"] = statistics.median(values)
         docsfigures.keep(DATA.name, pd.DataFrame([row]).round(4))

@@ -11,7 +11,6 @@ and the median of each is reported. Target: serverbench at most 2x plain.
 """
 
 import argparse
-import datetime
 import statistics
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from reproducibility import head_commit
+from reproducibility import against_target, kept_when
 from serverbench import REPO_ROOT
 from serverbench.drive import docsfigures
 from serverbench.plan import config
@@ -94,14 +93,13 @@ def main() -> None:
 def write(jobs: int, ours: list[float], plain: list[float]) -> None:
     """The rounds and their medians, kept for the docs, which are then written again."""
 
-    commit, day = head_commit(), datetime.date.today().isoformat()
+    when = kept_when()
 
     def row(name: str, ours_s: float, plain_s: float) -> dict:
         ratio = ours_s / plain_s
         return {"row": name, "jobs": jobs, "serverbench_s": round(ours_s, 2), "plain_s": round(plain_s, 2),
                 "ratio": round(ratio, 3), "target_ratio": TARGET_RATIO,
-                "verdict": "within the target" if ratio <= TARGET_RATIO else "outside the target",
-                "commit": commit, "date": day}  # fmt: skip
+                "verdict": against_target(ratio <= TARGET_RATIO), **when}  # fmt: skip
 
     rounds = [row(f"round {i}", a, b) for i, (a, b) in enumerate(zip(ours, plain, strict=True), 1)]
     median = row("median", statistics.median(ours), statistics.median(plain))

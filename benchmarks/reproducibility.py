@@ -28,6 +28,7 @@ runs decided in opposite directions).
 from __future__ import annotations
 
 import argparse
+import datetime
 import itertools
 import json
 import subprocess
@@ -236,6 +237,16 @@ def head_commit() -> str:
     """The checkout's commit (short), which the kept figures name."""
     done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True)
     return done.stdout.strip()
+
+
+def kept_when() -> dict[str, str]:
+    """The commit and the day a benchmark's kept figures were measured at (columns of its CSV)."""
+    return {"commit": head_commit(), "date": datetime.date.today().isoformat()}
+
+
+def against_target(within: bool) -> str:
+    """A benchmark's verdict on its target, in the words the docs quote."""
+    return "within the target" if within else "outside the target"
 
 
 def interleaved(sets: list[Path], regressed: list[Path]) -> list[tuple[Path, bool]]:
