@@ -210,3 +210,46 @@ def test_each_servers_own_recycling_is_said_per_client_and_upstream():
     assert said["starman"].endswith(
         "44 restarts with fresh clients, 0 restarts with keepalive clients at its own setting."
     )
+
+
+# An app of the user's that keeps what it answers: 2 KiB a request, none planted by serverbench.
+OWN_LEAKING_APP = """
+KEPT = []
+
+
+def application(environ, start_response):
+    KEPT.append(bytearray(2048))
+    body = b"<table><tr><td>order 1</td></tr></table>"
+    start_response("200 OK", [("Content-Type", "text/html"), ("Content-Length", str(len(body)))])
+    return [body]
+"""
+
+
+def test_the_recycle_profile_measures_a_users_app_on_its_own_workload(base_config, tmp_path, no_leftovers):
+    """The shipped recycle profile given an app of one's own (its workloads, no `leak`): gunicorn
+    serves the app's workload, the record says no leak was planted, and the table says the leak
+    it measured is the app's own, in bytes per answer."""
+    from serverbench.lenses.recycle.measure import run_recycle
+    from serverbench.lenses.recycle.report import table_rows
+    from serverbench.lenses.recycle.table import recycle_table
+
+    require_server("gunicorn")
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "__init__.py").write_text("")
+    (tmp_path / "shop" / "wsgi.py").write_text(OWN_LEAKING_APP)
+    base_config["apps"]["mine"] = {
+        "python": {"dir": str(tmp_path), "module": "shop.wsgi"},
+        "workloads": {"orders": {"path": "/orders", "expect": {"status": 200, "contains": "<table>"}}},
+    }
+    base_config["app"] = "mine"
+    recycle = base_config["profiles"]["recycle"]
+    recycle.update(servers=["gunicorn"], memory_limit=None)
+    plan = {key: value for key, value in recycle["recycle"].items() if key != "capacity"}
+    recycle["recycle"] = {**plan, "settings": [{"max_requests": 1000}], "clients": ["keepalive"], "load_s": 3}
+    config = cfg.validate(base_config)
+    record = run_recycle(config, "recycle", "gunicorn", tmp_path / "gunicorn.json", tmp_path / "gunicorn.log")
+    assert record["status"] == "ok", record["reason"]
+    assert record["workload"] == "orders" and record["leaks_bytes"] is None
+    rows = table_rows(recycle_table([record]))
+    own = [row for row in rows if row["recycling"] == "own"]
+    assert own and own[0]["leak per answer (× planted)"].endswith(" B (the app's own)"), own

@@ -140,15 +140,34 @@ def test_an_app_brings_its_own_workloads(base_config, tmp_path, no_leftovers, ke
         assert record["load"]["requests"] > 0
 
 
-def test_a_profile_workload_the_app_lacks_is_refused(base_config):
+def test_an_app_with_its_own_workloads_is_measured_on_them_by_every_profile(base_config):
+    """A profile written for the hello app (``workloads: [hello]``, recycle's ``leak``) measures an
+    app that brings its own workloads on them; a profile's workload the app has is kept."""
+    base_config["apps"]["mine"] = {
+        "python": {"dir": "/srv/mine", "module": "mine"},
+        "workloads": {
+            "home": {"path": "/", "expect": {"status": 200}},
+            "orders": {"path": "/orders", "expect": {"status": 200}},
+        },
+    }
+    base_config["app"] = "mine"
+    config = cfg.validate(base_config)
+    assert cfg.effective_profile(config, "default").workloads == ["home", "orders"]
+    recycle = cfg.effective_profile(config, "recycle")
+    assert recycle.workloads == ["home", "orders"] and "workload" not in recycle.recycle, recycle.recycle
+    config["profiles"]["default"]["workloads"] = ["hello", "orders"]
+    assert cfg.effective_profile(config, "default").workloads == ["orders"]
+
+
+def test_a_workload_asked_for_that_the_app_lacks_is_refused(base_config):
     base_config["apps"]["mine"] = {
         "python": {"dir": "/srv/mine", "module": "mine"},
         "workloads": {"home": {"path": "/", "expect": {"status": 200}}},
     }
-    base_config["app"] = "mine"
+    base_config.update(app="mine", workloads=["hello"])
     with pytest.raises(cfg.ConfigError) as caught:
         cfg.validate(base_config)
-    assert "profiles.default.workloads[0]" in str(caught.value) and "unknown workload 'hello'" in str(caught.value)
+    assert "workloads[0]" in str(caught.value) and "unknown workload 'hello'" in str(caught.value)
 
 
 BROKEN_PYTHON = "import json\nimport no_such_module_here\n\ndef app(environ, start_response):\n    pass\n"

@@ -220,7 +220,24 @@ def requested_profile(config: dict, name: str) -> dict:
     if profile["servers"] == "all":  # the catalogue as written: deployments behind a front and releases are named
         made = [name for name, entry in config["catalogue"].items() if is_fronted(entry) or "release" in entry]
         profile["servers"] = [name for name in config["catalogue"] if name not in made]
+    if config.get("workloads") is None:
+        _own_workloads(config, name, profile)
     return profile
+
+
+def _own_workloads(config: dict, name: str, profile: dict) -> None:
+    """A profile written for the hello app measures an app that brings its own ``workloads`` on
+    them (in place): those of the profile's workloads the app answers, else every workload of
+    the app; a lens's own workload the app lacks (recycle's ``leak``) gives way to the profile's
+    first. A ``workloads`` given at the top is the user's own choice, checked as written."""
+    own = apps.chosen(config, name)[1].get("workloads")
+    if not own:
+        return
+    answered = [workload for workload in profile.get("workloads") or [] if workload in own]
+    profile["workloads"] = answered or list(own)
+    recycle = profile.get("recycle")
+    if recycle and recycle.get("workload") is not None and recycle["workload"] not in own:
+        profile["recycle"] = {key: value for key, value in recycle.items() if key != "workload"}
 
 
 def effective_profile(config: dict, name: str) -> Profile:

@@ -55,6 +55,10 @@ def table_rows(table: pd.DataFrame) -> list[dict]:
         shown = {title: _cell(row, column, form) for title, (column, form) in COLUMNS.items()}
         if isinstance(row.get("upstream"), str):
             shown["clients"] += f", upstream {row['upstream']}"
+        leak = "leak per answer (× planted)"
+        if not shown[leak] and pd.notna(row.get("leak_bytes_per_request")) and pd.isna(row.get("leaks_bytes")):
+            # An app of the user's plants no leak: what it keeps per answer is its own, in bytes.
+            shown[leak] = f"{row['leak_bytes_per_request']:.0f} B (the app's own)"
         peak = "largest process, 1st → 2nd half (MB)"
         if shown[peak] and pd.notna(row.get("peak_second_half_mb")):
             bounded = " (bounded)" if row.get("bounded") is True or row.get("bounded") == "True" else " (growing)"
