@@ -106,8 +106,14 @@ BARE_LF = (
 #   may           MAY accept: accepting is info, rejecting passes
 #   close         MUST close the connection after answering, whatever the answer
 #   no-overflow   MUST NOT take a size modulo 2^64: accepting it as the small size fails
-REQUIREMENT_LEVEL = {"reject": "MUST", "should": "SHOULD", "either": "MUST", "may": "MAY", "close": "MUST",
-                     "no-overflow": "MUST"}  # fmt: skip
+REQUIREMENT_LEVEL = {
+    "reject": "MUST",
+    "should": "SHOULD",
+    "either": "MUST",
+    "may": "MAY",
+    "close": "MUST",
+    "no-overflow": "MUST",
+}
 
 
 @dataclass(frozen=True)

@@ -169,9 +169,16 @@ class ObjectiveProbe:
         met = failed == 0 and sent >= SENT_SHARE * rate * duration and p99 is not None and p99 <= self.objective_ms
         achieved = parsed["requests_per_s"]
         return Step(
-            rate, duration, None if achieved is None else round(achieved, 1), parsed["requests"], failed,
-            None if p99 is None else round(p99, 3), met, pss, line,
-        )  # fmt: skip
+            rate,
+            duration,
+            None if achieved is None else round(achieved, 1),
+            parsed["requests"],
+            failed,
+            None if p99 is None else round(p99, 3),
+            met,
+            pss,
+            line,
+        )
 
 
 def connections_for(workers: int, threads: int, most: int) -> int:

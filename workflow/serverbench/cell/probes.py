@@ -406,10 +406,23 @@ def slow_client(target: Target) -> Check:
 
 
 PROBES = [
-    keepalive_http11, http10_closes, http10_keepalive, connection_close, pipelining, head,
-    content_length, server_header, chunked_body, expect_continue, bad_request_line, big_header,
-    missing_host, length_and_chunked, slow_client, date,
-]  # fmt: skip
+    keepalive_http11,
+    http10_closes,
+    http10_keepalive,
+    connection_close,
+    pipelining,
+    head,
+    content_length,
+    server_header,
+    chunked_body,
+    expect_continue,
+    bad_request_line,
+    big_header,
+    missing_host,
+    length_and_chunked,
+    slow_client,
+    date,
+]
 
 
 def probe(host: str, port: int, app: bool = True) -> list[Check]:

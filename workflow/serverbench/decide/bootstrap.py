@@ -54,8 +54,14 @@ class CheckComparison(Comparison):
     n_b: int | None = None
 
     def as_row(self) -> dict:
-        return {**super().as_row(), "check": self.check, "unit": self.unit, "scale": self.scale,
-                "n_a": self.n_a, "n_b": self.n_b}  # fmt: skip
+        return {
+            **super().as_row(),
+            "check": self.check,
+            "unit": self.unit,
+            "scale": self.scale,
+            "n_a": self.n_a,
+            "n_b": self.n_b,
+        }
 
 
 def _statistic(read: Read):
@@ -69,8 +75,11 @@ def interval(values_a, values_b, read: Read, seed: int, min_figures: int = MIN_F
     """``a`` against ``b``: the estimate and its percentile bootstrap interval at ``LEVEL``."""
     if min(len(values_a), len(values_b)) < min_figures:
         fewest = min(len(values_a), len(values_b))
-        return Interval(reason=Reason("too_few", f"{fewest} figure(s) on one side: a bootstrap of fewer than"
-                                                 f" {min_figures} undercovers"))  # fmt: skip
+        return Interval(
+            reason=Reason(
+                "too_few", f"{fewest} figure(s) on one side: a bootstrap of fewer than {min_figures} undercovers"
+            )
+        )
     statistic, centre = _statistic(Read(read))
     a_value, b_value = float(centre(values_a)), float(centre(values_b))
     if read == Read.RATIO and (a_value <= 0 or b_value <= 0):
@@ -78,9 +87,14 @@ def interval(values_a, values_b, read: Read, seed: int, min_figures: int = MIN_F
     a, b = np.asarray(values_a, dtype=float), np.asarray(values_b, dtype=float)
     estimate = float(statistic(a, b))
     found = stats.bootstrap(
-        (a, b), statistic, vectorized=True, n_resamples=RESAMPLES, confidence_level=LEVEL, method="percentile",
+        (a, b),
+        statistic,
+        vectorized=True,
+        n_resamples=RESAMPLES,
+        confidence_level=LEVEL,
+        method="percentile",
         rng=np.random.default_rng(seed),
-    ).confidence_interval  # fmt: skip
+    ).confidence_interval
     low, high = float(found.low), float(found.high)
     if not (math.isfinite(low) and math.isfinite(high)):  # a resample's median of 0 (a gap of none)
         why = Reason("not_positive", "a resample's median of 0: no interval for the ratio")

@@ -48,9 +48,23 @@ from serverbench.record.vocabulary import Kind, Outcome
 
 MATCH = ["profile", "workload", "tool", "server", "concurrency"]
 COLUMNS = [
-    *MATCH, "reference", "n_a", "n_b", "median_a", "median_b", "ratio", "ci_low", "ci_high", "level",
-    "run_sd", "p_value", "p_holm", "detectable_drop", "outcome", "why",
-]  # fmt: skip
+    *MATCH,
+    "reference",
+    "n_a",
+    "n_b",
+    "median_a",
+    "median_b",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "level",
+    "run_sd",
+    "p_value",
+    "p_holm",
+    "detectable_drop",
+    "outcome",
+    "why",
+]
 ENVIRONMENT_KEYS = [
     "kernel",
     "cpu_model",

@@ -42,19 +42,49 @@ SEED_KIND = Kind.SEED
 # Verdict kinds that rank two servers on req/s (any of them can carry a seed pair).
 THROUGHPUT_KINDS = (Kind.SAME_SERVER, Kind.FAMILY, Kind.NAMED, Kind.CEILING, SEED_KIND, Kind.AA, Kind.VARIANT)
 SIDE_COLUMNS = [
-    "seed", "table", "profile", "tool", "concurrency", "seed_server", "server", "seed_rps", "seed_ratio",
-    "seed_rank", "rps", "ratio", "ratio_ci_low", "ratio_ci_high", "rank", "status", "flags",
-    "kendall_tau", "tau_ci_low", "tau_ci_high", "reference",
-]  # fmt: skip
+    "seed",
+    "table",
+    "profile",
+    "tool",
+    "concurrency",
+    "seed_server",
+    "server",
+    "seed_rps",
+    "seed_ratio",
+    "seed_rank",
+    "rps",
+    "ratio",
+    "ratio_ci_low",
+    "ratio_ci_high",
+    "rank",
+    "status",
+    "flags",
+    "kendall_tau",
+    "tau_ci_low",
+    "tau_ci_high",
+    "reference",
+]
 CLAIM_COLUMNS = [
-    "claim", "seed", "quote", "table", "says", "seed_ratio", "in_seed", "seed_why", "profile", "in_run", "run_why",
-]  # fmt: skip
+    "claim",
+    "seed",
+    "quote",
+    "table",
+    "says",
+    "seed_ratio",
+    "in_seed",
+    "seed_why",
+    "profile",
+    "in_run",
+    "run_why",
+]
 LOWER_IS_BETTER = {"latency": ("latency_mean", "latency"), "memory": ("memory",), "errors": ("error_rate", "errors")}
 RESAMPLES = 2000
 EVENLY = {
-    Outcome.FAIRER: "more evenly than", Outcome.LESS_FAIR: "less evenly than", Outcome.EQUIVALENT: "as evenly as",
+    Outcome.FAIRER: "more evenly than",
+    Outcome.LESS_FAIR: "less evenly than",
+    Outcome.EQUIVALENT: "as evenly as",
     Outcome.UNDETERMINED: "(undetermined) against",
-}  # fmt: skip
+}
 
 
 def declared_pairs(seeds: Seeds, profile: str, servers: list[str]) -> list[tuple[str, str]]:

@@ -120,13 +120,30 @@ def install_pip(config: dict, app: str, language: str, part: dict, log: Path) ->
     started, wanted = time.monotonic(), list(part["requirements"])
     site = site_dir(config, app, part)
     if (site / MARKER).is_file():
-        return PartInstall(language, apps.PIP, wanted, Status.OK, site=str(site), installed=_distributions(site),
-                           seconds=round(time.monotonic() - started, 2), reused=True)  # fmt: skip
+        return PartInstall(
+            language,
+            apps.PIP,
+            wanted,
+            Status.OK,
+            site=str(site),
+            installed=_distributions(site),
+            seconds=round(time.monotonic() - started, 2),
+            reused=True,
+        )
     building = site.with_name(f"{site.name}.partial")
     shutil.rmtree(building, ignore_errors=True)
     building.parent.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input", "--no-cache-dir",
-            "--target", str(building)]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--no-cache-dir",
+        "--target",
+        str(building),
+    ]
     if part.get("find_links"):
         argv += ["--no-index", "--find-links", part["find_links"]]
     elif part.get("index_url"):
@@ -151,8 +168,9 @@ def _debian_versions(packages: list[str]) -> dict[str, str | None]:
     """Each package's installed version, None where it is not installed."""
     found = {}
     for package in packages:
-        done = subprocess.run(["dpkg-query", "-W", "-f", "${Status}\t${Version}", package],
-                              capture_output=True, text=True, check=False)  # fmt: skip
+        done = subprocess.run(
+            ["dpkg-query", "-W", "-f", "${Status}\t${Version}", package], capture_output=True, text=True, check=False
+        )
         status, _, version = done.stdout.partition("\t")
         found[package] = version if done.returncode == 0 and status.endswith(" installed") else None
     return found
@@ -174,10 +192,23 @@ def install_debian(language: str, packages: list[str], log: Path) -> PartInstall
         still = [package for package, version in versions.items() if version is None]
         if still:
             reason = f"apt-get could not install {', '.join(still)}: {last_words(done.stdout + done.stderr)}"
-            return PartInstall(language, apps.DEBIAN, packages, Status.SKIPPED, reason=reason,
-                               seconds=round(time.monotonic() - started, 2))  # fmt: skip
-    return PartInstall(language, apps.DEBIAN, packages, Status.OK, installed={p: v for p, v in versions.items() if v},
-                       seconds=round(time.monotonic() - started, 2), reused=reused)  # fmt: skip
+            return PartInstall(
+                language,
+                apps.DEBIAN,
+                packages,
+                Status.SKIPPED,
+                reason=reason,
+                seconds=round(time.monotonic() - started, 2),
+            )
+    return PartInstall(
+        language,
+        apps.DEBIAN,
+        packages,
+        Status.OK,
+        installed={p: v for p, v in versions.items() if v},
+        seconds=round(time.monotonic() - started, 2),
+        reused=reused,
+    )
 
 
 def install(config: dict, app: str, log: Path) -> SiteRecord:

@@ -116,9 +116,15 @@ def last_words(text: str, lines: int = 4) -> str:
 def _failed(release: Release, reason: str, started: float, log: Path) -> InstallRecord:
     shutil.rmtree(release.prefix, ignore_errors=True)  # nothing half-made is left to be taken for a release
     record = InstallRecord(
-        release.package, release.version, release.requirement, release.prefix, Status.SKIPPED,
-        reason=reason, seconds=round(time.monotonic() - started, 2), log=str(log),
-    )  # fmt: skip
+        release.package,
+        release.version,
+        release.requirement,
+        release.prefix,
+        Status.SKIPPED,
+        reason=reason,
+        seconds=round(time.monotonic() - started, 2),
+        log=str(log),
+    )
     files.write_json(failure_marker(release.prefix), record.as_dict())
     return record
 
@@ -149,10 +155,16 @@ def install(release: Release, log: Path) -> InstallRecord:
     if installed != release.version:
         return _failed(release, f"pip installed {installed or 'nothing'} for {release.requirement}", started, log)
     record = InstallRecord(
-        release.package, release.version, release.requirement, str(prefix), Status.OK,
-        installed_version=installed, python=".".join(map(str, sys.version_info[:3])),
-        seconds=round(time.monotonic() - started, 2), log=str(log),
-    )  # fmt: skip
+        release.package,
+        release.version,
+        release.requirement,
+        str(prefix),
+        Status.OK,
+        installed_version=installed,
+        python=".".join(map(str, sys.version_info[:3])),
+        seconds=round(time.monotonic() - started, 2),
+        log=str(log),
+    )
     files.write_json(marker(prefix), record.as_dict())
     return record
 

@@ -183,9 +183,15 @@ class ServerEntry:
             floor = tuple(recycle["min_lifetime"]) if recycle.get("min_lifetime") else None
             rss = tuple(recycle["rss"]) if recycle.get("rss") else None
             values["recycle"] = Recycle(
-                Counted(recycle["counts"]), recycle["default"], tuple(recycle.get("limit") or ()), jitter,
-                recycle.get("min_lifetime_default_s"), floor, rss, bool(recycle.get("in_templates")),
-            )  # fmt: skip
+                Counted(recycle["counts"]),
+                recycle["default"],
+                tuple(recycle.get("limit") or ()),
+                jitter,
+                recycle.get("min_lifetime_default_s"),
+                floor,
+                rss,
+                bool(recycle.get("in_templates")),
+            )
         if "behind" in values:
             values["behind"] = Behind(values["behind"]["protocol"], tuple(values["behind"]["command"]))
         if "fronted" in values:

@@ -19,8 +19,17 @@ def fronted_entry(name: str, entry: dict, front_name: str, front: dict) -> dict:
     the front's command before it, the front's template for the protocol as front.conf."""
     protocol = entry["behind"]["protocol"]
     # Its recycling too: the argv that sets it goes to the backend (lenses.recycle).
-    keys = ("language", "version", "interpreter", "interpreter_from_log", "env", "workloads", "expect", "timeouts",
-            "recycle")  # fmt: skip
+    keys = (
+        "language",
+        "version",
+        "interpreter",
+        "interpreter_from_log",
+        "env",
+        "workloads",
+        "expect",
+        "timeouts",
+        "recycle",
+    )
     return {
         **{key: entry[key] for key in keys if key in entry},
         "description": f"{name} behind {front_name} ({protocol} on a Unix socket)",

@@ -37,12 +37,18 @@ def recycling_argv(
         return [], NO_RSS
     if recycle.in_templates:
         return [], None  # nothing on the command line: its templates take the limit (``template_vars``)
-    values = {"{max_requests}": str(max_requests), "{max_requests_jitter}": str(jitter),
-              "{min_worker_lifetime}": f"{min_lifetime_s:g}" if min_lifetime_s is not None else "",
-              "{reload_on_rss_mb}": str(rss_mb)}  # fmt: skip
-    argv = [*(recycle.limit if max_requests is not None else ()), *(recycle.jitter if jitter else ()),
-            *(recycle.min_lifetime if min_lifetime_s is not None else ()),
-            *(recycle.rss if rss_mb is not None else ())]  # fmt: skip
+    values = {
+        "{max_requests}": str(max_requests),
+        "{max_requests_jitter}": str(jitter),
+        "{min_worker_lifetime}": f"{min_lifetime_s:g}" if min_lifetime_s is not None else "",
+        "{reload_on_rss_mb}": str(rss_mb),
+    }
+    argv = [
+        *(recycle.limit if max_requests is not None else ()),
+        *(recycle.jitter if jitter else ()),
+        *(recycle.min_lifetime if min_lifetime_s is not None else ()),
+        *(recycle.rss if rss_mb is not None else ()),
+    ]
     for placeholder, value in values.items():
         argv = [part.replace(placeholder, value) for part in argv]
     return argv, None

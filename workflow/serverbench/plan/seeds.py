@@ -24,9 +24,27 @@ from serverbench import REPO_ROOT
 DATA_PATH = REPO_ROOT / "seeds" / "studies.yaml"
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "seeds.schema.yaml"
 FIGURE_COLUMNS = [
-    "seed", "table", "server", "catalogue", "language", "configuration", "tool", "command", "concurrency",
-    "requests", "metric", "value", "number", "low", "high", "unit", "after", "occurrence", "quote", "line",
-]  # fmt: skip
+    "seed",
+    "table",
+    "server",
+    "catalogue",
+    "language",
+    "configuration",
+    "tool",
+    "command",
+    "concurrency",
+    "requests",
+    "metric",
+    "value",
+    "number",
+    "low",
+    "high",
+    "unit",
+    "after",
+    "occurrence",
+    "quote",
+    "line",
+]
 NUMBER = re.compile(r"^~?([0-9][0-9,]*(?:\.[0-9]+)?)(k?)$")
 RANGE = re.compile(r"^(.+?)\s*(?:\.\.\.|–|-)\s*(.+)$")
 # A unit stated in thousands ("29 тысяч" req/s): ``number`` is in the base unit, ``unit`` stays as stated.

@@ -14,8 +14,24 @@ from serverbench.record.conformance import met
 # rests on (MUST, SHOULD, MAY); empty for the other checks and in conformance/1 results.
 # did, reading, words, desynchronised, met: a framing check's facts as fields (conformance/3); met is
 # serverbench.record.conformance's one rule, derived here for older results that lack it.
-CONFORMANCE_COLUMNS = ["profile", "server", "language", "check", "outcome", "note", "sent", "received", "group",
-                       "kind", "requirement", "did", "reading", "words", "desynchronised", "met"]  # fmt: skip
+CONFORMANCE_COLUMNS = [
+    "profile",
+    "server",
+    "language",
+    "check",
+    "outcome",
+    "note",
+    "sent",
+    "received",
+    "group",
+    "kind",
+    "requirement",
+    "did",
+    "reading",
+    "words",
+    "desynchronised",
+    "met",
+]
 
 
 def _with_met(check: dict) -> dict:

@@ -29,13 +29,42 @@ from serverbench.record.vocabulary import Outcome, Status
 
 RELOAD_OK = (ReloadOutcome.CLEAN, ReloadOutcome.NOT_DECLARED)
 COLUMNS = [
-    "profile", "server", "language", "rank", "verdict", "reason", "model", "workers", "threads",
-    "capacity_rps", "capacity_missed_rps", "memory_mb", "bound_by", "equivalent_settings",
-    "rule_model", "rule_workers", "rule_threads", "rule_capacity_rps", "rule_memory_mb", "gain",
-    "reload", "reload_failed", "vs_next", "objective_p99_ms", "memory_budget_mb", "margin", "cpus", "points",
-    "readings", "reproduced", "reproduced_rps", "reproduced_ratio", "runner_up", "runner_up_capacity_rps",
+    "profile",
+    "server",
+    "language",
+    "rank",
+    "verdict",
+    "reason",
+    "model",
+    "workers",
+    "threads",
+    "capacity_rps",
+    "capacity_missed_rps",
+    "memory_mb",
+    "bound_by",
+    "equivalent_settings",
+    "rule_model",
+    "rule_workers",
+    "rule_threads",
+    "rule_capacity_rps",
+    "rule_memory_mb",
+    "gain",
+    "reload",
+    "reload_failed",
+    "vs_next",
+    "objective_p99_ms",
+    "memory_budget_mb",
+    "margin",
+    "cpus",
+    "points",
+    "readings",
+    "reproduced",
+    "reproduced_rps",
+    "reproduced_ratio",
+    "runner_up",
+    "runner_up_capacity_rps",
     "runner_up_reproduced_rps",
-]  # fmt: skip
+]
 
 
 def measured(point: Point) -> Measured:
@@ -102,16 +131,25 @@ def server_row(record: AdviceRecord) -> dict:
     verdict, reason = _why_not(record, chosen, points)
     rule = _rule(record)
     row = {
-        "profile": record.profile, "server": record.server, "language": record.language, "verdict": verdict,
-        "reason": reason, "objective_p99_ms": record.objective_p99_ms,
-        "memory_budget_mb": megabytes(record.memory_budget_bytes), "margin": record.margin, "cpus": record.cpus,
-        "points": len(points), "readings": sum(p.role is not Role.REPRODUCE for p in record.points),
-        "rule_model": rule.model if rule else None, "rule_workers": rule.workers if rule else None,
-        "rule_threads": rule.threads if rule else None, "rule_capacity_rps": rule.met_rps if rule else None,
+        "profile": record.profile,
+        "server": record.server,
+        "language": record.language,
+        "verdict": verdict,
+        "reason": reason,
+        "objective_p99_ms": record.objective_p99_ms,
+        "memory_budget_mb": megabytes(record.memory_budget_bytes),
+        "margin": record.margin,
+        "cpus": record.cpus,
+        "points": len(points),
+        "readings": sum(p.role is not Role.REPRODUCE for p in record.points),
+        "rule_model": rule.model if rule else None,
+        "rule_workers": rule.workers if rule else None,
+        "rule_threads": rule.threads if rule else None,
+        "rule_capacity_rps": rule.met_rps if rule else None,
         "rule_memory_mb": megabytes(rule.memory_bytes) if rule else None,
         "reload": record.reload.outcome if record.reload else None,
         "reload_failed": record.reload.failed if record.reload else None,
-    }  # fmt: skip
+    }
     if chosen is not None:
         row.update(_chosen(chosen, points, record, rule))
     return row
@@ -125,13 +163,17 @@ def _chosen(chosen: Measured, points: list[Measured], record: AdviceRecord, rule
     setting = chosen.setting
     bound = Bound.BUDGET if over else Bound.POINTS if setting.model in record.stopped_at_budget else Bound.OBJECTIVE
     return {
-        "model": setting.model, "workers": setting.workers, "threads": setting.threads,
-        "capacity_rps": chosen.capacity.met, "capacity_missed_rps": chosen.capacity.missed,
-        "memory_mb": megabytes(chosen.memory_bytes), "bound_by": bound,
+        "model": setting.model,
+        "workers": setting.workers,
+        "threads": setting.threads,
+        "capacity_rps": chosen.capacity.met,
+        "capacity_missed_rps": chosen.capacity.missed,
+        "memory_mb": megabytes(chosen.memory_bytes),
+        "bound_by": bound,
         "equivalent_settings": json.dumps(sorted(p.setting.label() for p in tied if p.setting != setting)),
         "gain": round(chosen.capacity.met / rule.met_rps, 3) if rule and rule.met_rps else None,
         **_reproduced_columns(record, chosen, points),
-    }  # fmt: skip
+    }
 
 
 def _reproduced_columns(record: AdviceRecord, chosen: Measured, points: list[Measured]) -> dict:
@@ -140,12 +182,13 @@ def _reproduced_columns(record: AdviceRecord, chosen: Measured, points: list[Mea
     second_again = _reproduction(record, second)
     new = again.capacity.met if again is not None and again.ok else None
     return {
-        "reproduced": reproduced(chosen, again, record.margin), "reproduced_rps": new,
+        "reproduced": reproduced(chosen, again, record.margin),
+        "reproduced_rps": new,
         "reproduced_ratio": round(new / chosen.capacity.met, 3) if new is not None and chosen.capacity.met else None,
         "runner_up": second.setting.label() if second else None,
         "runner_up_capacity_rps": second.capacity.met if second else None,
         "runner_up_reproduced_rps": second_again.capacity.met if second_again and second_again.ok else None,
-    }  # fmt: skip
+    }
 
 
 def _rank(rows: list[dict]) -> list[dict]:

@@ -134,12 +134,22 @@ class Advising:
             found = probe.capacity(connections)
         ending = session.ending
         point = Point(
-            model=setting.model, workers=setting.workers, threads=setting.threads,
-            status=ending.status, reason=ending.reason, peak_rps=found.peak_rps, connections=connections,
-            met_rps=found.met, missed_rps=found.missed, limit=found.limit if ending.ok else None,
-            memory_bytes=found.memory_at_met(), steps=tuple(found.steps),
-            rule_of_thumb=setting in self.rules, seconds=round(time.monotonic() - started, 2), role=role,
-        )  # fmt: skip
+            model=setting.model,
+            workers=setting.workers,
+            threads=setting.threads,
+            status=ending.status,
+            reason=ending.reason,
+            peak_rps=found.peak_rps,
+            connections=connections,
+            met_rps=found.met,
+            missed_rps=found.missed,
+            limit=found.limit if ending.ok else None,
+            memory_bytes=found.memory_at_met(),
+            steps=tuple(found.steps),
+            rule_of_thumb=setting in self.rules,
+            seconds=round(time.monotonic() - started, 2),
+            role=role,
+        )
         self.points.append(point)
         return search.Measured(setting, search.Capacity(found.met, found.missed), point.memory_bytes, ending.ok)
 
@@ -169,11 +179,15 @@ class Advising:
                 continue
             setting = found.setting
             row = {
-                "profile": self.profile.name, "model": setting.model, "workers": setting.workers,
-                "threads": setting.threads, "capacity_rps": found.capacity.met,
-                "objective_p99_ms": self.profile.advise["objective_p99_ms"], "cpus": len(self.profile.server_cpus),
+                "profile": self.profile.name,
+                "model": setting.model,
+                "workers": setting.workers,
+                "threads": setting.threads,
+                "capacity_rps": found.capacity.met,
+                "objective_p99_ms": self.profile.advise["objective_p99_ms"],
+                "cpus": len(self.profile.server_cpus),
                 "memory_mb": megabytes(found.memory_bytes),
-            }  # fmt: skip
+            }
             self.measure(setting, deployed=row)
 
     def reload_check(self, setting: search.Setting | None) -> ReloadCheck:
@@ -208,10 +222,17 @@ def reload_from(setting: search.Setting, found: dict, asked: int) -> ReloadCheck
         outcome = ReloadOutcome.FAILED_REQUESTS if failed else ReloadOutcome.CLEAN
     gaps = [w["longest_gap_s"] for w in windows if w["longest_gap_s"] is not None]
     return ReloadCheck(
-        setting.model, setting.workers, setting.threads, outcome, len(windows), failed,
-        sum(w["dropped_reused"] for w in windows), (found.get("control") or {}).get("failed", 0),
-        max(gaps) if gaps else None, found.get("reason"),
-    )  # fmt: skip
+        setting.model,
+        setting.workers,
+        setting.threads,
+        outcome,
+        len(windows),
+        failed,
+        sum(w["dropped_reused"] for w in windows),
+        (found.get("control") or {}).get("failed", 0),
+        max(gaps) if gaps else None,
+        found.get("reason"),
+    )
 
 
 def overall(points: list[Point]) -> tuple[Status, str | None]:
@@ -242,14 +263,26 @@ def run_advise(config: dict, profile_name: str, server: str, json_path, log_path
     points = list(advising.points)
     status, reason = overall(points)
     record = AdviceRecord(
-        schema=ADVICE_SCHEMA, profile=profile_name, server=server, language=entry.language,
-        app=apps.app_name(config, profile_name), workload=advising.workload,
-        objective_p99_ms=float(profile.advise["objective_p99_ms"]), memory_budget_bytes=advising.budget,
+        schema=ADVICE_SCHEMA,
+        profile=profile_name,
+        server=server,
+        language=entry.language,
+        app=apps.app_name(config, profile_name),
+        workload=advising.workload,
+        objective_p99_ms=float(profile.advise["objective_p99_ms"]),
+        memory_budget_bytes=advising.budget,
         margin=profile.advise["margin"],
-        cpus=len(profile.server_cpus), memory_limit_bytes=profile.memory_limit, models=models,
-        status=status, reason=reason, points=tuple(points), reload=reload,
-        raw=Path(advising.raw.path).name, seconds=round(time.monotonic() - started, 2),
-        stopped_at_budget=tuple(advising.stopped_at_budget), recycling=advising.recycling,
-    )  # fmt: skip
+        cpus=len(profile.server_cpus),
+        memory_limit_bytes=profile.memory_limit,
+        models=models,
+        status=status,
+        reason=reason,
+        points=tuple(points),
+        reload=reload,
+        raw=Path(advising.raw.path).name,
+        seconds=round(time.monotonic() - started, 2),
+        stopped_at_budget=tuple(advising.stopped_at_budget),
+        recycling=advising.recycling,
+    )
     files.write_json(json_path, record.to_dict())
     return record.to_dict()

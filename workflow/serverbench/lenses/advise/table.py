@@ -22,10 +22,31 @@ from serverbench.lenses.advise.record import AdviceRecord, load_advice
 from serverbench.record.units import megabytes
 
 COLUMNS = [
-    "profile", "server", "language", "app", "workload", "model", "workers", "threads", "status", "reason",
-    "capacity_rps", "capacity_missed_rps", "limit", "memory_mb", "within_budget", "rule_of_thumb", "peak_rps",
-    "connections", "objective_p99_ms", "memory_budget_mb", "cpus", "seconds", "role", "steps",
-]  # fmt: skip
+    "profile",
+    "server",
+    "language",
+    "app",
+    "workload",
+    "model",
+    "workers",
+    "threads",
+    "status",
+    "reason",
+    "capacity_rps",
+    "capacity_missed_rps",
+    "limit",
+    "memory_mb",
+    "within_budget",
+    "rule_of_thumb",
+    "peak_rps",
+    "connections",
+    "objective_p99_ms",
+    "memory_budget_mb",
+    "cpus",
+    "seconds",
+    "role",
+    "steps",
+]
 
 
 def point_rows(record: AdviceRecord) -> list[dict]:
@@ -35,18 +56,32 @@ def point_rows(record: AdviceRecord) -> list[dict]:
         memory = megabytes(point.memory_bytes)
         rows.append(
             {
-                "profile": record.profile, "server": record.server, "language": record.language,
-                "app": record.app, "workload": record.workload, "model": point.model,
-                "workers": point.workers, "threads": point.threads, "status": point.status,
-                "reason": point.reason, "capacity_rps": point.met_rps, "capacity_missed_rps": point.missed_rps,
-                "limit": point.limit, "memory_mb": memory,
+                "profile": record.profile,
+                "server": record.server,
+                "language": record.language,
+                "app": record.app,
+                "workload": record.workload,
+                "model": point.model,
+                "workers": point.workers,
+                "threads": point.threads,
+                "status": point.status,
+                "reason": point.reason,
+                "capacity_rps": point.met_rps,
+                "capacity_missed_rps": point.missed_rps,
+                "limit": point.limit,
+                "memory_mb": memory,
                 "within_budget": budget is None or (memory is not None and memory <= budget),
-                "rule_of_thumb": point.rule_of_thumb, "peak_rps": point.peak_rps,
-                "connections": point.connections, "objective_p99_ms": record.objective_p99_ms,
-                "memory_budget_mb": budget, "cpus": record.cpus, "seconds": point.seconds, "role": point.role,
+                "rule_of_thumb": point.rule_of_thumb,
+                "peak_rps": point.peak_rps,
+                "connections": point.connections,
+                "objective_p99_ms": record.objective_p99_ms,
+                "memory_budget_mb": budget,
+                "cpus": record.cpus,
+                "seconds": point.seconds,
+                "role": point.role,
                 "steps": json.dumps([asdict(step) for step in point.steps]),
             }
-        )  # fmt: skip
+        )
     return rows
 
 

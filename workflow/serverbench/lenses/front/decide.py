@@ -70,9 +70,20 @@ def _paired(runs: pd.DataFrame, a: str, b: str, kind: str) -> pd.DataFrame:
 
 
 def _made(server_row, a: str, b: str, metric: str, condition: tuple, margin: float) -> dict:
-    return {"kind": Kind.FRONT, "a": a, "b": b, "metric": metric, "margin": margin, "level": LEVEL,
-            "condition": (("profile", server_row["profile"]), ("server", server_row["server"]),
-                          ("language", server_row["language"]), *condition)}  # fmt: skip
+    return {
+        "kind": Kind.FRONT,
+        "a": a,
+        "b": b,
+        "metric": metric,
+        "margin": margin,
+        "level": LEVEL,
+        "condition": (
+            ("profile", server_row["profile"]),
+            ("server", server_row["server"]),
+            ("language", server_row["language"]),
+            *condition,
+        ),
+    }
 
 
 def cost(runs: pd.DataFrame, a: str, b: str, margin: float, server_row) -> Comparison:
@@ -86,10 +97,14 @@ def cost(runs: pd.DataFrame, a: str, b: str, margin: float, server_row) -> Compa
     mean, low, high = t_interval(logs)
     side = margins.side(math.exp(low), math.exp(high), margin, margins.Question.IN_ONE_RUN)
     return Comparison(
-        outcome=margins.outcome(side, above=Outcome.FASTER, below=Outcome.SLOWER), estimate=math.exp(mean),
-        a_value=float(pairs[a].median()), b_value=float(pairs[b].median()), low=math.exp(low), high=math.exp(high),
+        outcome=margins.outcome(side, above=Outcome.FASTER, below=Outcome.SLOWER),
+        estimate=math.exp(mean),
+        a_value=float(pairs[a].median()),
+        b_value=float(pairs[b].median()),
+        low=math.exp(low),
+        high=math.exp(high),
         **made,
-    )  # fmt: skip
+    )
 
 
 def kept(runs: pd.DataFrame, deployment: str, kind: str, relative, count: int) -> pd.Series:
@@ -124,8 +139,12 @@ class KeptComparison(Comparison):
     starved_b: int | None = None  # None where b is the rate alone
 
     def as_row(self) -> dict:
-        return {**super().as_row(), "placements": self.placements, "starved_a": self.starved_a,
-                "starved_b": self.starved_b}  # fmt: skip
+        return {
+            **super().as_row(),
+            "placements": self.placements,
+            "starved_a": self.starved_a,
+            "starved_b": self.starved_b,
+        }
 
 
 def saving(runs, a: str, b: str | None, condition: tuple, spec: dict, server_row, every=None) -> KeptComparison:
@@ -149,9 +168,14 @@ def saving(runs, a: str, b: str | None, condition: tuple, spec: dict, server_row
     mean, low, high = t_interval((both["a"] - both["b"]).to_numpy(float))
     side = margins.side(low, high, margin, margins.Question.IN_ONE_RUN, margins.Scale.DIFFERENCE)
     return KeptComparison(
-        outcome=margins.outcome(side, above=Outcome.HIGHER, below=Outcome.LOWER), estimate=mean,
-        a_value=float(both["a"].median()), b_value=float(both["b"].median()), low=low, high=high, **made,
-    )  # fmt: skip
+        outcome=margins.outcome(side, above=Outcome.HIGHER, below=Outcome.LOWER),
+        estimate=mean,
+        a_value=float(both["a"].median()),
+        b_value=float(both["b"].median()),
+        low=low,
+        high=high,
+        **made,
+    )
 
 
 def spared(comparison: Comparison) -> bool:
@@ -189,7 +213,7 @@ def work(work_table: pd.DataFrame, a: str, b: str, config: dict, server_row) -> 
                 low=low,
                 high=high,
                 **made,
-            )  # fmt: skip
+            )
         )
     return found
 

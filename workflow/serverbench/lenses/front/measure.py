@@ -182,12 +182,27 @@ class Fronting:
             argv = self._normal_argv(launch, path, hold, NEW_CONNECTIONS_TOOL, condition.count)
         else:
             argv = [
-                sys.executable, slowclients.__file__, "--kind", str(condition.kind),
-                "--count", str(condition.count), "--host", launch.host, "--port", str(launch.port),
-                "--path", PATHS.get(condition.kind, path), "--hold", f"{hold:g}",
-                "--pace", f"{self.spec['pace_s']:g}", "--body-bytes", str(self.spec["body_bytes"]),
-                "--ready", str(ready),
-            ]  # fmt: skip
+                sys.executable,
+                slowclients.__file__,
+                "--kind",
+                str(condition.kind),
+                "--count",
+                str(condition.count),
+                "--host",
+                launch.host,
+                "--port",
+                str(launch.port),
+                "--path",
+                PATHS.get(condition.kind, path),
+                "--hold",
+                f"{hold:g}",
+                "--pace",
+                f"{self.spec['pace_s']:g}",
+                "--body-bytes",
+                str(self.spec["body_bytes"]),
+                "--ready",
+                str(ready),
+            ]
         result: dict = {}
 
         def run():
@@ -228,11 +243,20 @@ def normal_run(deployment, round_number, condition, parsed, duration, pss, slow,
     p99 = parsed["latency_ms"]["p99"]
     rps = parsed["requests_per_s"]
     return Run(
-        deployment=deployment, round=round_number, condition=condition, requests=parsed["requests"],
-        rps=None if rps is None else round(rps, 1), p99_ms=None if p99 is None else round(p99, 3),
-        failed=parsed["errors_total"] or 0, timed_out=parsed["errors"]["timeout"] or 0, cut_off=cut_off,
-        duration_s=duration, pss_bytes=pss, slow=slow, raw_header=header,
-    )  # fmt: skip
+        deployment=deployment,
+        round=round_number,
+        condition=condition,
+        requests=parsed["requests"],
+        rps=None if rps is None else round(rps, 1),
+        p99_ms=None if p99 is None else round(p99, 3),
+        failed=parsed["errors_total"] or 0,
+        timed_out=parsed["errors"]["timeout"] or 0,
+        cut_off=cut_off,
+        duration_s=duration,
+        pss_bytes=pss,
+        slow=slow,
+        raw_header=header,
+    )
 
 
 def describe(config: dict, live: Live) -> Deployment:
@@ -244,12 +268,18 @@ def describe(config: dict, live: Live) -> Deployment:
     if fronted is not None and fronted.version:
         front_version = version_of(render(config, fronted.version), live.session.env)
     return Deployment(
-        name=live.name, front=fronted.front if fronted else None, protocol=fronted.protocol if fronted else None,
-        upstream_keepalive=fronted.upstream_keepalive if fronted else None, status=live.ending.status,
-        reason=live.ending.reason, server_version=found.version if found else None, front_version=front_version,
-        timeouts=dict(entry.timeouts), front_timeouts=dict(fronted.timeouts) if fronted else {},
+        name=live.name,
+        front=fronted.front if fronted else None,
+        protocol=fronted.protocol if fronted else None,
+        upstream_keepalive=fronted.upstream_keepalive if fronted else None,
+        status=live.ending.status,
+        reason=live.ending.reason,
+        server_version=found.version if found else None,
+        front_version=front_version,
+        timeouts=dict(entry.timeouts),
+        front_timeouts=dict(fronted.timeouts) if fronted else {},
         front_workers=fronted.workers if fronted else None,
-    )  # fmt: skip
+    )
 
 
 def overall(deployments: list[Deployment]) -> tuple[Status, str | None]:
@@ -273,12 +303,25 @@ def run_front(config: dict, profile_name: str, server: str, json_path, log_path)
         deployments = [describe(config, live) for live in lives]
     status, reason = overall(deployments)
     record = FrontRecord(
-        schema=FRONT_SCHEMA, profile=profile_name, server=server, language=server_entry(config, server).language,
-        app=apps.app_name(config, profile_name), workload=fronting.workload, workers=profile.workers,
-        threads=profile.threads, holds_at_once=fronting.holds, cpus=list(profile.server_cpus),
-        clients=fronting.spec["clients"], client_timeout_s=float(profile.timeout), pace_s=fronting.spec["pace_s"],
-        deployments=tuple(deployments), runs=tuple(fronting.runs), status=status, reason=reason,
-        raw=Path(fronting.raw.path).name, seconds=round(time.monotonic() - started, 2),
-    )  # fmt: skip
+        schema=FRONT_SCHEMA,
+        profile=profile_name,
+        server=server,
+        language=server_entry(config, server).language,
+        app=apps.app_name(config, profile_name),
+        workload=fronting.workload,
+        workers=profile.workers,
+        threads=profile.threads,
+        holds_at_once=fronting.holds,
+        cpus=list(profile.server_cpus),
+        clients=fronting.spec["clients"],
+        client_timeout_s=float(profile.timeout),
+        pace_s=fronting.spec["pace_s"],
+        deployments=tuple(deployments),
+        runs=tuple(fronting.runs),
+        status=status,
+        reason=reason,
+        raw=Path(fronting.raw.path).name,
+        seconds=round(time.monotonic() - started, 2),
+    )
     files.write_json(json_path, record.to_dict())
     return record.to_dict()

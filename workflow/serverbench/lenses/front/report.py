@@ -178,9 +178,12 @@ def front_context(table_csv, verdicts_csv) -> dict | None:
     )
     columns = ["server", "language", "answer", "cost", "work", *map(str, SLOW_COLUMNS), STARVED_COLUMN]
     return {
-        "rows": rows, "columns": columns, "sentences": sentences, "conditions": conditions,
+        "rows": rows,
+        "columns": columns,
+        "sentences": sentences,
+        "conditions": conditions,
         "timeouts": timeouts_sentence(table),
-    }  # fmt: skip
+    }
 
 
 def front_markdown(context: dict) -> str:

@@ -22,33 +22,54 @@ def read_records(paths) -> list[FrontRecord]:
 
 def _deployment_columns(record: FrontRecord, deployment: Deployment) -> dict:
     return {
-        "profile": record.profile, "server": record.server, "language": record.language, "app": record.app,
-        "workload": record.workload, "deployment": deployment.name, "fronted": deployment.front is not None,
-        "front": deployment.front, "protocol": deployment.protocol,
-        "upstream_keepalive": deployment.upstream_keepalive, "deployment_status": deployment.status,
-        "deployment_reason": deployment.reason, "workers": record.workers, "threads": record.threads,
-        "holds_at_once": record.holds_at_once, "clients": record.clients, "cpus": len(record.cpus),
-        "server_version": deployment.server_version, "front_version": deployment.front_version,
+        "profile": record.profile,
+        "server": record.server,
+        "language": record.language,
+        "app": record.app,
+        "workload": record.workload,
+        "deployment": deployment.name,
+        "fronted": deployment.front is not None,
+        "front": deployment.front,
+        "protocol": deployment.protocol,
+        "upstream_keepalive": deployment.upstream_keepalive,
+        "deployment_status": deployment.status,
+        "deployment_reason": deployment.reason,
+        "workers": record.workers,
+        "threads": record.threads,
+        "holds_at_once": record.holds_at_once,
+        "clients": record.clients,
+        "cpus": len(record.cpus),
+        "server_version": deployment.server_version,
+        "front_version": deployment.front_version,
         "server_timeouts": json.dumps(deployment.timeouts, sort_keys=True),
         "front_timeouts": json.dumps(deployment.front_timeouts, sort_keys=True),
-        "client_timeout_s": record.client_timeout_s, "pace_s": record.pace_s,
-    }  # fmt: skip
+        "client_timeout_s": record.client_timeout_s,
+        "pace_s": record.pace_s,
+    }
 
 
 def _run_columns(run: Run) -> dict:
     slow = run.slow
     outcomes = slow.outcomes if slow else {}
     return {
-        "round": run.round, "kind": run.condition.kind, "relative": run.condition.relative,
-        "slow_count": run.condition.count, "requests": run.requests, "rps": run.rps, "p99_ms": run.p99_ms,
-        "failed": run.failed, "timed_out": run.timed_out, "cut_off": run.cut_off, "duration_s": run.duration_s,
+        "round": run.round,
+        "kind": run.condition.kind,
+        "relative": run.condition.relative,
+        "slow_count": run.condition.count,
+        "requests": run.requests,
+        "rps": run.rps,
+        "p99_ms": run.p99_ms,
+        "failed": run.failed,
+        "timed_out": run.timed_out,
+        "cut_off": run.cut_off,
+        "duration_s": run.duration_s,
         "pss_mb": megabytes(run.pss_bytes),
         **{f"slow_{name}": outcomes.get(name) for name in ("held", "answered", "closed", "refused", "failed")},
         "slow_held_s_median": slow.held_s_median if slow else None,
         "slow_first_closed_s": slow.first_closed_s if slow else None,
         "slow_busy_share": slow.busy_share if slow else None,
         "raw_header": run.raw_header,
-    }  # fmt: skip
+    }
 
 
 def front_table(records: list[FrontRecord]) -> pd.DataFrame:

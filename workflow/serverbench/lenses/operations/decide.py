@@ -61,17 +61,34 @@ def judge(kind: str, profile: str, name: str, a: tuple[str, list], b: tuple[str,
     """One check of a pair: ``a`` and ``b`` are (server, its figures)."""
     check = CHECKS[name]
     (server_a, values_a), (server_b, values_b) = a, b
-    made = {"kind": kind, "a": server_a, "b": server_b, "metric": OPERATIONS, "margin": check.margin,
-            "condition": (("profile", profile), ("check", name)), "check": name, "unit": check.unit,
-            "scale": check.scale, "n_a": len(values_a), "n_b": len(values_b), "level": LEVEL}  # fmt: skip
+    made = {
+        "kind": kind,
+        "a": server_a,
+        "b": server_b,
+        "metric": OPERATIONS,
+        "margin": check.margin,
+        "condition": (("profile", profile), ("check", name)),
+        "check": name,
+        "unit": check.unit,
+        "scale": check.scale,
+        "n_a": len(values_a),
+        "n_b": len(values_b),
+        "level": LEVEL,
+    }
     found = bootstrap.interval(values_a, values_b, bootstrap.Read(check.scale), SEED, MIN_FIGURES)
     if found.reason is not None:
-        return bootstrap.CheckComparison(outcome=UNDETERMINED, a_value=found.a_value, b_value=found.b_value,
-                                    reasons=(found.reason,), **made)  # fmt: skip
+        return bootstrap.CheckComparison(
+            outcome=UNDETERMINED, a_value=found.a_value, b_value=found.b_value, reasons=(found.reason,), **made
+        )
     return bootstrap.CheckComparison(
-        outcome=_outcome(check, found.low, found.high), estimate=found.estimate, a_value=found.a_value,
-        b_value=found.b_value, low=found.low, high=found.high, **made,
-    )  # fmt: skip
+        outcome=_outcome(check, found.low, found.high),
+        estimate=found.estimate,
+        a_value=found.a_value,
+        b_value=found.b_value,
+        low=found.low,
+        high=found.high,
+        **made,
+    )
 
 
 def operations_comparisons(results: list[dict], config: dict) -> list[bootstrap.CheckComparison]:
@@ -94,6 +111,26 @@ def operations_verdict_table(results: list[dict], config: dict) -> pd.DataFrame:
     rows = [comparison.as_row() for comparison in operations_comparisons(results, config)]
     for row in rows:
         row["estimate"] = row.pop("ratio")
-    columns = ["profile", "check", "kind", "a", "b", "metric", "unit", "scale", "a_value", "b_value", "estimate",
-               "ci_low", "ci_high", "level", "margin", "outcome", "n_a", "n_b", "reason_codes", "why"]  # fmt: skip
+    columns = [
+        "profile",
+        "check",
+        "kind",
+        "a",
+        "b",
+        "metric",
+        "unit",
+        "scale",
+        "a_value",
+        "b_value",
+        "estimate",
+        "ci_low",
+        "ci_high",
+        "level",
+        "margin",
+        "outcome",
+        "n_a",
+        "n_b",
+        "reason_codes",
+        "why",
+    ]
     return pd.DataFrame(rows, columns=columns)

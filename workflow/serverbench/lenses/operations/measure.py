@@ -69,11 +69,21 @@ def run_operations(config: dict, profile_name: str, server: str, json_path, log_
     elif lives and all(life.status == Status.FAILED for life in lives):
         status, reason = Status.FAILED, lives[0].reason
     result = OperationsResult(
-        schema=OPERATIONS_SCHEMA, profile=profile_name, server=server, language=spec.language, workload=workload,
-        status=status, reason=reason, reload_trigger=spec.reload, workers_vary=workers_vary, scales=scales,
-        lives=tuple(lives), seconds=round(time.monotonic() - started, 2), started_at=started_at,
+        schema=OPERATIONS_SCHEMA,
+        profile=profile_name,
+        server=server,
+        language=spec.language,
+        workload=workload,
+        status=status,
+        reason=reason,
+        reload_trigger=spec.reload,
+        workers_vary=workers_vary,
+        scales=scales,
+        lives=tuple(lives),
+        seconds=round(time.monotonic() - started, 2),
+        started_at=started_at,
         ended_at=round(time.time(), 4),
-    )  # fmt: skip
+    )
     files.write_json(json_path, result.to_dict())
     return result.to_dict()
 

@@ -40,8 +40,18 @@ from serverbench import files
 from serverbench.tables.estimates import median_ci
 
 OPERATIONS_COLUMNS = [
-    "profile", "server", "language", "check", "value", "unit", "ci_low", "ci_high", "n", "status", "reason",
-]  # fmt: skip
+    "profile",
+    "server",
+    "language",
+    "check",
+    "value",
+    "unit",
+    "ci_low",
+    "ci_high",
+    "n",
+    "status",
+    "reason",
+]
 MB = 1024**2
 BALANCE_CHECKS = ("balance_jain", "balance_busiest_share")
 CONFIDENCE = 0.95

@@ -55,25 +55,45 @@ def judge(condition: tuple, name: str, a: tuple[str, list], b: tuple[str, list])
     """One check: ``a`` and ``b`` are (label, its figures)."""
     check = CHECKS[name]
     (label_a, values_a), (label_b, values_b) = a, b
-    made = {"kind": Kind.SETTING, "a": label_a, "b": label_b, "metric": Metric.RECYCLING, "margin": check.margin,
-            "condition": (*condition, ("check", name)), "check": name, "unit": check.unit, "scale": check.scale,
-            "n_a": len(values_a), "n_b": len(values_b), "level": bootstrap.LEVEL}  # fmt: skip
+    made = {
+        "kind": Kind.SETTING,
+        "a": label_a,
+        "b": label_b,
+        "metric": Metric.RECYCLING,
+        "margin": check.margin,
+        "condition": (*condition, ("check", name)),
+        "check": name,
+        "unit": check.unit,
+        "scale": check.scale,
+        "n_a": len(values_a),
+        "n_b": len(values_b),
+        "level": bootstrap.LEVEL,
+    }
     found = bootstrap.interval(values_a, values_b, bootstrap.Read(check.scale), SEED)
     if found.reason is not None:
-        return bootstrap.CheckComparison(outcome=UNDETERMINED, a_value=found.a_value, b_value=found.b_value,
-                                 reasons=(found.reason,), **made)  # fmt: skip
+        return bootstrap.CheckComparison(
+            outcome=UNDETERMINED, a_value=found.a_value, b_value=found.b_value, reasons=(found.reason,), **made
+        )
     scale = margins.Scale.DIFFERENCE if check.scale == DIFFERENCE else margins.Scale.RATIO
     side = margins.side(found.low, found.high, check.margin, margins.Question.IN_ONE_RUN, scale)
     return bootstrap.CheckComparison(
-        outcome=margins.outcome(side, above=HIGHER, below=LOWER), estimate=found.estimate, a_value=found.a_value,
-        b_value=found.b_value, low=found.low, high=found.high, **made,
-    )  # fmt: skip
+        outcome=margins.outcome(side, above=HIGHER, below=LOWER),
+        estimate=found.estimate,
+        a_value=found.a_value,
+        b_value=found.b_value,
+        low=found.low,
+        high=found.high,
+        **made,
+    )
 
 
 def comparisons(result: dict) -> list[bootstrap.CheckComparison]:
     """One server's record: each setting against its own, each jittered one against none."""
-    runs = {(Setting(**run["setting"]).label, run["client"], run.get("upstream") or ""): run for run in result["runs"]
-            if run.get("declared", True) and run["status"] == "ok"}  # fmt: skip
+    runs = {
+        (Setting(**run["setting"]).label, run["client"], run.get("upstream") or ""): run
+        for run in result["runs"]
+        if run.get("declared", True) and run["status"] == "ok"
+    }
     found = []
     for (label, client, upstream), run in sorted(runs.items()):
         condition = (("profile", result["profile"]), ("server", result["server"]), ("client", client))
@@ -94,9 +114,31 @@ def comparisons(result: dict) -> list[bootstrap.CheckComparison]:
     return found
 
 
-VERDICT_COLUMNS = ["profile", "server", "client", "upstream", "check", "kind", "a", "b", "metric", "unit", "scale",
-                   "a_value", "b_value", "estimate", "ci_low", "ci_high", "level", "margin", "outcome", "n_a", "n_b",
-                   "reason_codes", "why"]  # fmt: skip
+VERDICT_COLUMNS = [
+    "profile",
+    "server",
+    "client",
+    "upstream",
+    "check",
+    "kind",
+    "a",
+    "b",
+    "metric",
+    "unit",
+    "scale",
+    "a_value",
+    "b_value",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "level",
+    "margin",
+    "outcome",
+    "n_a",
+    "n_b",
+    "reason_codes",
+    "why",
+]
 
 
 def recycle_verdict_table(results: list[dict]) -> pd.DataFrame:

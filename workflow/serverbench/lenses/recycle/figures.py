@@ -60,8 +60,14 @@ def per_second(outcomes: list, origin: float, load_s: float) -> list[dict]:
     for second in range(int(load_s)):
         inside = [o for o in outcomes if second <= o.since - origin < second + 1]
         answered = [o.t - o.since for o in inside if o.kind == reloads.OK]
-        found.append({"second": second, "answered": len(answered), "failed": len(inside) - len(answered),
-                      "p99_ms": p99_ms(answered)})  # fmt: skip
+        found.append(
+            {
+                "second": second,
+                "answered": len(answered),
+                "failed": len(inside) - len(answered),
+                "p99_ms": p99_ms(answered),
+            }
+        )
     return found
 
 
@@ -72,8 +78,11 @@ def leak(samples: list[list], first_restart_s: float | None) -> dict:
     if len(usable) < MIN_LEAK_SAMPLES or usable[-1][1] == usable[0][1]:
         return {"leak_bytes_per_request": None, "leak_r2": None, "leak_samples": len(usable)}
     fit = stats.linregress([s[1] for s in usable], [s[2] for s in usable])
-    return {"leak_bytes_per_request": round(float(fit.slope), 1), "leak_r2": round(float(fit.rvalue**2), 4),
-            "leak_samples": len(usable)}  # fmt: skip
+    return {
+        "leak_bytes_per_request": round(float(fit.slope), 1),
+        "leak_r2": round(float(fit.rvalue**2), 4),
+        "leak_samples": len(usable),
+    }
 
 
 def peaks(samples: list[list], leaks_bytes: int | None, limit: int | None, workers: int, load_s: float) -> dict:
@@ -83,8 +92,13 @@ def peaks(samples: list[list], leaks_bytes: int | None, limit: int | None, worke
     per second), below ``BOUNDED_SHARE`` of it; and the ceiling the limit predicts, the first
     sample's largest process plus ``limit`` answers' leak."""
     read = [(t, uss) for t, _, _, by_pid in samples for uss in by_pid.values() if uss is not None]
-    found = {"peak_first_half_bytes": None, "peak_second_half_bytes": None, "peak_growth_share": None,
-             "bounded": None, "ceiling_bytes": None}  # fmt: skip
+    found = {
+        "peak_first_half_bytes": None,
+        "peak_second_half_bytes": None,
+        "peak_growth_share": None,
+        "bounded": None,
+        "ceiling_bytes": None,
+    }
     if len(samples) < 2 or not read:
         return found
     middle = (samples[0][0] + samples[-1][0]) / 2

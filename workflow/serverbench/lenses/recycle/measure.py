@@ -75,12 +75,21 @@ def run_recycle(config: dict, profile_name: str, server: str, json_path, log_pat
     elif measured and all(run.status == Status.FAILED for run in measured):
         status, reason = Status.FAILED, measured[0].reason
     result = RecycleResult(
-        schema=RECYCLE_SCHEMA, profile=profile_name, server=server, language=spec.language, workload=workload,
+        schema=RECYCLE_SCHEMA,
+        profile=profile_name,
+        server=server,
+        language=spec.language,
+        workload=workload,
         leaks_bytes=apps.workloads(config, profile_name)[workload].get("leaks_bytes"),
-        recycle=config["catalogue"][server].get("recycle"), status=status, reason=reason, runs=tuple(runs),
+        recycle=config["catalogue"][server].get("recycle"),
+        status=status,
+        reason=reason,
+        runs=tuple(runs),
         capacity=tuple(lives),
-        seconds=round(time.monotonic() - started, 2), started_at=started_at, ended_at=round(time.time(), 4),
-    )  # fmt: skip
+        seconds=round(time.monotonic() - started, 2),
+        started_at=started_at,
+        ended_at=round(time.time(), 4),
+    )
     files.write_json(json_path, result.to_dict())
     return result.to_dict()
 
@@ -136,8 +145,14 @@ def one_run(
         spec.recycle, setting.max_requests, setting.jitter, setting.min_lifetime_s, setting.rss_mb
     )
     limit = limit_in_force(spec.recycle, setting.max_requests)
-    made = {"setting": setting, "client": client, "upstream": upstream, "limit": limit, "argv": argv,
-            "counts": spec.recycle.counts.value if spec.recycle else None}  # fmt: skip
+    made = {
+        "setting": setting,
+        "client": client,
+        "upstream": upstream,
+        "limit": limit,
+        "argv": argv,
+        "counts": spec.recycle.counts.value if spec.recycle else None,
+    }
     if cannot:
         return Run(**made, declared=False, status=Status.SKIPPED, reason=cannot)
     with log_path.open("a") as log:
@@ -248,9 +263,14 @@ def capacity_life(config, profile, server, workload, setting: Setting, life: int
     """One start of the server at ``setting``: its capacity at the objective, the workers that left meanwhile."""
     spec, entry = profile.recycle["capacity"], server_entry(config, server)
     argv, cannot = recycling_argv(entry.recycle, setting.max_requests, setting.jitter, setting.min_lifetime_s)
-    made = {"setting": setting, "life": life, "limit": limit_in_force(entry.recycle, setting.max_requests),
-            "counts": entry.recycle.counts.value if entry.recycle else None, "argv": argv,
-            "objective_p99_ms": spec["objective_p99_ms"]}  # fmt: skip
+    made = {
+        "setting": setting,
+        "life": life,
+        "limit": limit_in_force(entry.recycle, setting.max_requests),
+        "counts": entry.recycle.counts.value if entry.recycle else None,
+        "argv": argv,
+        "objective_p99_ms": spec["objective_p99_ms"],
+    }
     if cannot:
         return CapacityLife(**made, declared=False, status=Status.SKIPPED, reason=cannot)
     connections = connections_for(profile.workers, profile.threads, spec["max_connections"])
@@ -259,8 +279,13 @@ def capacity_life(config, profile, server, workload, setting: Setting, life: int
         log.write(f"serverbench: capacity at {setting.label} (life {life}), {connections} connections\n")
     found, left = None, None
     target = Target(profile.name, server, workload)
-    session = ServerSession(with_argv(config, server, argv, setting.max_requests), target, profile, log_path,
-                            failures=(OSError, servers.ServerError))  # fmt: skip
+    session = ServerSession(
+        with_argv(config, server, argv, setting.max_requests),
+        target,
+        profile,
+        log_path,
+        failures=(OSError, servers.ServerError),
+    )
     with session:
         launch = session.start()
         session.verify()
@@ -273,10 +298,19 @@ def capacity_life(config, profile, server, workload, setting: Setting, life: int
     if found is None:
         return CapacityLife(**made, status=ending.status, reason=ending.reason, connections=connections)
     return CapacityLife(
-        **made, status=ending.status, reason=ending.reason, connections=connections, peak_rps=found.peak_rps,
-        met_rps=found.met, missed_rps=found.missed, held_by=found.limit, memory_bytes=found.memory_at_met(),
-        workers_left=left, steps=tuple(found.steps), raw=Path(raw.path).name,
-    )  # fmt: skip
+        **made,
+        status=ending.status,
+        reason=ending.reason,
+        connections=connections,
+        peak_rps=found.peak_rps,
+        met_rps=found.met,
+        missed_rps=found.missed,
+        held_by=found.limit,
+        memory_bytes=found.memory_at_met(),
+        workers_left=left,
+        steps=tuple(found.steps),
+        raw=Path(raw.path).name,
+    )
 
 
 class LeftWatch:

@@ -150,5 +150,8 @@ class RecycleResult:
 
     def to_dict(self) -> dict:
         """As written to JSON (the runs a list)."""
-        return {**asdict(self), "runs": [asdict(run) for run in self.runs],
-                "capacity": [asdict(life) for life in self.capacity]}  # fmt: skip
+        return {
+            **asdict(self),
+            "runs": [asdict(run) for run in self.runs],
+            "capacity": [asdict(life) for life in self.capacity],
+        }

@@ -82,8 +82,11 @@ def own_sentences(table: pd.DataFrame) -> list[str]:
     for server, runs in own.groupby("server", sort=True):
         seen = {_clients(row): int(row["restarts"]) for _, row in runs.iterrows() if pd.notna(row["restarts"])}
         limit = runs["limit"].dropna()
-        said = (f"recycles every {int(limit.iloc[0])} {runs['counts'].iloc[0]} by default" if len(limit)
-                else "does not recycle unless asked")  # fmt: skip
+        said = (
+            f"recycles every {int(limit.iloc[0])} {runs['counts'].iloc[0]} by default"
+            if len(limit)
+            else "does not recycle unless asked"
+        )
         clients = ", ".join(f"{count} restarts with {client}" for client, count in sorted(seen.items()))
         found.append(f"{server} {said}: {clients} at its own setting.")
     return found
@@ -136,8 +139,10 @@ def capacity_sentences(capacity: pd.DataFrame) -> list[str]:
             left = int(set_["workers_left"].fillna(0).sum())
             figures = "; ".join(f"{value:.0f}" for value in set_["capacity_rps"])
             owns = "; ".join(f"{value:.0f}" for value in own)
-            found.append(f"{server} at {label}: {figures} req/s at the objective against {owns} at its own"
-                         f" ({ratios or 'no ratio'}), {left} workers left during the search.")  # fmt: skip
+            found.append(
+                f"{server} at {label}: {figures} req/s at the objective against {owns} at its own"
+                f" ({ratios or 'no ratio'}), {left} workers left during the search."
+            )
     return found
 
 

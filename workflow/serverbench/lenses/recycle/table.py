@@ -25,18 +25,72 @@ from serverbench.record.vocabulary import Status
 
 MB = 1e6
 COLUMNS = [
-    "profile", "server", "language", "workload", "setting", "max_requests", "jitter", "client", "upstream", "status",
-    "reason", "declared", "limit", "counts", "argv", "load_s", "answered", "answers_per_s", "failed", "failed_by_kind",
-    "dropped_reused", "restarts", "restarts_per_10k", "failed_near_restarts", "failed_per_restart",
-    "most_restarts_at_once", "most_away", "longest_gap_s", "p99_near_ms", "p99_between_ms", "failed_between",
-    "leaks_bytes", "leak_bytes_per_request", "leak_against_planted", "leak_r2", "peak_first_half_mb",
-    "peak_second_half_mb", "peak_growth_share", "bounded", "ceiling_mb",
-]  # fmt: skip
+    "profile",
+    "server",
+    "language",
+    "workload",
+    "setting",
+    "max_requests",
+    "jitter",
+    "client",
+    "upstream",
+    "status",
+    "reason",
+    "declared",
+    "limit",
+    "counts",
+    "argv",
+    "load_s",
+    "answered",
+    "answers_per_s",
+    "failed",
+    "failed_by_kind",
+    "dropped_reused",
+    "restarts",
+    "restarts_per_10k",
+    "failed_near_restarts",
+    "failed_per_restart",
+    "most_restarts_at_once",
+    "most_away",
+    "longest_gap_s",
+    "p99_near_ms",
+    "p99_between_ms",
+    "failed_between",
+    "leaks_bytes",
+    "leak_bytes_per_request",
+    "leak_against_planted",
+    "leak_r2",
+    "peak_first_half_mb",
+    "peak_second_half_mb",
+    "peak_growth_share",
+    "bounded",
+    "ceiling_mb",
+]
 CAPACITY_COLUMNS = [
-    "profile", "server", "language", "setting", "max_requests", "jitter", "life", "status", "reason", "declared",
-    "limit", "counts", "argv", "objective_p99_ms", "connections", "peak_rps", "capacity_rps", "missed_rps", "held_by",
-    "against_own", "workers_left", "memory_mb", "raw",
-]  # fmt: skip
+    "profile",
+    "server",
+    "language",
+    "setting",
+    "max_requests",
+    "jitter",
+    "life",
+    "status",
+    "reason",
+    "declared",
+    "limit",
+    "counts",
+    "argv",
+    "objective_p99_ms",
+    "connections",
+    "peak_rps",
+    "capacity_rps",
+    "missed_rps",
+    "held_by",
+    "against_own",
+    "workers_left",
+    "memory_mb",
+    "raw",
+]
 CHECK_COLUMNS = ["profile", "server", "language", "check", "value", "unit", "ci_low", "ci_high", "status", "reason"]
 
 
@@ -59,28 +113,47 @@ def run_row(result: dict, run: dict) -> dict:
     leak, planted = run.get("leak_bytes_per_request"), result.get("leaks_bytes")
     label = Setting(**setting).label
     return {
-        "profile": result["profile"], "server": result["server"], "language": result["language"],
-        "workload": result["workload"], "setting": label, "max_requests": setting.get("max_requests"),
-        "jitter": setting.get("jitter") or 0, "client": run["client"], "upstream": run.get("upstream"),
-        "status": run["status"], "reason": run["reason"],
-        "declared": run.get("declared", True), "limit": run.get("limit"), "counts": run.get("counts"),
-        "argv": " ".join(run.get("argv") or []), "load_s": run.get("load_s"), "answered": answered,
+        "profile": result["profile"],
+        "server": result["server"],
+        "language": result["language"],
+        "workload": result["workload"],
+        "setting": label,
+        "max_requests": setting.get("max_requests"),
+        "jitter": setting.get("jitter") or 0,
+        "client": run["client"],
+        "upstream": run.get("upstream"),
+        "status": run["status"],
+        "reason": run["reason"],
+        "declared": run.get("declared", True),
+        "limit": run.get("limit"),
+        "counts": run.get("counts"),
+        "argv": " ".join(run.get("argv") or []),
+        "load_s": run.get("load_s"),
+        "answered": answered,
         "answers_per_s": round(answered / run["load_s"], 1) if answered is not None and run.get("load_s") else None,
-        "failed": failed, "failed_by_kind": json.dumps(run.get("failed_by_kind") or {}, sort_keys=True),
-        "dropped_reused": run.get("dropped_reused"), "restarts": len(restarts) if answered is not None else None,
+        "failed": failed,
+        "failed_by_kind": json.dumps(run.get("failed_by_kind") or {}, sort_keys=True),
+        "dropped_reused": run.get("dropped_reused"),
+        "restarts": len(restarts) if answered is not None else None,
         "restarts_per_10k": round(len(restarts) * 1e4 / answered, 2) if answered else None,
         "failed_near_restarts": near if restarts else None,
         "failed_per_restart": round(near / len(restarts), 3) if restarts else None,
         "most_restarts_at_once": max((r["restarts_in_window"] for r in restarts), default=None),
-        "most_away": run.get("most_away"), "longest_gap_s": run.get("longest_gap_s"),
-        "p99_near_ms": run.get("p99_near_ms"), "p99_between_ms": run.get("p99_between_ms"),
-        "failed_between": run.get("failed_between"), "leaks_bytes": planted, "leak_bytes_per_request": leak,
+        "most_away": run.get("most_away"),
+        "longest_gap_s": run.get("longest_gap_s"),
+        "p99_near_ms": run.get("p99_near_ms"),
+        "p99_between_ms": run.get("p99_between_ms"),
+        "failed_between": run.get("failed_between"),
+        "leaks_bytes": planted,
+        "leak_bytes_per_request": leak,
         "leak_against_planted": round(leak / planted, 4) if leak is not None and planted else None,
-        "leak_r2": run.get("leak_r2"), "peak_first_half_mb": _mb(run.get("peak_first_half_bytes")),
+        "leak_r2": run.get("leak_r2"),
+        "peak_first_half_mb": _mb(run.get("peak_first_half_bytes")),
         "peak_second_half_mb": _mb(run.get("peak_second_half_bytes")),
-        "peak_growth_share": run.get("peak_growth_share"), "bounded": run.get("bounded"),
+        "peak_growth_share": run.get("peak_growth_share"),
+        "bounded": run.get("bounded"),
         "ceiling_mb": _mb(run.get("ceiling_bytes")),
-    }  # fmt: skip
+    }
 
 
 def recycle_table(results: Iterable[dict]) -> pd.DataFrame:
@@ -105,16 +178,33 @@ def capacity_rows(result: dict) -> list[dict]:
         if label == "own":
             own = met
         against = round(met / own, 3) if label != "own" and met is not None and own else None
-        rows.append({
-            "profile": result["profile"], "server": result["server"], "language": result["language"],
-            "setting": label, "max_requests": setting.get("max_requests"), "jitter": setting.get("jitter") or 0,
-            "life": life["life"], "status": life["status"], "reason": life["reason"], "declared": life["declared"],
-            "limit": life.get("limit"), "counts": life.get("counts"), "argv": " ".join(life.get("argv") or []),
-            "objective_p99_ms": life.get("objective_p99_ms"), "connections": life.get("connections"),
-            "peak_rps": life.get("peak_rps"), "capacity_rps": met, "missed_rps": life.get("missed_rps"),
-            "held_by": life.get("held_by"), "against_own": against, "workers_left": life.get("workers_left"),
-            "memory_mb": _mb(life.get("memory_bytes")), "raw": life.get("raw"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "profile": result["profile"],
+                "server": result["server"],
+                "language": result["language"],
+                "setting": label,
+                "max_requests": setting.get("max_requests"),
+                "jitter": setting.get("jitter") or 0,
+                "life": life["life"],
+                "status": life["status"],
+                "reason": life["reason"],
+                "declared": life["declared"],
+                "limit": life.get("limit"),
+                "counts": life.get("counts"),
+                "argv": " ".join(life.get("argv") or []),
+                "objective_p99_ms": life.get("objective_p99_ms"),
+                "connections": life.get("connections"),
+                "peak_rps": life.get("peak_rps"),
+                "capacity_rps": met,
+                "missed_rps": life.get("missed_rps"),
+                "held_by": life.get("held_by"),
+                "against_own": against,
+                "workers_left": life.get("workers_left"),
+                "memory_mb": _mb(life.get("memory_bytes")),
+                "raw": life.get("raw"),
+            }
+        )
     return rows
 
 
@@ -125,8 +215,16 @@ def capacity_table(results: Iterable[dict]) -> pd.DataFrame:
 
 def _check(keys: dict, name: str, value, unit: str, reason: str | None) -> dict:
     status = Status.OK.value if value is not None and not pd.isna(value) else "not measured"
-    return {**keys, "check": name, "value": value if status == "ok" else None, "unit": unit, "ci_low": None,
-            "ci_high": None, "status": status, "reason": None if status == "ok" else reason}  # fmt: skip
+    return {
+        **keys,
+        "check": name,
+        "value": value if status == "ok" else None,
+        "unit": unit,
+        "ci_low": None,
+        "ci_high": None,
+        "status": status,
+        "reason": None if status == "ok" else reason,
+    }
 
 
 def check_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -139,14 +237,22 @@ def check_rows(table: pd.DataFrame) -> pd.DataFrame:
         restarts = set_["restarts"].sum()
         failed = set_["failed_near_restarts"].fillna(0).sum()
         per_restart = round(float(failed / restarts), 3) if restarts else None
-        rows.append(_check(keys, "recycle_failed_per_restart", per_restart, "requests per restart",
-                           "no restart at a set limit"))  # fmt: skip
+        rows.append(
+            _check(keys, "recycle_failed_per_restart", per_restart, "requests per restart", "no restart at a set limit")
+        )
         leaks = own["leak_bytes_per_request"].dropna()
         per_10k = round(float(np.median(leaks)) * 1e4 / MB, 2) if len(leaks) else None
         rows.append(_check(keys, "leak_mb_per_10k", per_10k, "MB per 10,000 answers", "no slope of memory"))
         fresh = own[own["client"] == "fresh"]["restarts_per_10k"].dropna()
-        rows.append(_check(keys, "own_restarts_per_10k", float(fresh.iloc[0]) if len(fresh) else None,
-                           "restarts per 10,000 fresh connections", "no run with fresh connections"))  # fmt: skip
+        rows.append(
+            _check(
+                keys,
+                "own_restarts_per_10k",
+                float(fresh.iloc[0]) if len(fresh) else None,
+                "restarts per 10,000 fresh connections",
+                "no run with fresh connections",
+            )
+        )
     return pd.DataFrame(rows, columns=CHECK_COLUMNS)
 
 

@@ -27,8 +27,25 @@ from serverbench.record.conformance import met
 from serverbench.record.vocabulary import DECIDED, Kind, Outcome
 
 BASELINE, PREVIOUS = "baseline", "previous"  # what a release is compared with
-VERDICT_COLUMNS = ["profile", "server", "release", "version", "against", "relation", "check", "unit", "scale",
-                   "a_value", "b_value", "estimate", "ci_low", "ci_high", "margin", "outcome", "why"]  # fmt: skip
+VERDICT_COLUMNS = [
+    "profile",
+    "server",
+    "release",
+    "version",
+    "against",
+    "relation",
+    "check",
+    "unit",
+    "scale",
+    "a_value",
+    "b_value",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "margin",
+    "outcome",
+    "why",
+]
 TURNED = {
     Outcome.MORE_WORK: Outcome.LESS_WORK,
     Outcome.LESS_WORK: Outcome.MORE_WORK,
@@ -70,10 +87,19 @@ def _offered(check: Check, table: pd.DataFrame | None, profile: str, a: str, b: 
     if rows.empty:
         return None
     first = rows.iloc[0]
-    row = {"check": check.name, "unit": first.get("unit", check.unit), "scale": first.get("scale", check.scale),
-           "a_value": first["a_value"], "b_value": first["b_value"], "estimate": first[check.estimate],
-           "ci_low": first["ci_low"], "ci_high": first["ci_high"], "margin": first["margin"],
-           "outcome": first["outcome"], "why": first.get("why")}  # fmt: skip
+    row = {
+        "check": check.name,
+        "unit": first.get("unit", check.unit),
+        "scale": first.get("scale", check.scale),
+        "a_value": first["a_value"],
+        "b_value": first["b_value"],
+        "estimate": first[check.estimate],
+        "ci_low": first["ci_low"],
+        "ci_high": first["ci_high"],
+        "margin": first["margin"],
+        "outcome": first["outcome"],
+        "why": first.get("why"),
+    }
     return _turned(row, difference=row["scale"] == Scale.DIFFERENCE.value) if turned else row
 
 
@@ -94,9 +120,16 @@ def _conformance(conformance: pd.DataFrame | None, profile: str, a: str, b: str)
     now = [check for check in changed if met_a[check]]
     lost = [check for check in changed if not met_a[check]]
     words = ([f"now met: {', '.join(now)}"] if now else []) + ([f"no longer met: {', '.join(lost)}"] if lost else [])
-    return {"check": CONFORMANCE_CHECK, "unit": "checks met", "scale": "count", "a_value": sum(met_a.values()),
-            "b_value": sum(met_b.values()), "estimate": sum(met_a.values()) - sum(met_b.values()),
-            "outcome": Outcome.CHANGED if changed else Outcome.SAME, "why": "; ".join(words) or None}  # fmt: skip
+    return {
+        "check": CONFORMANCE_CHECK,
+        "unit": "checks met",
+        "scale": "count",
+        "a_value": sum(met_a.values()),
+        "b_value": sum(met_b.values()),
+        "estimate": sum(met_a.values()) - sum(met_b.values()),
+        "outcome": Outcome.CHANGED if changed else Outcome.SAME,
+        "why": "; ".join(words) or None,
+    }
 
 
 @dataclass(frozen=True)
@@ -128,8 +161,14 @@ def release_verdicts(config: Mapping, judged: Judged, servers_by_profile: dict[s
                 against += [(PREVIOUS, names[index - 1])] if index else []
                 for relation, other in against:
                     version = config["catalogue"][name]["release"]["version"]
-                    where = {"profile": profile, "server": server, "release": name, "version": version,
-                             "against": other, "relation": relation}  # fmt: skip
+                    where = {
+                        "profile": profile,
+                        "server": server,
+                        "release": name,
+                        "version": version,
+                        "against": other,
+                        "relation": relation,
+                    }
                     rows += [{**where, **row} for row in judge_pair(judged, profile, name, other)]
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 

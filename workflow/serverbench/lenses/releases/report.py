@@ -99,8 +99,15 @@ def releases_context(table_csv, verdicts_csv, checks: Sequence[Check]) -> dict |
             version = figures.iloc[0]["version"]
             is_baseline = release in set(mine[mine["relation"] == BASELINE]["against"])
             lines.append({"version": f"{version} (baseline)" if is_baseline else str(version), "cells": by_check})
-        servers.append({"server": server, "profile": profile, "checks": shown,
-                        "titles": [titles.get(c, c) for c in shown], "lines": lines})  # fmt: skip
+        servers.append(
+            {
+                "server": server,
+                "profile": profile,
+                "checks": shown,
+                "titles": [titles.get(c, c) for c in shown],
+                "lines": lines,
+            }
+        )
     changes = [change_sentence(row, checks) for _, row in neighbour_changes(verdicts).iterrows()]
     return {"servers": servers, "changes": changes}
 

@@ -23,8 +23,19 @@ from serverbench.lens import Check, Layout
 from serverbench.record.conformance import met
 from serverbench.record.vocabulary import Status
 
-RELEASE_COLUMNS = ["profile", "server", "release", "version", "check", "value", "unit", "ci_low", "ci_high",
-                   "status", "reason"]  # fmt: skip
+RELEASE_COLUMNS = [
+    "profile",
+    "server",
+    "release",
+    "version",
+    "check",
+    "value",
+    "unit",
+    "ci_low",
+    "ci_high",
+    "status",
+    "reason",
+]
 INSTALLED, CONFORMANCE_CHECK = "installed", "conformance_met"  # the checks this lens makes itself
 ROW_FIGURES = ("value", "unit", "ci_low", "ci_high", "status", "reason")
 
@@ -41,16 +52,31 @@ def read_installs(paths) -> dict[tuple[str, str], dict]:
 
 
 def _row(profile: str, release: dict, name: str, check: str, **figures) -> dict:
-    return {"profile": profile, "server": release["of"], "release": name, "version": release["version"],
-            "check": check, "status": Status.OK.value, **figures}  # fmt: skip
+    return {
+        "profile": profile,
+        "server": release["of"],
+        "release": name,
+        "version": release["version"],
+        "check": check,
+        "status": Status.OK.value,
+        **figures,
+    }
 
 
 def _install_row(profile: str, name: str, release: dict, installs: dict) -> dict:
     record = installs.get((release["package"], release["version"]))
     if record is None:
         return _row(profile, release, name, INSTALLED, status="not measured", reason="no install record")
-    return _row(profile, release, name, INSTALLED, value=record.get("seconds"), unit="s",
-                status=record["status"], reason=record.get("reason"))  # fmt: skip
+    return _row(
+        profile,
+        release,
+        name,
+        INSTALLED,
+        value=record.get("seconds"),
+        unit="s",
+        status=record["status"],
+        reason=record.get("reason"),
+    )
 
 
 def _offered_row(profile: str, name: str, release: dict, check: Check, table: pd.DataFrame | None) -> dict:
@@ -68,8 +94,9 @@ def _offered_row(profile: str, name: str, release: dict, check: Check, table: pd
         return _row(profile, release, name, check.name, **{key: first.get(key) for key in ROW_FIGURES})
     status = first["status"]
     reason = None if status == Status.OK else first.get("reason")
-    return _row(profile, release, name, check.name, value=first.get(check.name), unit=check.unit, status=status,
-                reason=reason)  # fmt: skip
+    return _row(
+        profile, release, name, check.name, value=first.get(check.name), unit=check.unit, status=status, reason=reason
+    )
 
 
 def _conformance_row(profile: str, name: str, release: dict, conformance: pd.DataFrame | None) -> dict:
@@ -84,9 +111,12 @@ def _conformance_row(profile: str, name: str, release: dict, conformance: pd.Dat
 
 
 def releases_table(
-    config: Mapping, installs: dict, checks: Sequence[Check], tables: Mapping[str, pd.DataFrame | None],
+    config: Mapping,
+    installs: dict,
+    checks: Sequence[Check],
+    tables: Mapping[str, pd.DataFrame | None],
     conformance: pd.DataFrame | None = None,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """releases.csv from the run's tables: the offering lenses' (``tables``, by file name, None
     where the run has none) and conformance.csv."""
     rows = []

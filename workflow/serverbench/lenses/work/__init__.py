@@ -11,11 +11,20 @@ print_work, work_context, work_markdown = deferred(f"{__name__}.report", "print_
 # What it offers to releases and bisect: a release is judged on instructions (work_verdicts.csv),
 # shown its syscalls.
 CHECKS = (
-    Check("instructions_per_request", "instructions / request", "work.csv", Layout.COLUMN, unit="instructions",
-          verdicts="work_verdicts.csv", change="instructions per request", estimate="ratio",
-          figure="{value:,.0f}", ratio_digits=4),
+    Check(
+        "instructions_per_request",
+        "instructions / request",
+        "work.csv",
+        Layout.COLUMN,
+        unit="instructions",
+        verdicts="work_verdicts.csv",
+        change="instructions per request",
+        estimate="ratio",
+        figure="{value:,.0f}",
+        ratio_digits=4,
+    ),
     Check("syscalls_per_request", "syscalls / request", "work.csv", Layout.COLUMN, unit="syscalls"),
-)  # fmt: skip
+)
 
 
 # Its comparisons below the timed ones in the forest (short title lines: a title is as wide as its

@@ -301,8 +301,11 @@ class Lives:
                         summed[name] = summed.get(name, 0.0) + value
                 life.counters.update(summed)
             else:
-                life.threads = [t for path in [out / "trace.txt", *sorted(out.glob("trace.*.txt"))]
-                                for t in perfcount.read_trace(path)]  # fmt: skip
+                life.threads = [
+                    t
+                    for path in [out / "trace.txt", *sorted(out.glob("trace.*.txt"))]
+                    for t in perfcount.read_trace(path)
+                ]
         except perfcount.PerfError as exc:
             raise CellFailed(str(exc)) from None
 
