@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from serverbench.host import engine as sbengine
+from serverbench.host.programs import INSTALLERS as PROGRAM_INSTALLERS
 from serverbench.plan import apps as sbapps
 from serverbench.plan import config as sbconfig
 from serverbench.plan.digest import config_hash
@@ -13,6 +14,7 @@ from serverbench.plan.releases import install_record_name, releases_in
 from serverbench.plan.languages import title as language_title
 from serverbench.plan.matrix import Matrix, kept_seed
 from serverbench.plan.shapes import CELL_PATH, RATE_CELL_PATH
+from serverbench.plan.tools import programs_of
 from serverbench import registry
 from serverbench.report.answers import print_answers
 from serverbench.report.health import print_health
@@ -282,14 +284,25 @@ def release_installs(wildcards=None):
 
 
 def run_installs(wildcards=None):
-    """Everything the run installs (workflow/rules/install.smk): every release it measures and
-    the requirements of every app its profiles host. Every server-starting job waits for all
+    """Everything the run installs (workflow/rules/install.smk): every release it measures, the
+    requirements of every app its profiles host and the load tools left to the run (oha). Every server-starting job waits for all
     of them, so no install runs beside a measurement."""
     sites = [
         sbapps.app_site_record(config, app)
         for app in sbapps.apps_needing_install(config, RUN_PROFILES)
     ]
-    return release_installs() + sites
+    return release_installs() + sites + program_installs()
+
+
+def program_installs():
+    """The record of every load tool the install leaves to the run (oha) that the selected
+    profiles load with, anywhere in their settings."""
+    profiles = [
+        sbconfig.requested_profile(config, name)
+        for name in sbconfig.selected_profiles(config)
+    ]
+    needed = programs_of(config, profiles) & set(PROGRAM_INSTALLERS)
+    return [f"{RESULTS}/installs/{program}.json" for program in sorted(needed)]
 
 
 # The same for every job (it reads no wildcards): a list, not an input function, which

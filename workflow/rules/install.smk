@@ -38,3 +38,22 @@ rule app_site:
         "installing the app {wildcards.app}'s own requirements"
     script:
         "../scripts/app_site.py"
+
+
+# A load tool the install leaves to the runs that need it (oha: minutes of cargo, once per
+# machine; serverbench.host.programs): built before any server starts. One that cannot be
+# built is a recorded reason (the cells that need it skipped, naming it), never a failed job.
+rule program_install:
+    output:
+        f"{RESULTS}/installs/{{program}}.json",
+    log:
+        f"{RESULTS}/logs/installs/{{program}}.log",
+    wildcard_constraints:
+        program="|".join(PROGRAM_INSTALLERS),
+    priority: len(MATRIX.order) + 3
+    conda:
+        "../../envs/workflow.yaml"
+    message:
+        "building {wildcards.program}, which this run's profiles load with (once per machine)"
+    script:
+        "../scripts/program_install.py"

@@ -33,3 +33,20 @@ def takes_whole_seconds(spec: dict) -> bool:
 def closed_loop_tools(config: dict) -> set[str]:
     """The names of the config's closed-loop tools."""
     return {name for name, spec in config["load_tools"].items() if not is_open_loop(spec)}
+
+
+def _names(value) -> set[str]:
+    """Every string in a profile's settings, at any depth (a lens names its client tool there)."""
+    if isinstance(value, dict):
+        return set().union(*map(_names, value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*map(_names, value)) if value else set()
+    return {value} if isinstance(value, str) else set()
+
+
+def programs_of(config: dict, profiles: list[dict]) -> set[str]:
+    """The programs the load tools named anywhere in ``profiles`` (as written, overrides applied)
+    start: a run's cells and lenses need them, and one the install leaves to the run (oha) is
+    built first."""
+    tools = config["load_tools"]
+    return {str(tools[name]["command"][0]) for profile in profiles for name in _names(profile) & set(tools)}
