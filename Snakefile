@@ -68,7 +68,7 @@ onsuccess:
     print_answers(f"{RESULTS}/verdicts.csv", f"{RESULTS}/conformance.csv")
     registry.print_consoles(config, RESULTS)
     # Last: under `strict` a run to look at ends here with a non-zero exit status.
-    print_health(config, RESULTS)
+    print_health(config, RESULTS, FOREST_TABLES)
 
 
 onerror:

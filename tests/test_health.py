@@ -31,7 +31,8 @@ def test_failed_and_skipped_cells_and_misbehaving_controls_are_named(tmp_path, c
         {"gunicorn": ("ok", None), "broken": ("failed", "exited with code 4"), "unit-python": ("skipped", "no unitd")},
         [
             ("A/A", "gunicorn-gthread-again", "gunicorn-gthread", "faster", 1.071),
-            ("variant", "gunicorn-gthread-plus5", "gunicorn-gthread", "undetermined", 0.98),
+            ("variant", "gunicorn-gthread-plus5", "gunicorn-gthread", "equivalent", 0.98),  # said the other way
+            ("variant", "gunicorn-gthread-plus3", "gunicorn-gthread", "undetermined", 0.99),  # too small: said
             ("variant", "gunicorn-gthread-plus10", "gunicorn-gthread", "slower", 0.91),  # seen: fine
             ("variant", "uwsgi-chain", "uwsgi", "equivalent", 1.0),  # not planted: no expectation
         ],
@@ -45,7 +46,8 @@ def test_failed_and_skipped_cells_and_misbehaving_controls_are_named(tmp_path, c
     ]
     print_health(config, tmp_path)  # not strict: said, no exception
     said = capsys.readouterr().out
-    assert "4 thing(s) to look at" in said and "exited with code 4" in said and "undetermined, planted slower" in said
+    assert "4 thing(s) to look at" in said and "exited with code 4" in said and "equivalent, planted slower" in said
+    assert "gunicorn-gthread-plus3 against gunicorn-gthread (default, c=10, on speed): undetermined — too small" in said
     with pytest.raises(StrictFailure, match="strict: 1 failed, 1 skipped, 1 A/A control told apart, 1 planted"):
         print_health({**config, "strict": True}, tmp_path)
 

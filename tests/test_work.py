@@ -654,3 +654,27 @@ def _wait_for_client(job: subprocess.Popen, timeout: float) -> bool:
                 continue
         time.sleep(0.2)
     return False
+
+
+def test_the_first_answer_is_the_counted_one_and_needs_no_timed_cell(tmp_path):
+    """results/work_counted.txt, the run's first answer, is made from the work jobs alone: asked for
+    by itself it runs no timed cell, and it says the A/A pair's work comparison (the timed one beside
+    it comes with answers/work.txt at the end)."""
+    from conftest import run_snakemake
+
+    require("gunicorn", "valgrind", "perf")
+    results = tmp_path / "results"
+    servers = "servers=[gunicorn-gthread, gunicorn-gthread-again]"
+    done = run_snakemake(
+        ["--cores", "4", str(results / "work_counted.txt")],
+        [servers, "tools=[wrk]", "concurrency=[2]", "repeats=1", "duration=1", f"results={results}"],
+        timeout=900,
+        work=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not (results / "cells").exists(), sorted((results / "cells").rglob("*.json"))
+    text = (results / "work_counted.txt").read_text()
+    assert "counted before the timed rounds" in text, text
+    assert "gunicorn-gthread-again:" in text and "the instructions per request of gunicorn-gthread" in text, text
+    assert "timed at" not in text
+    assert "serverbench: the work lens has answered:" in done.stdout + done.stderr

@@ -7,6 +7,7 @@ thresholds set its exit (``StrictFailure``, raised from the workflow's ``onsucce
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -16,9 +17,16 @@ import pandas as pd
 from serverbench.plan.catalogue import server_entry
 from serverbench.record.vocabulary import Kind, Metric, Outcome, Status
 
-# A control's outcome that says it misbehaved: an A/A pair is never faster or slower; a
-# variant planted slower (the catalogue's ``planted``) is found so, on speed.
+# A control's outcome that says it misbehaved: an A/A pair is never faster or slower.
 AA_WRONG = {Outcome.FASTER, Outcome.SLOWER}
+# The outcome a planted variant (the catalogue's ``planted``) must come out with, by the metric it
+# was judged on. Work per request is counted, so the work lens sees a planted 5% in every run; a
+# run's speed may be too coarse to tell it (undetermined: said, never a trouble), but may never
+# call it the other way or equivalent.
+PLANTED_AS = {
+    Metric.SPEED: {Outcome.SLOWER: Outcome.SLOWER, Outcome.FASTER: Outcome.FASTER},
+    Metric.WORK: {Outcome.SLOWER: Outcome.MORE_WORK, Outcome.FASTER: Outcome.LESS_WORK},
+}
 
 
 class Trouble(StrEnum):
@@ -52,38 +60,85 @@ def _cells(summary: pd.DataFrame) -> list[Problem]:
     return found
 
 
+def _subject(row: dict) -> str:
+    where = f"c={int(row['concurrency'])}" if pd.notna(row.get("concurrency")) else row.get("workload")
+    return f"{row['a']} against {row['b']} ({row.get('profile')}, {where}, on {row['metric']})"
+
+
+def _planted(row: dict, config: dict) -> Outcome | None:
+    """The outcome ``row``'s comparison must have, where it is a planted variant's (else None)."""
+    if row["kind"] != Kind.VARIANT or row["a"] not in config["catalogue"]:
+        return None
+    planted = server_entry(config, row["a"]).planted
+    return PLANTED_AS.get(row.get("metric"), {}).get(planted) if planted else None
+
+
 def _controls(verdicts: pd.DataFrame, config: dict) -> list[Problem]:
     found = []
     for row in verdicts.to_dict("records"):
-        subject = f"{row['a']} against {row['b']} ({row.get('profile')}, c={row.get('concurrency')})"
-        planted = server_entry(config, row["a"]).planted if row["a"] in config["catalogue"] else None
+        expected = _planted(row, config)
         if row["kind"] == Kind.AA and row["outcome"] in AA_WRONG:
-            found.append(Problem(Trouble.AA_DECIDED, subject, f"{row['outcome']} (ratio {row['ratio']:.3f})"))
-        elif row["kind"] == Kind.VARIANT and planted and row["metric"] == Metric.SPEED and row["outcome"] != planted:
-            found.append(Problem(Trouble.VARIANT_NOT_SEEN, subject, f"{row['outcome']}, planted {planted}"))
+            found.append(Problem(Trouble.AA_DECIDED, _subject(row), f"{row['outcome']} (ratio {row['ratio']:.3f})"))
+        elif expected is None or row["outcome"] == expected:
+            continue
+        elif row["outcome"] == Outcome.UNDETERMINED and row["metric"] == Metric.SPEED:
+            continue  # the run's resolution, said by control_notes
+        else:
+            found.append(Problem(Trouble.VARIANT_NOT_SEEN, _subject(row), f"{row['outcome']}, planted {expected}"))
     return found
 
 
-def run_problems(config: dict, results: Path | str) -> list[Problem]:
-    """Every problem of the run in ``results``, read from its summary and verdicts where made."""
+def control_notes(verdicts: pd.DataFrame, config: dict) -> list[str]:
+    """What the controls show of the run's resolution, in words: a planted variant its speed
+    could not tell (with the smallest difference it could have told), and where it was seen."""
+    notes = []
+    for row in verdicts.to_dict("records"):
+        expected = _planted(row, config)
+        if expected is None:
+            continue
+        if row["outcome"] == expected:
+            notes.append(f"{_subject(row)}: {expected} ({row['ratio']:.3f}×), as planted")
+        elif row["outcome"] == Outcome.UNDETERMINED and row["metric"] == Metric.SPEED:
+            could = row.get("detectable_ratio")
+            told = f"; it could have told {could:.3f}× apart" if pd.notna(could) else ""
+            notes.append(f"{_subject(row)}: undetermined — too small for this run's speed to tell{told}")
+    return notes
+
+
+def _verdicts(results: Path, lens_verdicts: Iterable[Path | str]) -> pd.DataFrame:
+    """The run's verdicts and the lenses' (work_verdicts.csv: the planted variant on work), where made."""
     # Here, not at the top: the workflow imports this module when it is parsed, which loads no
     # statistics library (tests/test_layers.py); the decide stage's reader does.
     from serverbench.decide.verdicts import read_verdicts
 
+    paths = [results / "verdicts.csv", *map(Path, lens_verdicts)]
+    tables = [read_verdicts(path) for path in paths if path.exists() and path.stat().st_size]
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+
+
+def run_problems(config: dict, results: Path | str, lens_verdicts: Iterable[Path | str] = ()) -> list[Problem]:
+    """Every problem of the run in ``results``, read from its summary and verdicts where made."""
     results = Path(results)
     found: list[Problem] = []
-    summary, verdicts = results / "summary.csv", results / "verdicts.csv"
+    summary = results / "summary.csv"
     if summary.exists() and summary.stat().st_size:
         found += _cells(pd.read_csv(summary))
-    if verdicts.exists() and verdicts.stat().st_size:
-        found += _controls(read_verdicts(verdicts), config)
+    verdicts = _verdicts(results, lens_verdicts)
+    if not verdicts.empty:
+        found += _controls(verdicts, config)
     return found
 
 
-def print_health(config: dict, results: Path | str) -> None:
-    """The block at the end of a run; under ``strict`` a problem raises ``StrictFailure``."""
+def print_health(config: dict, results: Path | str, lens_verdicts: Iterable[Path | str] = ()) -> None:
+    """The block at the end of a run (``lens_verdicts``: the lenses' verdict tables, where a planted
+    variant is judged too); under ``strict`` a problem raises ``StrictFailure``."""
     strict = bool(config.get("strict"))
-    problems = run_problems(config, results)
+    problems = run_problems(config, results, lens_verdicts)
+    verdicts = _verdicts(Path(results), lens_verdicts)
+    notes = control_notes(verdicts, config) if not verdicts.empty else []
+    if notes:
+        print("\nserverbench: the planted variants (the run's check on itself):")
+        print("\n".join(f"  - {note}" for note in notes))
     if not problems:
         print("\nserverbench: every cell measured, every control as expected.")
         return

@@ -67,6 +67,7 @@ LENS = Lens(
     place=Place.AFTER,
     jobs=_jobs,
     tables=("work.csv", "work_detail.csv", "work_verdicts.csv"),
+    outputs=("work_counted.txt",),
     section=_section,
     markdown=work_markdown,
     console=lambda results, inputs: print_work(results / "work_verdicts.csv"),

@@ -210,6 +210,16 @@ def console_line(row: pd.Series) -> str:
     )
 
 
+def comparison_lines(judged: pd.DataFrame) -> list[str]:
+    """The work comparisons, a heading per profile and workload and a line each."""
+    lines = []
+    for (profile, workload), rows in judged.groupby(["profile", "workload"], sort=False):
+        lines.append(f"  {profile}, {workload}:")
+        ordered = rows.assign(_order=rows["kind"].map(KIND_ORDER).fillna(9)).sort_values("_order", kind="stable")
+        lines.extend(f"    {console_line(row)}" for _, row in ordered.iterrows())
+    return lines
+
+
 def print_work(path) -> None:
     """The work comparisons in the terminal when the workflow finishes (where the run counted work)."""
     try:
@@ -217,8 +227,14 @@ def print_work(path) -> None:
     except (OSError, pd.errors.EmptyDataError):
         return
     print(f"\nwork per request ({len(judged)} comparisons, {path}; work is not speed: docs/work.md):")
-    for (profile, workload), rows in judged.groupby(["profile", "workload"], sort=False):
-        print(f"  {profile}, {workload}:")
-        ordered = rows.assign(_order=rows["kind"].map(KIND_ORDER).fillna(9)).sort_values("_order", kind="stable")
-        for _, row in ordered.iterrows():
-            print(f"    {console_line(row)}")
+    print("\n".join(comparison_lines(judged)))
+
+
+def counted_text(judged: pd.DataFrame) -> str:
+    """The work lens's first answer, from the counts alone, as soon as its jobs are done: the
+    rounds that time the same servers are still to come, so no timed comparison is beside it."""
+    heading = (
+        f"\nwork per request ({len(judged)} comparisons, counted before the timed rounds; "
+        "answers/work.txt repeats them with the timed comparison beside each when the run ends):"
+    )
+    return "\n".join([heading, *comparison_lines(judged)]) + "\n"

@@ -42,11 +42,30 @@ rule work_table:
         detail=report(f"{RESULTS}/work_detail.csv", category="Tables"),
     log:
         f"{RESULTS}/logs/work_table.log",
+    # As soon as the work jobs are done, before any cell still waiting (the first answer reads it).
+    priority: len(MATRIX.order) + 4
     localrule: True
     conda:
         "../../../../envs/workflow.yaml"
     script:
         "scripts/work_table.py"
+
+
+# The first answer a run gives: the work comparisons from the counts alone, printed and kept
+# (results/work_counted.txt) as soon as work.csv is made, minutes before the rounds end.
+rule work_counted:
+    input:
+        f"{RESULTS}/work.csv",
+    output:
+        f"{RESULTS}/work_counted.txt",
+    log:
+        f"{RESULTS}/logs/work_counted.log",
+    priority: len(MATRIX.order) + 4
+    localrule: True
+    conda:
+        "../../../../envs/workflow.yaml"
+    script:
+        "scripts/work_counted.py"
 
 
 # The declared pairs judged on work (serverbench.lenses.work.decide): more work, less
