@@ -12,6 +12,7 @@ import statistics
 from serverbench import files
 from serverbench.decide.comparability import cell_of_records, why_not_comparable
 from serverbench.record.model import CellRecord, load_record
+from serverbench.record.vocabulary import Status
 from serverbench.tables import estimates
 
 CAPACITY_SCHEMA = "serverbench.capacity/1"
@@ -24,7 +25,7 @@ def capacity(records: list[CellRecord], excluded: set[str], confidence: float, s
         groups.setdefault((record.cell.tool, record.cell.concurrency), []).append(record)
     candidates = []
     for (tool, concurrency), group in sorted(groups.items()):
-        rps = [r.load.requests_per_s for r in group if r.status == "ok" and r.load]
+        rps = [r.load.requests_per_s for r in group if r.status == Status.OK and r.load]
         candidates.append(
             {
                 "tool": tool,
@@ -39,7 +40,7 @@ def capacity(records: list[CellRecord], excluded: set[str], confidence: float, s
     out = {"schema": CAPACITY_SCHEMA, "candidates": [{k: v for k, v in c.items() if k != "rps"} for c in candidates]}
     if not usable:
         why = "; ".join(f"c={c['concurrency']} ({', '.join(c['why_not'])})" for c in candidates) or "no cell"
-        return {**out, "status": "not measured", "reason": f"no comparable closed-loop cell: {why}"}
+        return {**out, "status": Status.NOT_MEASURED, "reason": f"no comparable closed-loop cell: {why}"}
     best = max(usable, key=lambda c: c["median_rps"])
     low, high = estimates.median_ci(best["rps"], confidence, seed)
     return {

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from serverbench.decide.judgement import Reason
 from serverbench.record import flags as flagging
 from serverbench.record.model import CellRecord, cell_status
+from serverbench.record.vocabulary import Status
 
 MEASURED = ("ok", "partial")
 MIN_REPEATS = 2
@@ -52,7 +53,7 @@ def comparable(row, excluded: Iterable[str]) -> bool:
 
 def cell_of_records(records: list[CellRecord]) -> dict:
     """A cell's repeats (records) in the shape of its summary row, as far as comparability reads it."""
-    ok = [record for record in records if record.status == "ok"]
+    ok = [record for record in records if record.status == Status.OK]
     reasons = sorted({record.reason for record in records if record.reason})
     return {
         "status": cell_status(record.status for record in records) if records else "failed",

@@ -44,7 +44,7 @@ from serverbench.decide import fullspeed, inference, margins
 from serverbench.decide.comparability import why_not_comparable
 from serverbench.decide.margins import margin_for
 from serverbench.plan.releases import by_server_of_release
-from serverbench.record.vocabulary import Kind, Outcome
+from serverbench.record.vocabulary import Kind, Outcome, Status
 
 MATCH = ["profile", "workload", "tool", "server", "concurrency"]
 COLUMNS = [
@@ -151,7 +151,7 @@ class Change:
 
 def _by_round(runs: pd.DataFrame) -> dict[tuple, pd.Series]:
     """Each cell's good req/s, indexed by round (repeat r of every cell ran in round r)."""
-    good = runs[(runs["status"] == "ok") & runs["rps"].notna()]
+    good = runs[(runs["status"] == Status.OK) & runs["rps"].notna()]
     return {key: group.set_index("repeat")["rps"].astype(float) for key, group in good.groupby(MATCH)}
 
 

@@ -10,7 +10,7 @@ from serverbench.decide import stats
 from serverbench.decide.judgement import LATENCY, Reason, TimedComparison
 from serverbench.decide.pairs import best_of_languages, declared_pairs
 from serverbench.plan.rates import knee_bounds
-from serverbench.record.vocabulary import Kind, Outcome
+from serverbench.record.vocabulary import Kind, Outcome, Status
 from serverbench.tables.columns import CONDITION
 from serverbench.tables.knees import by_fraction, interpolated_p99, knee
 
@@ -94,7 +94,8 @@ def _p99_at_fractions(a: pd.DataFrame, b: pd.DataFrame, confidence: float, seed:
     rows = []
     for fraction in sorted(set(a["fraction"]) & set(b["fraction"])):
         values = [
-            g[(g["fraction"] == fraction) & (g["status"] == "ok")]["latency_p99_ms"].dropna().tolist() for g in (a, b)
+            g[(g["fraction"] == fraction) & (g["status"] == Status.OK)]["latency_p99_ms"].dropna().tolist()
+            for g in (a, b)
         ]
         row = {"kind": Kind.P99_AT_FRACTION, "fraction": float(fraction)}
         if not values[0] or not values[1]:

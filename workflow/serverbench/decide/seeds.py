@@ -28,7 +28,7 @@ from serverbench.decide import margins
 from serverbench.decide.margins import Question, Side
 from serverbench.decide.pairs import FAIRNESS
 from serverbench.plan.seeds import Seeds
-from serverbench.record.vocabulary import Kind, Outcome
+from serverbench.record.vocabulary import Kind, Outcome, Status
 
 # A claim's outcomes, in the seed and in the run.
 HOLDS, CONTRADICTED, UNDETERMINED, NOT_MEASURED, NOT_STATED = (
@@ -300,7 +300,7 @@ def _one_condition(seeds, table, runs, cells, tool, concurrency, rng) -> list[di
         (runs["profile"] == cells["profile"].iloc[0])
         & (runs["tool"] == tool)
         & (runs["concurrency"] == concurrency)
-        & (runs["status"] == "ok")
+        & (runs["status"] == Status.OK)
     ]
     samples = {
         label: here[here["server"] == server]["rps"].dropna().astype(float).to_numpy()

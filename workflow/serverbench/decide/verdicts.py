@@ -35,7 +35,7 @@ from serverbench.decide.pending import Pending
 from serverbench.decide.stats import smallest_p
 from serverbench.plan import seeds as seed_data
 from serverbench.plan.languages import compared, title
-from serverbench.record.vocabulary import Kind, Outcome
+from serverbench.record.vocabulary import Kind, Outcome, Status
 from serverbench.tables.columns import CONDITION
 
 VERDICT_COLUMNS = [
@@ -131,13 +131,13 @@ def measured_cells(
     by_condition: dict[tuple, dict[str, CellRounds]] = {}
     for _, row in summary.iterrows():
         repeats = repeats_of.get(tuple(row[keys]), runs.iloc[:0])
-        ok = repeats[(repeats["status"] == "ok") & repeats["rps"].notna()]
+        ok = repeats[(repeats["status"] == Status.OK) & repeats["rps"].notna()]
         # Repeat r of every cell is measured in round r (plan.matrix.in_rounds).
         good = ok.set_index("repeat")["rps"].astype(float)
         starved = repeats["starved_connections"].max() if repeats["starved_connections"].notna().any() else None
         why = reasons_not_comparable(row, excluded, None if starved is None else int(starved))
         cell = CellRounds(row["server"], row["language"], int(row["concurrency"]), good, why)
-        if row["status"] == "skipped":
+        if row["status"] == Status.SKIPPED:
             cell.not_measured = str(row["reason"])
         if "fairness_jain" in ok:
             cell.jain = ok.set_index("repeat")["fairness_jain"].dropna().astype(float)

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from serverbench.record.model import CellRecord
 from serverbench.record.sections import Checks, OpenLoop
+from serverbench.record.vocabulary import Status
 
 SEPARATOR = ";"
 # A run the keep-alive timeout would stretch by under this many seconds is not judged by it.
@@ -62,7 +63,7 @@ FLAG_HELP = {
 
 def cell_flags(record: CellRecord, thresholds: dict, ceiling: str | None = None) -> list[str]:
     """Flags of one measured run; `ceiling` names the run's ceiling server (comparisons.ceiling)."""
-    if record.load is None or record.status != "ok":
+    if record.load is None or record.status != Status.OK:
         return []
     flags = _load_flags(record, thresholds) + _resource_flags(record, thresholds, record.cell.server == ceiling)
     if record.verify is not None and record.verify.keepalive in ("closes-announced", "closes-silently"):

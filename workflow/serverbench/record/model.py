@@ -65,7 +65,6 @@ KNOWN_RECORD_SCHEMAS = frozenset(
         RECORD_SCHEMA,
     }
 )
-STATUSES = ("ok", "failed", "skipped")
 
 
 @dataclass(frozen=True)

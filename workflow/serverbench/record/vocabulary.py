@@ -18,6 +18,9 @@ class Status(StrEnum):
     OK = "ok"
     SKIPPED = "skipped"  # could not be measured here, with the reason (a program missing, a workload not served)
     FAILED = "failed"  # measured and failed (the server's doing), or a harness error, with the reason
+    # A figure of a table (a check, a capacity) that no measurement gave, with the reason: the job
+    # ran, yet nothing in it could give this figure (the app lacks the path, no life restarted).
+    NOT_MEASURED = "not measured"
 
 
 class Kind(StrEnum):

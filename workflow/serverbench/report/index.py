@@ -17,6 +17,7 @@ from serverbench.decide.seeds import claims_in_brief
 from serverbench.decide.verdicts import read_verdicts
 from serverbench.lens import Place, Section
 from serverbench.record.flags import FLAG_HELP
+from serverbench.record.vocabulary import Status
 from serverbench.report import seeds as seed_report
 from serverbench.report.answers import (
     answers,
@@ -80,7 +81,7 @@ def vega_script() -> Markup:
 
 def index_context(summary: pd.DataFrame, environment: dict, charts: dict, index_dir: Path) -> dict:
     """What index.html shows: the charts (drawn in place), the tables, the environment."""
-    bad = summary[summary["status"] != "ok"]
+    bad = summary[summary["status"] != Status.OK]
     flagged = summary[summary["flags"].fillna("") != ""]
     drawn = [_chart(number, title, outputs, index_dir) for number, (title, outputs) in enumerate(charts.items())]
     return {

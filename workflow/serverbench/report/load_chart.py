@@ -7,6 +7,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from serverbench.record.vocabulary import Status
 from serverbench.report.panels import panel_of
 from serverbench.tables.columns import LATENCY_COLUMNS
 from serverbench.tables.knees import knees
@@ -14,7 +15,7 @@ from serverbench.tables.knees import knees
 
 def _load_points(latency_rows: pd.DataFrame, bounds: dict) -> pd.DataFrame:
     """Per server and fraction: median p50 and p99 of the ok rate cells, and whether it is the knee."""
-    ok = latency_rows[(latency_rows["status"] == "ok") & latency_rows["latency_p99_ms"].notna()]
+    ok = latency_rows[(latency_rows["status"] == Status.OK) & latency_rows["latency_p99_ms"].notna()]
     keys = ["profile", "workload", "tool", "server", "language", "fraction"]
     points = ok.groupby(keys, as_index=False).agg(
         offered_rps=("offered_rps", "median"), p50=("latency_p50_ms", "median"), p99=("latency_p99_ms", "median")

@@ -9,6 +9,7 @@ import pandas as pd
 
 from serverbench import files
 from serverbench.record.conformance import met
+from serverbench.record.vocabulary import Status
 
 # group, kind and requirement: a request framing check's group, its class, and the RFC's word it
 # rests on (MUST, SHOULD, MAY); empty for the other checks and in conformance/1 results.
@@ -46,9 +47,9 @@ def conformance_rows(paths) -> pd.DataFrame:
     for path in sorted(map(str, paths)):
         result = files.read_json(path)
         where = {key: result[key] for key in ("profile", "server", "language")}
-        if result["status"] == "skipped":
+        if result["status"] == Status.SKIPPED:
             continue
-        if result["status"] != "ok":
+        if result["status"] != Status.OK:
             rows.append({**where, "check": "probe", "outcome": "fail", "note": result["reason"]})
         rows.extend({**where, **_with_met(check)} for check in result["checks"])
         for finding in result.get("lint_findings") or []:

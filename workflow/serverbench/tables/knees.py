@@ -22,7 +22,7 @@ from scipy.optimize import isotonic_regression
 
 from serverbench.plan.rates import KneeBound
 from serverbench.record import flags as flagging
-from serverbench.record.vocabulary import Outcome
+from serverbench.record.vocabulary import Outcome, Status
 from serverbench.tables.columns import KNEE_COLUMNS
 from serverbench.tables.latency import GROUP
 
@@ -33,7 +33,7 @@ def by_fraction(group: pd.DataFrame) -> list[dict]:
     """Per fraction: median p99 and offered rate of the ok repeats, and whether the rate held."""
     points = []
     for fraction, repeats in group.groupby("fraction", sort=True):
-        ok = repeats[repeats["status"] == "ok"]
+        ok = repeats[repeats["status"] == Status.OK]
         p99 = ok["latency_p99_ms"].dropna()
         # The rate counts as held where most repeats held it (one stall of the machine is not the server).
         not_held = sum("rate_not_held" in flagging.parsed(entry) for entry in ok["flags"])
@@ -54,7 +54,7 @@ def _repeats(group: pd.DataFrame) -> list[dict]:
     """Per fraction, its repeats: p99 of the ok ones, and how many held the rate."""
     out = []
     for fraction, repeats in group.groupby("fraction", sort=True):
-        ok = repeats[repeats["status"] == "ok"]
+        ok = repeats[repeats["status"] == Status.OK]
         held = [("rate_not_held" not in flagging.parsed(entry)) for entry in ok["flags"]]
         out.append({"fraction": float(fraction), "p99": ok["latency_p99_ms"].to_numpy(dtype=float), "held": held})
     return out

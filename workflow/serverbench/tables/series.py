@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from serverbench.record.model import load_record
+from serverbench.record.vocabulary import Status
 from serverbench.tables.columns import CELL_KEYS, STEADY_COLUMNS, WINDOW_COLUMNS, WORKER_COLUMNS
 from serverbench.tables.runs import MB
 
@@ -20,7 +21,7 @@ def worker_samples(paths) -> pd.DataFrame:
     for path in sorted(map(str, paths)):
         record = load_record(path)
         samples = record.server.samples
-        if record.status != "ok" or not samples:
+        if record.status != Status.OK or not samples:
             continue
         frame = pd.DataFrame(samples)
         if "phase" not in frame:
@@ -49,7 +50,7 @@ def steady_series(paths) -> pd.DataFrame:
     for path in sorted(map(str, paths)):
         record = load_record(path)
         steady = record.steady
-        if record.status != "ok" or steady is None or steady.status != "ok":
+        if record.status != Status.OK or steady is None or steady.status != Status.OK:
             continue
         cell = record.cell.to_dict()
         for second, rps in enumerate(steady.series_rps, start=1):
@@ -63,7 +64,7 @@ def window_series(paths) -> pd.DataFrame:
     for path in sorted(map(str, paths)):
         record = load_record(path)
         windows = record.windows
-        if record.status != "ok" or windows is None or windows.status != "ok":
+        if record.status != Status.OK or windows is None or windows.status != Status.OK:
             continue
         cell = record.cell.to_dict()
         frame = pd.DataFrame({"duration_s": windows.durations_s, "answers": windows.answers})

@@ -16,6 +16,7 @@ from scipy import stats
 
 from serverbench.record import flags as flagging
 from serverbench.record.model import cell_status
+from serverbench.record.vocabulary import Status
 from serverbench.tables import estimates
 from serverbench.tables.columns import AVERAGED_COLUMNS, CELL_KEYS, CONTEXT_COLUMNS, SUMMARY_COLUMNS
 
@@ -45,7 +46,7 @@ def spread(values) -> float | None:
 
 def _cell_row(key, group: pd.DataFrame, thresholds: dict, confidence: float, seed: int) -> dict:
     """One row of summary.csv (columns: model.SUMMARY_COLUMNS) from a cell's repeats."""
-    ok = group[group["status"] == "ok"]
+    ok = group[group["status"] == Status.OK]
     rps = ok["rps"].tolist()
     row = dict(zip(CELL_KEYS, key, strict=False))
     row["repeats"] = len(group)

@@ -9,6 +9,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from serverbench.lenses.advise.report import ranking_sentence, server_sentence
+from serverbench.record.vocabulary import Status
 
 CHART_ID = "chart-advice"
 CHART_TITLE = "The settings searched: capacity at the objective and memory, by workers × threads"
@@ -17,7 +18,7 @@ CHART_TITLE = "The settings searched: capacity at the objective and memory, by w
 def advice_chart(points: pd.DataFrame) -> dict:
     """The points searched: capacity at the objective over workers × threads (its interval as a
     rule), and the tree's PSS under that load below, a colour per server."""
-    data = points[points["status"] == "ok"].copy()
+    data = points[points["status"] == Status.OK].copy()
     data["workers × threads"] = data["workers"] * data["threads"]
     data["missed"] = data["capacity_missed_rps"].fillna(data["capacity_rps"])
     base = alt.Chart(data).encode(

@@ -168,7 +168,7 @@ def balance(launch: Launch, plan: dict) -> dict:
     by_pid = Counter(o.body.decode(errors="replace").strip() for o in outcomes if o.kind == reloads.OK and o.body)
     workers = launch.profile.workers
     if not by_pid or not all(pid.isdigit() for pid in by_pid):
-        return {"status": "not measured", "reason": f"the app does not answer {PID_PATH} with its process id"}
+        return {"status": Status.NOT_MEASURED, "reason": f"the app does not answer {PID_PATH} with its process id"}
     counts = sorted(by_pid.values(), reverse=True) + [0] * max(0, workers - len(by_pid))
     total = sum(counts)
     return {

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from serverbench.record.vocabulary import KIND_ORDER
+from serverbench.record.vocabulary import KIND_ORDER, Outcome, Status
 
 # A scaling server's processes idle and at the peak of a step of load, written "2 → 6".
 STEP_COLUMN = "processes idle → at a step's peak"
@@ -50,10 +50,10 @@ def operations_rows(table: pd.DataFrame, titles: dict | None = None) -> list[dic
         for column, (check, form) in COLUMNS.items():
             row[column] = _figure(by_check.get(check), form)
         idle = by_check.get("step_processes_idle")
-        if idle is not None and row[STEP_COLUMN] and idle["status"] == "ok":
+        if idle is not None and row[STEP_COLUMN] and idle["status"] == Status.OK:
             row[STEP_COLUMN] = f"{idle['value']:.0f} → {row[STEP_COLUMN]}"
         reasons = dict.fromkeys(
-            str(r["reason"]) for r in by_check.values() if isinstance(r["reason"], str) and r["status"] != "ok"
+            str(r["reason"]) for r in by_check.values() if isinstance(r["reason"], str) and r["status"] != Status.OK
         )
         row["notes"] = "; ".join(reasons)
         rows.append(row)
@@ -103,7 +103,7 @@ def _sentence(row: pd.Series) -> str:
         figure = f"{row['estimate']:+.1f} [{row['ci_low']:+.1f}, {row['ci_high']:+.1f}] a reload"
     else:
         figure = f"{_ratio(row['estimate'])}× [{_ratio(row['ci_low'])}–{_ratio(row['ci_high'])}]"
-    if row["outcome"] == "equivalent":
+    if row["outcome"] == Outcome.EQUIVALENT:
         return f"{a} and {b} ({row['kind']}): {words} equivalent, {figure}."
     if row["outcome"] in ("lower", "higher"):
         return f"{a} ({row['kind']} of {b}): {words} {row['outcome']}, {figure}."
@@ -117,7 +117,7 @@ def judged_sentences(judged: pd.DataFrame) -> list[str]:
         return []
     judged = judged.assign(order=judged["kind"].map(KIND_ORDER).fillna(len(KIND_ORDER)))
     judged = judged.sort_values(["order", "a", "b", "check"], kind="stable")
-    shown = judged[(judged["outcome"] != "undetermined") | (judged["kind"] == "A/A")]
+    shown = judged[(judged["outcome"] != Outcome.UNDETERMINED) | (judged["kind"] == "A/A")]
     sentences = [_sentence(row) for _, row in shown.iterrows()]
     left = len(judged) - len(shown)
     if left:

@@ -37,6 +37,7 @@ import pandas as pd
 from scipy import stats
 
 from serverbench import files
+from serverbench.record.vocabulary import Status
 from serverbench.tables.estimates import median_ci
 
 OPERATIONS_COLUMNS = [
@@ -64,7 +65,7 @@ def _row(result: dict, check: str, unit: str, values=None, status="ok", reason=N
     if values is not None:
         data = [v for v in values if v is not None]
         if not data:
-            return {**row, "status": "not measured", "reason": reason or "no life gave this figure", "n": 0}
+            return {**row, "status": Status.NOT_MEASURED, "reason": reason or "no life gave this figure", "n": 0}
         low, high = median_ci(data, CONFIDENCE)
         row.update(value=float(np.median(data)), ci_low=low, ci_high=high, n=len(data))
     return {**row, **figures}
@@ -82,7 +83,7 @@ def _slope(lives: list[dict], key: str) -> dict | None:
 
 def _lives(result: dict) -> tuple[list[dict], list[dict], list[dict]]:
     """(every life that ran, those at the profile's worker count, those with the reload check)."""
-    lives = [life for life in result["lives"] if life["status"] == "ok"]
+    lives = [life for life in result["lives"] if life["status"] == Status.OK]
     reloading = [life for life in lives if life.get("reload") is not None]
     at_profile = [life for life in lives if life["workers"] == (reloading[0]["workers"] if reloading else None)]
     return lives, at_profile or lives, reloading
@@ -124,7 +125,7 @@ def server_rows(result: dict) -> list[dict]:
         rows.append(
             _row(result, check, "MB", **slope)
             if slope
-            else _row(result, check, "MB", status="not measured", reason=why)
+            else _row(result, check, "MB", status=Status.NOT_MEASURED, reason=why)
         )
     return rows + _balance_rows(result, reloading) + _step_rows(result, reloading) + _reload_rows(result, reloading)
 
@@ -155,10 +156,10 @@ def _step_rows(result: dict, loaded: list[dict]) -> list[dict]:
 def _balance_rows(result: dict, loaded: list[dict]) -> list[dict]:
     """Jain's index over the workers' shares of the answers, and the busiest worker's share."""
     found = [life["balance"] for life in loaded if life.get("balance")]
-    measured = [b for b in found if b["status"] == "ok"]
+    measured = [b for b in found if b["status"] == Status.OK]
     if not measured:
         why = found[0]["reason"] if found else "no life measured it"
-        return [_row(result, check, "", status="not measured", reason=why) for check in BALANCE_CHECKS]
+        return [_row(result, check, "", status=Status.NOT_MEASURED, reason=why) for check in BALANCE_CHECKS]
     return [
         _row(result, "balance_jain", "index", [b["jain"] for b in measured]),
         _row(result, "balance_busiest_share", "share of answers", [b["busiest_share"] for b in measured]),

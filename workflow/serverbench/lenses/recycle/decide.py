@@ -17,7 +17,7 @@ import pandas as pd
 from serverbench.decide import bootstrap, margins
 from serverbench.decide.judgement import HIGHER, LOWER, UNDETERMINED
 from serverbench.lenses.recycle.record import Setting
-from serverbench.record.vocabulary import Kind, Metric
+from serverbench.record.vocabulary import Kind, Metric, Status
 
 SEED = 20261129
 RATIO, DIFFERENCE = bootstrap.Read.RATIO.value, bootstrap.Read.DIFFERENCE.value
@@ -92,7 +92,7 @@ def comparisons(result: dict) -> list[bootstrap.CheckComparison]:
     runs = {
         (Setting(**run["setting"]).label, run["client"], run.get("upstream") or ""): run
         for run in result["runs"]
-        if run.get("declared", True) and run["status"] == "ok"
+        if run.get("declared", True) and run["status"] == Status.OK
     }
     found = []
     for (label, client, upstream), run in sorted(runs.items()):

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from serverbench.record.vocabulary import Outcome, Status
+
 TITLE = "Do your workers restart, and what does it cost?"
 # The section's columns and how each figure of recycle.csv is written.
 COLUMNS = {
@@ -64,7 +66,7 @@ def table_rows(table: pd.DataFrame) -> list[dict]:
             bounded = " (bounded)" if row.get("bounded") is True or row.get("bounded") == "True" else " (growing)"
             shown[peak] += f" → {row['peak_second_half_mb']:.1f}{bounded}"
         # Why a run was not measured, last: a long reason in a figure's column widens the whole table.
-        shown["notes"] = f"{row['status']}: {row['reason']}" if row["status"] != "ok" else ""
+        shown["notes"] = f"{row['status']}: {row['reason']}" if row["status"] != Status.OK else ""
         rows.append(shown)
     return rows
 
@@ -78,7 +80,7 @@ def _clients(row: pd.Series) -> str:
 def own_sentences(table: pd.DataFrame) -> list[str]:
     """What each server does when not asked: restarts seen at its own setting, by client."""
     found = []
-    own = table[(table["setting"] == "own") & (table["status"] == "ok")]
+    own = table[(table["setting"] == "own") & (table["status"] == Status.OK)]
     for server, runs in own.groupby("server", sort=True):
         seen = {_clients(row): int(row["restarts"]) for _, row in runs.iterrows() if pd.notna(row["restarts"])}
         limit = runs["limit"].dropna()
@@ -103,7 +105,7 @@ def _sentence(row: pd.Series) -> str:
         figure = f"{row['estimate']:+.2f} [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]"
     else:
         figure = f"{row['estimate']:.2f}× [{row['ci_low']:.2f}–{row['ci_high']:.2f}]"
-    if row["outcome"] == "equivalent":
+    if row["outcome"] == Outcome.EQUIVALENT:
         return f"{row['a']} and {row['b']} ({where}): {words} equivalent, {figure}."
     return f"{row['a']} against {row['b']} ({where}): {words} {row['outcome']}, {figure}."
 
@@ -112,7 +114,7 @@ def verdict_sentences(judged: pd.DataFrame) -> list[str]:
     """Every decided comparison; how many were not."""
     if judged.empty:
         return []
-    shown = judged[judged["outcome"] != "undetermined"]
+    shown = judged[judged["outcome"] != Outcome.UNDETERMINED]
     sentences = [_sentence(row) for _, row in shown.iterrows()]
     if len(judged) > len(shown):
         sentences.append(f"{len(judged) - len(shown)} other comparisons undetermined (recycle_verdicts.csv).")
@@ -123,7 +125,7 @@ def capacity_rows(capacity: pd.DataFrame) -> list[dict]:
     rows = []
     for _, row in capacity.iterrows():
         shown = {title: _cell(row, column, form) for title, (column, form) in CAPACITY_COLUMNS.items()}
-        shown["notes"] = f"{row['status']}: {row['reason']}" if row["status"] != "ok" else ""
+        shown["notes"] = f"{row['status']}: {row['reason']}" if row["status"] != Status.OK else ""
         rows.append(shown)
     return rows
 
@@ -131,7 +133,7 @@ def capacity_rows(capacity: pd.DataFrame) -> list[dict]:
 def capacity_sentences(capacity: pd.DataFrame) -> list[str]:
     """Per server, its capacity at the set recycling against its own, life by life: shown, not judged."""
     found = []
-    measured = capacity[capacity["status"] == "ok"]
+    measured = capacity[capacity["status"] == Status.OK]
     for server, lives in measured.groupby("server", sort=True):
         own = lives[lives["setting"] == "own"]["capacity_rps"].tolist()
         for label, set_ in lives[lives["setting"] != "own"].groupby("setting", sort=True):

@@ -214,16 +214,16 @@ def capacity_table(results: Iterable[dict]) -> pd.DataFrame:
 
 
 def _check(keys: dict, name: str, value, unit: str, reason: str | None) -> dict:
-    status = Status.OK.value if value is not None and not pd.isna(value) else "not measured"
+    status = Status.OK if value is not None and not pd.isna(value) else Status.NOT_MEASURED
     return {
         **keys,
         "check": name,
-        "value": value if status == "ok" else None,
+        "value": value if status == Status.OK else None,
         "unit": unit,
         "ci_low": None,
         "ci_high": None,
         "status": status,
-        "reason": None if status == "ok" else reason,
+        "reason": None if status == Status.OK else reason,
     }
 
 

@@ -24,7 +24,7 @@ from serverbench.lens import Check
 from serverbench.lenses.releases.table import CONFORMANCE_CHECK, INSTALLED, read_installs, read_optional, releases_table
 from serverbench.plan.releases import baseline_of, versions_of
 from serverbench.record.conformance import met
-from serverbench.record.vocabulary import DECIDED, Kind, Outcome
+from serverbench.record.vocabulary import DECIDED, Kind, Outcome, Status
 
 BASELINE, PREVIOUS = "baseline", "previous"  # what a release is compared with
 VERDICT_COLUMNS = [
@@ -176,7 +176,7 @@ def release_verdicts(config: Mapping, judged: Judged, servers_by_profile: dict[s
 def installed_releases(table: pd.DataFrame) -> dict[str, list[str]]:
     """Each profile's releases that were installed (releases.csv): one that could not be is in the
     table with its reason, compared with none."""
-    installed = table[(table["check"] == INSTALLED) & (table["status"] == "ok")]
+    installed = table[(table["check"] == INSTALLED) & (table["status"] == Status.OK)]
     return {profile: sorted(set(rows["release"])) for profile, rows in installed.groupby("profile")}
 
 

@@ -26,6 +26,7 @@ from serverbench.decide.judgement import NOT_COMPARABLE
 from serverbench.decide.margins import Question, Side
 from serverbench.lenses.work import decide as work_lens
 from serverbench.plan.releases import by_server_of_release
+from serverbench.record.vocabulary import Status
 from serverbench.tables.columns import WORK_CONDITION
 
 BETWEEN_RUNS = Question.BETWEEN_RUNS
@@ -56,7 +57,7 @@ def _spreads(work: pd.DataFrame, config: dict) -> dict[tuple, float]:
     """Each (profile, workload)'s A/A spread of one run (absent: no twin measured). A server the
     config does not know (a catalogue of the run's own) has no twin declared here."""
     found = {}
-    known = work["server"].isin(config["catalogue"]) & (work["status"] == "ok")
+    known = work["server"].isin(config["catalogue"]) & (work["status"] == Status.OK)
     for key, rows in work[known].groupby(WORK_CONDITION):
         spread = work_lens.aa_spread(rows, config)
         if spread is not None:
@@ -79,8 +80,8 @@ def _mismatch(a: pd.Series, b: pd.Series) -> str:
 
 def _row(a: pd.Series, b: pd.Series, half_width: float, share: float) -> dict:
     row = {**{key: a[key] for key in KEY}, "a_instructions": a[FIGURE], "b_instructions": b[FIGURE]}
-    if a["status"] != "ok" or b["status"] != "ok":
-        why = "; ".join(f"{side}: {r['reason']}" for side, r in (("A", a), ("B", b)) if r["status"] != "ok")
+    if a["status"] != Status.OK or b["status"] != Status.OK:
+        why = "; ".join(f"{side}: {r['reason']}" for side, r in (("A", a), ("B", b)) if r["status"] != Status.OK)
         return {**row, "outcome": NOT_COMPARABLE, "why": why}
     differs = _mismatch(a, b)
     if differs:

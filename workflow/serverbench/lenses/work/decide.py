@@ -38,6 +38,7 @@ from serverbench.decide.judgement import (
     Reason,
 )
 from serverbench.decide.pairs import AA, declared_pairs
+from serverbench.record.vocabulary import Status
 from serverbench.tables.columns import WORK_CONDITION
 
 SPREAD_FLOOR = 0.001  # 0.1%: an interval never narrower than the lens's target spread
@@ -153,7 +154,7 @@ def _judge(
         "b_value": b[FIGURE],
         "margin": margin,
     }
-    missing = [row for row in (a, b) if row["status"] != "ok" or not row[FIGURE] or row[FIGURE] <= 0]
+    missing = [row for row in (a, b) if row["status"] != Status.OK or not row[FIGURE] or row[FIGURE] <= 0]
     if missing:
         why = tuple(Reason("no work figure", f"{row['server']}: {row['reason'] or 'no figure'}") for row in missing)
         return Comparison(**common, outcome=NOT_COMPARABLE, reasons=why)
@@ -177,7 +178,7 @@ def work_comparisons(work: pd.DataFrame, config: dict) -> list[Comparison]:
     for key, rows in work.groupby(WORK_CONDITION, sort=True):
         condition = tuple(zip(WORK_CONDITION, key, strict=True))
         by_server = {row["server"]: row for _, row in rows.iterrows()}
-        spread = aa_spread(rows[rows["status"] == "ok"], config)
+        spread = aa_spread(rows[rows["status"] == Status.OK], config)
         reasons = (
             ()
             if spread is not None

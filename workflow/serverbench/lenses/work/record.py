@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from serverbench.record.vocabulary import Status
+
 # /2: each life's raw outputs named (``raw``); /3: the client that sent the requests (``client``);
 # /5: every server counted with one worker (``workers``; /4 had the profile's);
 # /6: a server that ignores the environment's hash seed counted with a fixed one (``tools.preload``);
 # /7: a server with work_realtime at SCHED_FIFO, its client on its CPU (``tools.realtime_priority``);
 # a server with work_pairs counted over that many pairs (``instructions.pair_figures``)
 WORK_SCHEMA = "serverbench.work/7"
-WORK_STATUSES = ("ok", "failed", "skipped")
 
 
 @dataclass
@@ -117,7 +118,7 @@ class WorkRecord:
     server: str
     workload: str
     language: str
-    status: str = "failed"  # ok | skipped | failed (WORK_STATUSES)
+    status: Status = Status.FAILED
     reason: str | None = None
     requests: list[int] = field(default_factory=list)
     instructions: Instructions | None = None

@@ -12,7 +12,7 @@ import math
 
 import pandas as pd
 
-from serverbench.record.vocabulary import DECIDED, KIND_ORDER, Kind, Outcome
+from serverbench.record.vocabulary import DECIDED, KIND_ORDER, Kind, Outcome, Status
 from serverbench.tables.columns import WORK_CONDITION as CONDITION
 
 WHY_NOT_SPEED = (
@@ -115,7 +115,7 @@ def work_rows(work: pd.DataFrame, detail: pd.DataFrame, pairs_first: list[str]) 
             "reason": row["reason"] if isinstance(row["reason"], str) else "",
             "order": order.get(row["server"], len(order)),
         }
-        if row["status"] == "ok":
+        if row["status"] == Status.OK:
             figures.update(
                 instructions=f"{row['instructions_per_request']:,.0f}",
                 collector=_collector(row.get("collector_instructions_per_request")),
