@@ -1,26 +1,18 @@
 """The ``serverbench`` command: ``serverbench list [WHAT]``, ``serverbench plan PROFILE``, ``serverbench compare A B``,
 ``serverbench seeds RESULTS``,
 ``serverbench bisect SERVER GOOD BAD --check CHECK``, ``serverbench docs`` (the workflow itself runs with
-snakemake). Each command's module (report/, drive/) declares its arguments
-(``add_arguments``) and runs them (``run``); the usage is argparse's, so it names every
-option."""
+snakemake). Each command's usage (its help and ``add_arguments``) is declared in
+``drive/usage.py``, which imports none of what the commands run; the module that runs a command
+(report/, drive/) is imported only when it runs, so the usage (argparse's, naming every option)
+comes at once."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
-from serverbench.drive import bisect, compare, docsfigures, listing, preview
-from serverbench.report import seeds
-
-COMMANDS = {
-    "list": listing,
-    "plan": preview,
-    "compare": compare,
-    "seeds": seeds,
-    "bisect": bisect,
-    "docs": docsfigures,
-}
+from serverbench.drive.usage import COMMANDS
 
 
 def parser() -> argparse.ArgumentParser:
@@ -29,11 +21,9 @@ def parser() -> argparse.ArgumentParser:
         prog="serverbench", description="serverbench's reading commands (a run itself: snakemake --cores 4)"
     )
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, module in COMMANDS.items():
-        epilog = getattr(module, "EXIT_STATUS", None)
-        command = commands.add_parser(name, help=module.HELP, description=module.HELP, epilog=epilog)
-        module.add_arguments(command)
-        command.set_defaults(run=module.run)
+    for name, command in COMMANDS.items():
+        usage = commands.add_parser(name, help=command.help, description=command.help, epilog=command.exit_status)
+        command.add_arguments(usage)
     return top
 
 
@@ -44,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         parser().print_help(sys.stderr)
         return 2
     args = parser().parse_args(argv)
-    return args.run(args)
+    return importlib.import_module(COMMANDS[args.command].runs).run(args)
 
 
 if __name__ == "__main__":

@@ -9,10 +9,12 @@ import importlib
 import io
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from serverbench.lens import Check, ForestPanel, Inputs, Lens, Section, section_of
+
+if TYPE_CHECKING:  # pandas only where a panel's table is read: `serverbench --help` reads the lenses' checks
+    import pandas as pd
 
 # The registry: a lens is a package of serverbench.lenses with LENS in its __init__.
 BUILT_IN = (
@@ -58,6 +60,8 @@ def offered_checks(found: Iterable[Lens]) -> tuple[Check, ...]:
 
 def forest_panels(config: Mapping, tables: Iterable[Path | str]) -> list[tuple[ForestPanel, pd.DataFrame]]:
     """The forest's panels the lenses add, each with its verdict table where the run made it."""
+    import pandas as pd
+
     made = {Path(path).name: Path(path) for path in tables}
     found = [lens.forest for lens in lenses(config) if lens.forest is not None and lens.forest.table in made]
     return [(panel, pd.read_csv(made[panel.table])) for panel in found]

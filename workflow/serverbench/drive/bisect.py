@@ -41,9 +41,9 @@ from packaging.utils import (
     parse_wheel_filename,
 )
 from packaging.version import InvalidVersion, Version
-from snakemake.utils import update_config
 
 from serverbench import REPO_ROOT, files, registry
+from serverbench.drive import configfiles
 from serverbench.lenses.releases.decide import CHANGED, PREVIOUS
 from serverbench.lenses.releases.report import change_sentence
 from serverbench.lenses.releases.table import CONFORMANCE_CHECK as CONFORMANCE
@@ -52,8 +52,6 @@ from serverbench.plan import config as cfg
 from serverbench.plan.releases import distribution_of, package_of, release_name
 from serverbench.record.vocabulary import Outcome
 
-HELP = "the first release of a server whose check changed, measured in pairs (PyPI lists the releases)"
-EXIT_STATUS = "exit status: 0 the release named; 3 the two releases given do not differ on the check; 2 a usage error"
 PROFILE = "bisect"
 PYPI_SIMPLE = "https://pypi.org/simple"
 SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"  # PEP 691
@@ -125,12 +123,6 @@ def overlay(config: dict, server: str, pair: list[str], check: str, base_profile
         else:
             profile.pop(lens.profile_key, None)
     return {"profiles": {PROFILE: profile}, "conformance": check == CONFORMANCE}
-
-
-def checks(config: dict | None = None) -> tuple[str, ...]:
-    """Every check bisect takes: those the lenses offer a release is judged on, and conformance's."""
-    offered = registry.offered_checks(registry.lenses(config))
-    return (*(check.name for check in offered if check.judged), CONFORMANCE)
 
 
 def run_step(args, config: dict, pair: list[str], number: int) -> Step:
@@ -232,34 +224,15 @@ def bisect(args, config: dict, candidates: list[str]) -> tuple[int, list[Step], 
     return 0, steps, []
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("server", help="a catalogue server of config `releases` (gunicorn-gthread)")
-    parser.add_argument("good", help="the older release (the check as it was)")
-    parser.add_argument("bad", help="the newer release (the check changed)")
-    parser.add_argument("--check", required=True, choices=checks(), help="the check that differs")
-    parser.add_argument("--out", type=Path, default=Path("results-bisect"), help="where each step's run goes")
-    parser.add_argument("--profile", default="releases", help="whose settings each step runs with")
-    parser.add_argument("--config", type=Path, default=REPO_ROOT / "config.yaml")
-    parser.add_argument("--configfile", type=Path, nargs="*", default=[], help="config files of one's own, after it")
-    parser.add_argument("--cores", type=int, default=4)
-
-
-def _load(args) -> dict:
-    config = cfg.read(args.config)
-    for path in args.configfile:  # merged as snakemake merges --configfile
-        update_config(config, yaml.safe_load(Path(path).read_text()) or {})
-    return cfg.validate(config)
-
-
 def run(args: argparse.Namespace) -> int:
     try:
-        config = _load(args)
+        config = configfiles.load(args.config, args.configfile)
         package = package_of(config, args.server)
         if package is None:
             raise BisectError(f"{args.server!r} is not a server of any package in config `releases`")
         candidates = between(listed_versions(package, config["releases"][package]), args.good, args.bad)
         status, steps, could_be = bisect(args, config, candidates)
-    except BisectError as exc:
+    except (BisectError, cfg.ConfigError) as exc:
         sys.stderr.write(f"serverbench bisect: {exc}\n")
         return 2
     for step in steps:

@@ -14,61 +14,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 import pandas as pd
 
-from serverbench import REPO_ROOT
 from serverbench.decide import compare
+from serverbench.drive.usage import Inconclusive
 from serverbench.lenses.work import compare as compare_work
 from serverbench.plan import config as cfg
 
-HELP = "two result sets server by server, on work per request or speed; --fail-above for CI"
-EXIT_STATUS = (
-    "exit status: 0, or with --fail-above SHARE: 1 when a server is shown worse by more than SHARE, 0 when"
-    " every one is shown within it, 3 when the runs cannot tell (the change each could have shown is printed;"
-    " --inconclusive pass|fail turns it into 0 or 1); 2: a usage error"
-)
-INCONCLUSIVE = {"report": None, "pass": 0, "fail": compare.EXIT_REGRESSION}
+INCONCLUSIVE = {Inconclusive.REPORT: None, Inconclusive.PASS: 0, Inconclusive.FAIL: compare.EXIT_REGRESSION}
 SPEED_COLUMNS = [*compare.MATCH, "ratio", "ci_low", "ci_high", "p_holm", "detectable_drop", "outcome", "why"]
-
-
-def share(text: str) -> float:
-    """``5%`` or ``0.05``: a share."""
-    return float(text.rstrip("%")) / 100 if text.endswith("%") else float(text)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``serverbench compare``'s arguments (serverbench.cli builds the command line)."""
-    parser.add_argument("a", type=Path, help="the baseline result set (a results directory)")
-    parser.add_argument("b", type=Path, help="the result set compared with it")
-    parser.add_argument(
-        "--metric",
-        choices=["work", "speed"],
-        default=None,
-        help="work per request (the default where both runs counted it: results/work.csv) or speed",
-    )
-    parser.add_argument("--format", choices=["table", "csv", "markdown", "json"], default="table")
-    parser.add_argument("--fail-above", type=share, default=None, metavar="SHARE", help="e.g. 5%% or 0.05")
-    parser.add_argument(
-        "--inconclusive",
-        choices=list(INCONCLUSIVE),
-        default="report",
-        help="with --fail-above, when the runs cannot tell: exit 3 (report, the default), 0 (pass) or 1 (fail)",
-    )
-    parser.add_argument("--config", type=Path, default=REPO_ROOT / "config.yaml", help="whose comparisons section")
-    parser.add_argument(
-        "--normalise",
-        choices=["host", "ceiling"],
-        default="host",
-        help="speed: each run by its host's full speed (the steadiness check's; the ceiling where a run has"
-        " none), or by its ceiling server's",
-    )
-    parser.add_argument(
-        "--across-hosts",
-        action="store_true",
-        help="speed: compare runs made on different hosts (CPU model or kernel)",
-    )
 
 
 def render(table: pd.DataFrame, form: str) -> str:

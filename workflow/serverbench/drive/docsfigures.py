@@ -32,7 +32,6 @@ import yaml
 
 from serverbench import REPO_ROOT, files
 
-HELP = "write the figures the docs quote from docs/data/ (make docs); --check: exit 1 where one differs"
 DATA = REPO_ROOT / "docs" / "data"
 MARK = re.compile(r"<!-- (?P<kind>[a-z-]+):(?P<key>[A-Za-z0-9_.-]+) -->(?P<text>.*?)<!-- /(?P=kind) -->", re.DOTALL)
 
@@ -212,10 +211,6 @@ def stale(paths: list[Path] | None = None) -> list[Stale]:
     for path in paths or documents():
         found += [Stale(path, *change) for change in render(path.read_text())[1]]
     return found
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 where a figure differs")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,21 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
-from serverbench import REPO_ROOT, registry
-from serverbench.drive import bisect, docsfigures
+from serverbench import registry
+from serverbench.drive import configfiles, docsfigures
+from serverbench.drive.usage import LISTS, bisect_checks
 from serverbench.plan import config as cfg
 from serverbench.plan.catalogue import server_entry
-
-HELP = "list the lenses, profiles, servers, apps and checks this checkout has (from config and the lens registry)"
-WHAT = ("lenses", "profiles", "servers", "apps", "checks")
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("what", nargs="?", choices=WHAT, help="one list (every list, briefly, if left out)")
-    parser.add_argument("--config", type=Path, default=REPO_ROOT / "config.yaml", help="the config to read")
-    parser.add_argument("--json", action="store_true", help="as JSON, for a program")
 
 
 def first_sentence(text: str | None) -> str:
@@ -93,7 +84,7 @@ def lists(config: dict) -> dict[str, list]:
         "profiles": profiles(config),
         "servers": servers(config),
         "apps": apps(config),
-        "checks": [{"name": check} for check in bisect.checks(config)],
+        "checks": [{"name": check} for check in bisect_checks(config)],
     }
 
 
@@ -116,8 +107,12 @@ def line(what: str, row: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    found = lists(cfg.load(args.config))
-    chosen = [args.what] if args.what else list(WHAT)
+    try:
+        found = lists(configfiles.load(args.config, args.configfile))
+    except cfg.ConfigError as exc:
+        sys.stderr.write(f"serverbench list: {exc}\n")
+        return 2
+    chosen = [args.what] if args.what else list(LISTS)
     if args.json:
         json.dump({what: found[what] for what in chosen}, sys.stdout, indent=2)
         print()

@@ -1,6 +1,7 @@
 """``serverbench plan PROFILE [KEY=VALUE ...]``: what a run will do before it runs, and how long
-it will take here. From the config (with the same overrides ``snakemake --config`` takes), the
-cell matrix and the lens registry: the servers, the lenses and their jobs, the cells in their
+it will take here. From the config as the run reads it (``--configfile`` files of one's own
+merged over it and the overrides ``snakemake --config`` takes, ``drive.configfiles``), the cell
+matrix and the lens registry: the servers, the lenses and their jobs, the cells in their
 rounds (and the rounds precision may add), the conformance probes and the installs; then the
 time, job kind by job kind, from the records earlier runs on this host left in a results
 directory (each record's own seconds: the mean of its kind, the planned profiles' where there
@@ -22,12 +23,12 @@ from pathlib import Path
 import yaml
 
 from serverbench import REPO_ROOT, files, registry
-from serverbench.drive import docsfigures
+from serverbench.drive import configfiles, docsfigures
+from serverbench.plan import apps
 from serverbench.plan import config as cfg
 from serverbench.plan.matrix import Matrix
 from serverbench.plan.releases import releases_in
 
-HELP = "what a run of a profile will do (servers, lenses, jobs, cells, rounds, installs) and its time here"
 CELL_START_STOP_S = 3.0  # a cell's server started, verified and stopped, where no earlier run says
 SMALL_JOBS_S = 60.0  # the tables, charts and page at the end of a run
 
@@ -46,21 +47,13 @@ class Kind:
         return None if self.seconds_each is None else self.jobs * self.seconds_each
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("profile", help="a profile of config.yaml (serverbench list profiles)")
-    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="as snakemake --config takes them")
-    parser.add_argument("--config", type=Path, default=REPO_ROOT / "config.yaml", help="the config to read")
-    parser.add_argument("--results", type=Path, default=None, help="earlier runs' results (default: config's)")
-    parser.add_argument("--json", action="store_true", help="as JSON, for a program")
-
-
-def load(path: Path, profile: str, overrides: list[str]) -> dict:
-    """The config as snakemake --config PROFILE KEY=VALUE ... would read it."""
+def load(path: Path, own_files: list[Path], profile: str, overrides: list[str]) -> dict:
+    """The config as snakemake --configfile PATH FILE ... --config profile=PROFILE KEY=VALUE ... would read it."""
     pairs = {"profile": profile}
     for text in overrides:
         key, _, value = text.partition("=")
         pairs[key] = yaml.safe_load(value)
-    return cfg.load(path, pairs)
+    return configfiles.load(path, own_files, pairs)
 
 
 def record_seconds(path: Path) -> float | None:
@@ -212,6 +205,9 @@ def preview(config: dict, results: Path) -> dict:
     return {
         "profiles": list(matrix.profiles),
         "servers": servers,
+        # The app each profile's servers host and the workloads its cells load (a config of one's own may name both).
+        "apps": {name: apps.app_name(config, name) for name in matrix.profiles},
+        "workloads": {name: list(profile.workloads) for name, profile in matrix.profiles.items()},
         "lenses": lenses,
         "cells": len(matrix.cells),
         "rounds": {name: len({c.repeat for c in matrix.cells if c.profile == name}) for name in matrix.profiles},
@@ -240,11 +236,20 @@ def round_limit(name: str, plan: dict) -> str:
     return f"{name}: up to {plan['most_rounds'][name]} rounds{within}"
 
 
+def hosted(plan: dict) -> str:
+    """The app and its workloads, once where every profile hosts the same."""
+    said = {name: f"{plan['apps'][name]} with {', '.join(plan['workloads'][name])}" for name in plan["profiles"]}
+    if len(set(said.values())) == 1:
+        return next(iter(said.values()))
+    return "; ".join(f"{name}: {app}" for name, app in said.items())
+
+
 def text(plan: dict) -> str:
     rounds = ", ".join(f"{name}: {count}" for name, count in plan["rounds"].items())
     lines = [
         f"serverbench plan: {', '.join(plan['profiles'])}",
         f"  servers ({len(plan['servers'])}): {', '.join(plan['servers'])}",
+        f"  app: {hosted(plan)}",
         f"  lenses: {', '.join(['timed rounds', *plan['lenses']])}",
         f"  cells: {plan['cells']} in {rounds} round(s) (up to {plan['possible_cells']} where rounds are added)",
         f"  installs: {', '.join(plan['installs']) or 'none'}",
@@ -265,7 +270,7 @@ def text(plan: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        config = load(args.config, args.profile, args.overrides)
+        config = load(args.config, args.configfile, args.profile, args.overrides)
     except (cfg.ConfigError, KeyError) as exc:
         sys.stderr.write(f"serverbench plan: {exc}\n")
         return 2

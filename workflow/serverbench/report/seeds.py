@@ -112,16 +112,6 @@ def markdown(side_table: pd.DataFrame, claims: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-HELP = "the seed studies side by side with a run, and their claims judged in it"
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``serverbench seeds``'s arguments (serverbench.cli builds the command line)."""
-    parser.add_argument("results", type=Path, help="a results directory (runs.csv, summary.csv, verdicts.csv)")
-    parser.add_argument("--format", choices=["markdown", "csv"], default="markdown")
-    parser.add_argument("--claims", action="store_true", help="with --format csv: the claims, not the side by side")
-
-
 def run(args: argparse.Namespace) -> int:
     """``serverbench seeds RESULTS``: 0, or 2 where RESULTS is no results directory."""
     if not (args.results / "summary.csv").exists():

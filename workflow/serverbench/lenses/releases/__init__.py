@@ -6,6 +6,9 @@ from pathlib import Path
 from serverbench.lens import Inputs, Lens, Place, deferred
 from serverbench.plan.releases import install_record_name, releases_in, split_name
 
+# The checks this lens makes itself (releases.csv's `check`), here where reading them needs no pandas.
+INSTALLED, CONFORMANCE_CHECK = "installed", "conformance_met"
+
 print_releases, releases_context, releases_markdown = deferred(
     f"{__name__}.report", "print_releases", "releases_context", "releases_markdown"
 )

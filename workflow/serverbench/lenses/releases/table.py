@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from serverbench.lens import Check, Layout
+from serverbench.lenses.releases import CONFORMANCE_CHECK, INSTALLED
 from serverbench.record.conformance import met
 from serverbench.record.vocabulary import Status
 
@@ -36,7 +37,6 @@ RELEASE_COLUMNS = [
     "status",
     "reason",
 ]
-INSTALLED, CONFORMANCE_CHECK = "installed", "conformance_met"  # the checks this lens makes itself
 ROW_FIGURES = ("value", "unit", "ci_low", "ci_high", "status", "reason")
 
 
