@@ -94,6 +94,8 @@ def record(rows: list[dict], commit: str) -> None:
         figure = f"{seconds // 60} min {seconds % 60:02d} s{shortened} ({day}, {commit})"
         data[row["profile"]] = {"seconds": seconds, "figure": figure, "spent": row.get("spent", {}),
                                 "phases": row.get("phases", {})}  # fmt: skip
+        if row["overrides"] != "none":  # a fact as a field: plan and list read it, not the figure's words
+            data[row["profile"]]["shortened"] = row["overrides"].split()
     header = "".join(line + "\n" for line in PROFILE_DATA.read_text().splitlines() if line.startswith("#"))
     PROFILE_DATA.write_text(header + yaml.safe_dump(data, sort_keys=False, width=100))
     docsfigures.profile_times.cache_clear()  # the docs' times are read from the file just written

@@ -58,7 +58,22 @@ def profile_time_said(profile: str) -> str | None:
     found = profile_times().get(profile)
     if found is None:
         return None
-    return about(found["seconds"]) + (" here, estimated" if found.get("estimated") else " here")
+    said = about(found["seconds"]) + (" here, estimated" if found.get("estimated") else " here")
+    return said + (f", shortened with {' '.join(found['shortened'])}" if found.get("shortened") else "")
+
+
+def recorded_run(profile: str) -> dict | None:
+    """A profile's recorded whole run (its seconds and the overrides it was shortened with), None
+    where there is none or only an estimate."""
+    found = profile_times().get(profile)
+    if found is None or found.get("estimated"):
+        return None
+    return {
+        "seconds": float(found["seconds"]),
+        "shortened": list(found.get("shortened") or []),
+        "figure": found["figure"],
+        "phases": dict(found.get("phases") or {}),
+    }
 
 
 @cache

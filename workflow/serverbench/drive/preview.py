@@ -29,6 +29,7 @@ from serverbench.plan import config as cfg
 from serverbench.plan.matrix import Matrix
 from serverbench.plan.releases import releases_in
 
+CELLS_BY_THE_PROFILE = "the profile"  # a cell's time from its profile and a guessed start and stop
 CELL_START_STOP_S = 3.0  # a cell's server started, verified and stopped, where no earlier run says
 SMALL_JOBS_S = 60.0  # the tables, charts and page at the end of a run
 
@@ -41,6 +42,7 @@ class Kind:
     jobs: int
     seconds_each: float | None
     source: str  # "earlier runs here (N records)", "the profile", "unknown: no earlier run here"
+    timed_here: bool = False  # from records an earlier run here left
 
     @property
     def seconds(self) -> float | None:
@@ -143,28 +145,39 @@ def earlier(results: Path, folder: str, profiles: list[str]) -> list[float]:
 
 def kind(name: str, jobs: int, seen: list[float], fallback: float | None, fallback_source: str) -> Kind:
     if seen:
-        return Kind(name, jobs, statistics.mean(seen), f"earlier runs here ({len(seen)} records)")
+        return Kind(name, jobs, statistics.mean(seen), f"earlier runs here ({len(seen)} records)", timed_here=True)
     return Kind(name, jobs, fallback, fallback_source if fallback is not None else "unknown: no earlier run here")
 
 
-def cells_kind(matrix: Matrix, results: Path) -> Kind:
+# A cell's phases that are not its warm-up and load: what it spends starting, checking and stopping.
+OVERHEAD_PHASES = ("setup", "prepare", "start", "ready", "verify", "stop")
+
+
+def cells_kind(matrix: Matrix, results: Path, recorded: dict | None = None) -> Kind:
     """The cells: each its profile's warm-up and duration, plus the mean of what earlier cells
-    here took besides (else ``CELL_START_STOP_S``)."""
+    here took besides, else what the recorded run's cells took besides (the medians of their
+    phases), else ``CELL_START_STOP_S``."""
     base = results / "cells"
     seen = [cell_overhead(path) for path in base.rglob("*.json")] if base.is_dir() else []
     seen = [s for s in seen if s is not None and s >= 0]
-    overhead = statistics.mean(seen) if seen else CELL_START_STOP_S
-    source = f"the profile, and earlier cells here ({len(seen)} records)" if seen else "the profile"
+    phases = (recorded or {}).get("phases") or {}
+    if seen:
+        overhead, source = statistics.mean(seen), f"the profile, and earlier cells here ({len(seen)} records)"
+    elif all(name in phases for name in OVERHEAD_PHASES):
+        overhead = sum(float(phases[name]) for name in OVERHEAD_PHASES)
+        source = "the profile, and the recorded run's cell phases"
+    else:
+        overhead, source = CELL_START_STOP_S, CELLS_BY_THE_PROFILE
     measured = [float(matrix.profiles[c.profile].warmup or 0) + float(matrix.profiles[c.profile].duration or 0)
                 for c in matrix.cells]  # fmt: skip
     each = (statistics.mean(measured) + overhead) if measured else 0.0
-    return Kind("cells", len(matrix.cells), each, source)
+    return Kind("cells", len(matrix.cells), each, source, timed_here=bool(seen))
 
 
-def kinds(config: dict, matrix: Matrix, results: Path) -> list[Kind]:
+def kinds(config: dict, matrix: Matrix, results: Path, recorded: dict | None = None) -> list[Kind]:
     """Every kind of job the run will have, with its count and time."""
     profiles = list(matrix.profiles)
-    found = [cells_kind(matrix, results)]
+    found = [cells_kind(matrix, results, recorded)]
     if config["conformance"]:
         probes = {(matrix.conformance_profile(c.profile, c.server), c.server) for c in matrix.cells}
         found.append(kind("conformance probes", len(probes), earlier(results, "conformance", profiles), None, ""))
@@ -193,12 +206,38 @@ def added_rounds_seconds(matrix: Matrix, each: float) -> dict[str, float]:
     return added
 
 
-def preview(config: dict, results: Path) -> dict:
-    """What the run will do and its estimated time (the module's docstring), as data."""
+def from_recorded(found: list[Kind], recorded: dict | None) -> list[Kind]:
+    """The kinds no earlier run here times, given what the recorded whole run of the profile (as
+    planned: written, or shortened the same way) spent beyond the kinds that are timed: on a fresh
+    clone a lens's jobs are known only from it (docs/data/profile-times.yaml). Where the cells'
+    guessed overhead alone (no earlier cells here) passes the recorded run, the recorded run's
+    time is the cells'."""
+    if recorded is None or any(k.timed_here for k in found):
+        return found  # a run here timed some of it: what it did not time is said, not filled in
+    total = recorded["seconds"] - SMALL_JOBS_S
+    cells, rest = found[0], found[1:]
+    guessed = cells.source == CELLS_BY_THE_PROFILE
+    if guessed and cells.seconds + sum(k.seconds or 0.0 for k in rest) > total:
+        left = max(0.0, total - sum(k.seconds or 0.0 for k in rest))
+        cells = Kind(cells.name, cells.jobs, left / cells.jobs, f"the recorded run of {recorded['profile']}")
+        rest = [Kind(k.name, k.jobs, 0.0, "within the recorded run") if k.seconds is None else k for k in rest]
+        return [cells, *rest]
+    unknown = [k for k in found if k.seconds is None]
+    if not unknown:
+        return found
+    left = max(0.0, total - sum(k.seconds for k in found if k.seconds is not None))
+    each = left / sum(k.jobs for k in unknown)
+    source = f"the recorded run of {recorded['profile']} ({recorded['figure']}) less the jobs timed above, shared"
+    return [Kind(k.name, k.jobs, each, source) if k.seconds is None else k for k in found]
+
+
+def preview(config: dict, results: Path, recorded: dict | None = None) -> dict:
+    """What the run will do and its estimated time (the module's docstring), as data; ``recorded``:
+    the recorded whole run of the one profile planned, where it was run as this plan runs it."""
     matrix = Matrix(config)
     servers = sorted({cell.server for cell in matrix.cells})
     lenses = [lens.name for lens in registry.lenses(config) if lens.jobs(config, matrix)]
-    found = kinds(config, matrix, results)
+    found = from_recorded(kinds(config, matrix, results, recorded), recorded)
     known = [k.seconds for k in found if k.seconds is not None]
     estimated = sum(known) + SMALL_JOBS_S
     added = added_rounds_seconds(matrix, found[0].seconds_each or 0.0)
@@ -268,6 +307,15 @@ def text(plan: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def recorded_as_planned(args: argparse.Namespace) -> dict | None:
+    """The profile's recorded whole run, where this plan runs it the same way: the shipped config,
+    no config file of one's own, and the overrides the recorded run was shortened with, if any."""
+    found = docsfigures.recorded_run(args.profile)
+    if found is None or args.configfile or args.config != REPO_ROOT / "config.yaml":
+        return None
+    return {**found, "profile": args.profile} if sorted(args.overrides) == sorted(found["shortened"]) else None
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         config = load(args.config, args.configfile, args.profile, args.overrides)
@@ -275,6 +323,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"serverbench plan: {exc}\n")
         return 2
     results = args.results or (REPO_ROOT / str(config["results"]))
-    plan = preview(config, results)
+    plan = preview(config, results, recorded_as_planned(args))
     sys.stdout.write(json.dumps(plan, indent=2) + "\n" if args.json else text(plan))
     return 0
