@@ -156,13 +156,45 @@ IN_WORDS = {
 }
 
 
+def cheapest_sentence(judged: pd.DataFrame, work: pd.DataFrame, titles: dict | None = None) -> str:
+    """Which servers do the least work per request here, per language, and how much more each
+    other does: the Answers' first sentence (a server measured again under another name or made
+    costlier on purpose, the controls, left out; so are the baselines that host no app)."""
+    controls = set(judged.loc[judged["kind"].isin([Kind.AA, Kind.VARIANT]), "a"])
+    controls |= set(judged.loc[judged["kind"] == Kind.CEILING, "b"])  # the ceiling serves no app
+    counted = work[(work["status"] == Status.OK) & work["instructions_per_request"].gt(0)]
+    counted = counted[~counted["server"].isin(controls)]
+    several = counted[list(CONDITION)].drop_duplicates().shape[0] > 1
+    parts = []
+    for scope, rows in counted.groupby([*CONDITION, "language"], sort=True):
+        ranked = rows.sort_values("instructions_per_request")
+        least = ranked.iloc[0]
+        others = ", ".join(
+            f"{row.server} {row.instructions_per_request / least['instructions_per_request']:.2f}×"
+            for row in ranked.iloc[1:].itertuples()
+        )
+        where = f" ({' · '.join(map(str, scope[:-1]))})" if several else ""
+        then = f", then {others} its instructions" if others else ""
+        parts.append(
+            f"{_title(titles, scope[-1])}{where}: {least['server']} "
+            f"({least['instructions_per_request']:,.0f} instructions a request){then}"
+        )
+    if not parts:
+        return ""
+    return (
+        "The least work per request here, counted (the host's speed does not move a count): " + "; ".join(parts) + "."
+    )
+
+
 def lead_clauses(judged: pd.DataFrame, work: pd.DataFrame, titles: dict | None = None) -> dict[str, list[str]]:
-    """What the work lens says of the same-server pairs (one program, two languages): the
-    Answers' first paragraph, split into the sentences it decided and those it did not."""
+    """What the work lens says first: which servers do the least work per request, then the
+    same-server pairs (one program, two languages); the Answers' first paragraph, split into
+    the sentences it decided and those it did not."""
     same = judged[(judged["kind"] == Kind.SAME_SERVER) & judged["ratio"].notna()]
     languages = dict(zip(work["server"], work["language"], strict=False)) if "language" in work else {}
     several = judged[list(CONDITION)].drop_duplicates().shape[0] > 1
-    found: dict[str, list[str]] = {"decided": [], "undecided": []}
+    cheapest = cheapest_sentence(judged, work, titles)
+    found: dict[str, list[str]] = {"decided": [cheapest] if cheapest else [], "undecided": []}
     for scope, rows in same.groupby(list(CONDITION), sort=True):
         where = f" ({' · '.join(map(str, scope))})" if several else ""
         first, second = (_title(titles, languages.get(rows[side].iloc[0])) for side in ("a", "b"))
