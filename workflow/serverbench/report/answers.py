@@ -124,7 +124,7 @@ def _best_clause(condition: pd.DataFrame, titles: dict[str, str]) -> str:
     first, second = _title(titles, row["language_a"]), _title(titles, row["language_b"])
     text = (
         f"the fastest {first} server was {row['a']} and the fastest {second} server {row['b']}, "
-        f"{row['ratio']:.2f}× apart (described, not tested"
+        f"{row['a']} at {row['ratio']:.2f}× {row['b']}'s requests per second (described, not tested"
     )
     left_out = _pairs(row.get("left_out"))
     if left_out:
