@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from serverbench.record.model import CellRecord
 from serverbench.record.sections import Checks, OpenLoop
-from serverbench.record.vocabulary import Status
+from serverbench.record.vocabulary import Framing, Status
 
 SEPARATOR = ";"
 # A run the keep-alive timeout would stretch by under this many seconds is not judged by it.
@@ -44,6 +44,12 @@ FLAG_HELP = {
     ),
     "single_repeat": "one successful repeat: its spread, so its stability, is unknown",
     "no_keepalive": "the server closes each connection: the tool reconnects for every request",
+    "close_delimited": (
+        "the server ends each answer by closing the connection (no Content-Length, not chunked): no connection"
+        " is reused, so every request pays a new connection; Plack::Middleware::ContentLength (Perl) or setting"
+        " Content-Length fixes it (wrk also counts each such answer as a read error and opens a connection it never"
+        " uses for it: its run is keepalive_broken too)"
+    ),
     "starved": "some connections got (almost) no answers while others were served: the figure hides waiting clients",
     "no_traffic": "no connection received any answer while the sockets were read",
     "backlog_small": "more connections than the server's listen backlog: connects may be refused or delayed",
@@ -68,6 +74,8 @@ def cell_flags(record: CellRecord, thresholds: dict, ceiling: str | None = None)
     flags = _load_flags(record, thresholds) + _resource_flags(record, thresholds, record.cell.server == ceiling)
     if record.verify is not None and record.verify.keepalive in ("closes-announced", "closes-silently"):
         flags.append("no_keepalive")
+    if record.verify is not None and record.verify.framing == Framing.CLOSE_DELIMITED:
+        flags.append("close_delimited")
     flags += _fairness_flags(record, thresholds) + _self_check_flags(record, thresholds)
     flags += open_loop_flags(record.open_loop, thresholds)
     backlog = record.limits.effective_backlog if record.limits else None

@@ -160,6 +160,7 @@ class Verification(Section):
     content_type: str | None = None
     content_length: int | None = None
     chunked: bool = False
+    framing: str | None = None  # how the answer's end is known: a vocabulary.Framing (None before it was recorded)
     body_bytes: int | None = None
     keepalive: str | None = None
     headers: dict = field(default_factory=dict)

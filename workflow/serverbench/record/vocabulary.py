@@ -123,3 +123,17 @@ DECIDED = frozenset(
         Outcome.HIGHER_P99,
     }
 )
+
+
+class Framing(StrEnum):
+    """How the end of a server's answer is known (RFC 9112 6.3), as the verifier found it."""
+
+    CONTENT_LENGTH = "content-length"
+    CHUNKED = "chunked"
+    # Neither: the server closed the connection after the body, so the close ends the answer.
+    # Valid, but no connection is reused: every request pays a new one.
+    CLOSE_DELIMITED = "close-delimited"
+    # Neither, yet the server kept the connection open after the body (it answered another
+    # request on it, or did not close it within the timeout): a client sees the answer end only
+    # when the server's idle timeout closes the connection (uWSGI's --http11-socket does this).
+    UNDELIMITED = "undelimited"
