@@ -9,6 +9,7 @@ planted tables first.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -23,7 +24,7 @@ from serverbench.lenses.front.decide import front_verdicts
 from serverbench.lenses.front.measure import conditions, deployments_of, run_front
 from serverbench.lenses.front.record import EVERY_SLOW_KIND, FrontAnswer, Relative, SlowKind, load_front
 from serverbench.lenses.front.report import server_sentence, starved_cell
-from serverbench.lenses.front.table import front_table, work_rows
+from serverbench.lenses.front.table import Counted, front_table
 from serverbench.plan import config as cfg
 from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import effective_profile
@@ -105,7 +106,7 @@ def planted_table(bare_kept: list[float], fronted_kept: list[float] | None, alon
 
 def test_a_front_that_keeps_the_rate_bare_loses_is_needed():
     config = cfg.load(REPO_ROOT / "config.yaml")
-    verdicts = front_verdicts(planted_table([0.0, 0.0, 0.02], [0.95, 0.97, 0.93]), work_rows([]), config)
+    verdicts = front_verdicts(planted_table([0.0, 0.0, 0.02], [0.95, 0.97, 0.93]), Counted.nothing(), config)
     saved = verdicts[(verdicts["metric"] == Metric.KEPT) & (verdicts["a"] == "planted+nginx")].iloc[0]
     assert saved["outcome"] == Outcome.HIGHER and (verdicts["answer"] == FrontAnswer.NEEDS).all()
     bare = verdicts[(verdicts["metric"] == Metric.KEPT) & (verdicts["a"] == "planted")].iloc[0]
@@ -114,9 +115,9 @@ def test_a_front_that_keeps_the_rate_bare_loses_is_needed():
 
 def test_a_server_whose_rate_slow_clients_do_not_touch_does_not_need_one():
     config = cfg.load(REPO_ROOT / "config.yaml")
-    verdicts = front_verdicts(planted_table([0.99, 1.01, 1.0], None), work_rows([]), config)
+    verdicts = front_verdicts(planted_table([0.99, 1.01, 1.0], None), Counted.nothing(), config)
     assert (verdicts["answer"] == FrontAnswer.NOT_NEEDED).all()
-    noisy = front_verdicts(planted_table([0.2, 1.3, 0.6], None), work_rows([]), config)
+    noisy = front_verdicts(planted_table([0.2, 1.3, 0.6], None), Counted.nothing(), config)
     assert (noisy["answer"] == FrontAnswer.UNDETERMINED).all()  # an interval this wide decides nothing
 
 
@@ -126,7 +127,7 @@ def test_a_server_starved_in_some_placements_needs_a_front_and_says_in_how_many(
     the difference is too wide to decide, the placements are not: it needs a front, k of n said."""
     config = cfg.load(REPO_ROOT / "config.yaml")
     table = planted_table([1.0, 0.0, 0.98, 1.02, 0.0, 0.97], [0.95, 0.97, 0.93, 0.96, 0.94, 0.99])
-    verdicts = front_verdicts(table, work_rows([]), config)
+    verdicts = front_verdicts(table, Counted.nothing(), config)
     kept = verdicts[verdicts["metric"] == Metric.KEPT].set_index(["a", "slow"])
     fronted = kept.loc[("planted+nginx", SlowKind.SENDERS)]
     assert fronted["outcome"] == Outcome.UNDETERMINED  # the interval alone could not tell
@@ -138,9 +139,9 @@ def test_a_server_starved_in_some_placements_needs_a_front_and_says_in_how_many(
     assert "starved them in 2 of 6 placements bare, 0 of 6 behind nginx" in sentence, sentence
     assert starved_cell(verdicts) == "2 of 6 → 0 of 6"
     # Bare only, starved once in six, pooled share otherwise whole: it cannot be said not to need one.
-    once = front_verdicts(planted_table([1.0, 1.0, 0.0, 1.0, 1.0, 1.0], None), work_rows([]), config)
+    once = front_verdicts(planted_table([1.0, 1.0, 0.0, 1.0, 1.0, 1.0], None), Counted.nothing(), config)
     assert (once["answer"] == FrontAnswer.UNDETERMINED).all()
-    never = front_verdicts(planted_table([1.0, 0.99, 1.01, 1.0, 0.98, 1.0], None), work_rows([]), config)
+    never = front_verdicts(planted_table([1.0, 0.99, 1.01, 1.0, 0.98, 1.0], None), Counted.nothing(), config)
     assert (never["answer"] == FrontAnswer.NOT_NEEDED).all()
 
 
@@ -148,18 +149,18 @@ def test_placements_count_against_the_profiles_starved_share():
     """A placement starves below ``starved_share`` of the rate alone (0.2 shipped), at it not."""
     config = cfg.load(REPO_ROOT / "config.yaml")
     table = planted_table([0.19, 0.2, 0.5], [1.0, 1.0, 1.0])
-    kept = front_verdicts(table, work_rows([]), config)
+    kept = front_verdicts(table, Counted.nothing(), config)
     pooled = kept[(kept["slow"] == EVERY_SLOW_KIND) & (kept["a"] == "planted+nginx")].iloc[0]
     assert (pooled["starved_a"], pooled["starved_b"]) == (0, 1)
     config["profiles"]["front"]["front"]["starved_share"] = 0.6
-    kept = front_verdicts(table, work_rows([]), config)
+    kept = front_verdicts(table, Counted.nothing(), config)
     pooled = kept[(kept["slow"] == EVERY_SLOW_KIND) & (kept["a"] == "planted+nginx")].iloc[0]
     assert (pooled["starved_a"], pooled["starved_b"]) == (0, 3)
 
 
 def answer_of(record) -> pd.DataFrame:
     """The record's comparisons and answer, as the front lens's table job makes them."""
-    return front_verdicts(front_table([record]), work_rows([]), record_config())
+    return front_verdicts(front_table([record]), Counted.nothing(), record_config())
 
 
 def record_config() -> dict:
@@ -298,3 +299,37 @@ def test_the_front_profile_answers_through_the_workflow_with_the_fronts_work(tmp
     assert "## Does it need a front?" in (results / "answers.md").read_text()
     assert "Does it need a front?" in done.stdout and "gunicorn-gthread (python):" in done.stdout
     assert len(front_table([load_front(json.loads((results / "front/front/gunicorn-gthread.json").read_text()))]))
+
+
+def test_the_front_is_judged_on_what_other_lenses_count_per_request(tmp_path):
+    """The work lens's offered checks that carry a margin (instructions and syscalls per request)
+    are read from its table through their declarations, and the front's deployment is judged on
+    each against bare within the margin the check names (work_lens.margin, 0.5%): counts
+    10% higher behind nginx are more work, 0.1% higher are equivalent."""
+    from serverbench import registry
+    from serverbench.lenses.front.table import counted_rows
+
+    config = cfg.load(REPO_ROOT / "config.yaml")
+    work = tmp_path / "work.csv"
+    pd.DataFrame(
+        [
+            {"profile": "front", "workload": "hello", "server": "gunicorn", "status": "ok",
+             "instructions_per_request": 100_000.0, "syscalls_per_request": 20.0},
+            {"profile": "front", "workload": "hello", "server": "gunicorn+nginx", "status": "ok",
+             "instructions_per_request": 110_000.0, "syscalls_per_request": 20.02},
+        ]
+    ).to_csv(work, index=False)  # fmt: skip
+    checks = [dataclasses.asdict(check) for check in registry.offered_checks(registry.lenses(config))]
+    counted = counted_rows(checks, [work, tmp_path / "recycle_checks.csv"], config)
+    assert [(check.name, check.margin) for check in counted.checks] == [
+        ("instructions_per_request", 0.005),
+        ("syscalls_per_request", 0.005),
+    ]
+    names = {"planted": "gunicorn", "planted+nginx": "gunicorn+nginx"}  # catalogue servers: their spread is read
+    table = planted_table([0.0, 0.0, 0.02], [0.95, 0.97, 0.93]).replace({"server": names, "deployment": names})
+    verdicts = front_verdicts(table, counted, config)
+    judged = verdicts[verdicts["metric"] == Metric.WORK].set_index("count")
+    assert judged.loc["instructions_per_request", "outcome"] == Outcome.MORE_WORK
+    assert judged.loc["instructions_per_request", "ratio"] == pytest.approx(1.1)
+    assert judged.loc["syscalls_per_request", "outcome"] == Outcome.EQUIVALENT
+    assert (judged["margin"] == 0.005).all()

@@ -56,6 +56,9 @@ class Check:
     # How a figure and a ratio are written (str.format fields: value, unit).
     figure: str = "{value:.3g} {unit}"
     ratio_digits: int = 2
+    # A figure counted per request (not timed): the dotted config key of the margin within which
+    # two deployments' figures are the same. Another lens (front) compares on every such check.
+    margin_key: str | None = None
 
     @property
     def judged(self) -> bool:

@@ -45,6 +45,7 @@ from scipy import stats
 from serverbench.decide import margins
 from serverbench.decide.judgement import Comparison, Reason
 from serverbench.lenses.front.record import ALONE, EVERY_SLOW_KIND, FrontAnswer, SlowKind
+from serverbench.lenses.front.table import Counted
 from serverbench.plan.catalogue import server_entry
 from serverbench.record.vocabulary import Kind, Metric, Outcome, Status
 
@@ -183,27 +184,23 @@ def spared(comparison: Comparison) -> bool:
     return bool(isinstance(comparison, KeptComparison) and comparison.starved_b and comparison.starved_a == 0)
 
 
-WORK_COUNTS = ("instructions_per_request", "syscalls_per_request")
-
-
-def work(work_table: pd.DataFrame, a: str, b: str, config: dict, server_row) -> list[Comparison]:
-    """Instructions and syscalls per request behind the front (its own counted in) over bare,
-    where the run counted both; each widened by the servers' declared spread."""
-    rows = work_table[(work_table["profile"] == server_row["profile"]) & (work_table["server"].isin([a, b]))]
-    counted = rows.set_index("server")
-    if a not in counted.index or b not in counted.index:
+def work(counted: Counted, a: str, b: str, config: dict, server_row) -> list[Comparison]:
+    """Each counted figure (instructions, syscalls per request) behind the front (its own counted
+    in) over bare, where the run counted both; each widened by the servers' declared spread."""
+    rows = counted.rows[(counted.rows["profile"] == server_row["profile"]) & (counted.rows["server"].isin([a, b]))]
+    figures = rows.set_index("server")
+    if a not in figures.index or b not in figures.index:
         return []
-    margin = float(config["work_lens"]["margin"])
     spread = max(server_entry(config, name).work_spread or 0.0 for name in (a, b))
     found = []
-    for count in WORK_COUNTS:
-        figure_a, figure_b = float(counted.loc[a, count]), float(counted.loc[b, count])
+    for check in counted.checks:
+        figure_a, figure_b = float(figures.loc[a, check.name]), float(figures.loc[b, check.name])
         if not figure_b > 0:
             continue
-        made = _made(server_row, a, b, Metric.WORK, (("slow", SlowKind.NONE), ("count", count)), margin)
+        made = _made(server_row, a, b, Metric.WORK, (("slow", SlowKind.NONE), ("count", check.name)), check.margin)
         ratio = figure_a / figure_b
         low, high = ratio / (1 + spread), ratio * (1 + spread)
-        side = margins.side(low, high, margin, margins.Question.IN_ONE_RUN)
+        side = margins.side(low, high, check.margin, margins.Question.IN_ONE_RUN)
         found.append(
             Comparison(
                 outcome=margins.outcome(side, above=Outcome.MORE_WORK, below=Outcome.LESS_WORK),
@@ -234,7 +231,7 @@ def answer(comparisons: list[Comparison], fronted: bool) -> FrontAnswer:
     return FrontAnswer.UNDETERMINED
 
 
-def _server_comparisons(runs: pd.DataFrame, work_table, config, spec: dict) -> list[Comparison]:
+def _server_comparisons(runs: pd.DataFrame, counted: Counted, config, spec: dict) -> list[Comparison]:
     server_row = runs.iloc[0]
     bare = server_row["server"]
     ok = runs[runs["deployment_status"] == Status.OK].dropna(subset=["kind"])
@@ -251,17 +248,17 @@ def _server_comparisons(runs: pd.DataFrame, work_table, config, spec: dict) -> l
         found.extend(saving(ok, front, bare, condition, spec, server_row) for condition in conditions)
         if pooling:
             found.append(saving(ok, front, bare, every, spec, server_row, every=conditions))
-        found.extend(work(work_table, front, bare, config, server_row))
+        found.extend(work(counted, front, bare, config, server_row))
     return found
 
 
-def front_verdicts(table: pd.DataFrame, work_table: pd.DataFrame, config: dict) -> pd.DataFrame:
+def front_verdicts(table: pd.DataFrame, counted: Counted, config: dict) -> pd.DataFrame:
     """Every comparison of every server's front job, and its answer, as rows."""
     rows = []
     if table.empty:
         return pd.DataFrame(columns=["profile", "server", "answer"])
     for (profile, server), runs in table.groupby(["profile", "server"], sort=True):
-        found = _server_comparisons(runs, work_table, config, config["profiles"][profile]["front"])
+        found = _server_comparisons(runs, counted, config, config["profiles"][profile]["front"])
         fronted = (
             runs["fronted"].astype(bool).any()
             and (runs[runs["fronted"].astype(bool)]["deployment_status"] == Status.OK).any()

@@ -1,19 +1,26 @@
 """front.csv: a row per run of the normal clients (``record.front.Run``) of every front job,
 with its deployment and the slow clients' account; a deployment that never ran is a row with
-its status and reason. The work lens's rows of the same servers, for the front's work."""
+its status and reason. The figures other lenses count per request of the same servers (their
+offered checks with a margin: the work lens's instructions and syscalls), for the front's work."""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from serverbench.lens import Layout
 from serverbench.lenses.front.record import Deployment, FrontRecord, Run, load_front
 from serverbench.record.units import megabytes
 from serverbench.record.vocabulary import Status
 
-WORK_COLUMNS = ["profile", "workload", "server", "status", "instructions_per_request", "syscalls_per_request"]
+# A counted check's row: the figure of one server in one profile's workload.
+KEY_COLUMNS = ["profile", "workload", "server"]
 
 
 def read_records(paths) -> list[FrontRecord]:
@@ -85,10 +92,45 @@ def front_table(records: list[FrontRecord]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def work_rows(paths) -> pd.DataFrame:
-    """The work lens's rows (work.csv) where the run counted work, else an empty table."""
-    found = [path for path in paths if Path(path).name == "work.csv"]
-    if not found:
-        return pd.DataFrame(columns=WORK_COLUMNS)
-    work = pd.read_csv(found[0])
-    return work[work["status"] == Status.OK][WORK_COLUMNS]
+@dataclass(frozen=True)
+class CountedCheck:
+    """A figure another lens counts per request and offers (``lens.Check`` with a ``margin_key``):
+    its column and the margin within which two deployments' figures are the same."""
+
+    name: str
+    margin: float
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The counted checks the run made, and their rows (profile, workload, server and a column
+    each) of the servers whose counts are ok; empty where the run counted nothing."""
+
+    checks: tuple[CountedCheck, ...]
+    rows: pd.DataFrame
+
+    @classmethod
+    def nothing(cls) -> Counted:
+        """A run that counted nothing per request."""
+        return cls((), pd.DataFrame(columns=KEY_COLUMNS))
+
+
+def _config_value(config: Mapping, dotted: str):
+    return functools.reduce(lambda found, key: found[key], dotted.split("."), config)
+
+
+def counted_rows(checks: Iterable[Mapping], paths, config: Mapping) -> Counted:
+    """The offered checks counted per request (those declaring a margin, a column of their table)
+    whose tables are among ``paths``, read as ``Counted``."""
+    made = {Path(path).name: Path(path) for path in paths}
+    wanted = [c for c in checks if c.get("margin_key") and c["layout"] == Layout.COLUMN and c["table"] in made]
+    if not wanted:
+        return Counted.nothing()
+    tables = []
+    for table, group in itertools.groupby(sorted(wanted, key=lambda c: c["table"]), key=lambda c: c["table"]):
+        found = pd.read_csv(made[table])
+        columns = [c["name"] for c in group]
+        tables.append(found[found["status"] == Status.OK][[*KEY_COLUMNS, *columns]].set_index(KEY_COLUMNS))
+    rows = pd.concat(tables, axis=1).reset_index()
+    margins = tuple(CountedCheck(c["name"], float(_config_value(config, c["margin_key"]))) for c in wanted)
+    return Counted(margins, rows)

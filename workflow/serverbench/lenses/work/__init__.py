@@ -8,6 +8,8 @@ from serverbench.record.vocabulary import Outcome
 
 print_work, work_context, work_markdown = deferred(f"{__name__}.report", "print_work", "work_context", "work_markdown")
 
+# Two servers' counts are the same within this config key's margin (front compares on them too).
+MARGIN_KEY = "work_lens.margin"
 # What it offers to releases and bisect: a release is judged on instructions (work_verdicts.csv),
 # shown its syscalls.
 CHECKS = (
@@ -22,8 +24,16 @@ CHECKS = (
         estimate="ratio",
         figure="{value:,.0f}",
         ratio_digits=4,
+        margin_key=MARGIN_KEY,
     ),
-    Check("syscalls_per_request", "syscalls / request", "work.csv", Layout.COLUMN, unit="syscalls"),
+    Check(
+        "syscalls_per_request",
+        "syscalls / request",
+        "work.csv",
+        Layout.COLUMN,
+        unit="syscalls",
+        margin_key=MARGIN_KEY,
+    ),
 )
 
 
