@@ -7,8 +7,6 @@ without reading a traceback.
 
 from __future__ import annotations
 
-import copy
-import functools
 import os
 import re
 import resource
@@ -21,11 +19,10 @@ from serverbench import REPO_ROOT
 from serverbench.plan import apps, scaling
 from serverbench.plan.fronts import expand_fronts, is_fronted
 from serverbench.plan.releases import ReleaseError, expand_releases
+from serverbench.plan.schema import ConfigError, check_schema, load_schema  # noqa: F401 (ConfigError, load_schema: this module's names too)
 from serverbench.plan.shapes import DEFAULT_WORKLOAD, Profile
 from serverbench.plan.tools import is_open_loop, takes_whole_seconds
 
-SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
-CATALOGUE_SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "catalogue.schema.yaml"
 DEFAULT_CATALOGUE = "catalogue.yaml"
 
 SERVER_PLACEHOLDERS = frozenset(
@@ -90,31 +87,6 @@ FD_RESERVE = 64
 DEFAULT_EXPECT = {"status": 200, "body": "Hello World!"}
 
 
-class ConfigError(ValueError):
-    """A configuration problem, with the key path it concerns."""
-
-    def __init__(self, path: str, message: str):
-        self.path = path
-        super().__init__(f"config error at {path or '<top>'}: {message}")
-
-
-def _key_path(parts) -> str:
-    out = ""
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def load_schema() -> dict:
-    """config.schema.yaml with the catalogue's own schema in its place (one validation, one
-    kind of error path: catalogue.NAME.KEY)."""
-    schema = yaml.safe_load(SCHEMA_PATH.read_text())
-    catalogue = yaml.safe_load(CATALOGUE_SCHEMA_PATH.read_text())
-    catalogue.pop("$schema", None)
-    schema["properties"]["catalogue"] = {**catalogue, "description": schema["properties"]["catalogue"]["description"]}
-    return schema
-
-
 def read_catalogue(config: dict) -> None:
     """The servers of ``catalogue_file`` (catalogue.yaml) into ``config["catalogue"]``, the
     config's own entries added or put in their place (a config of one's own adds a server)."""
@@ -140,45 +112,6 @@ def placeholders(argv) -> list[str]:
 
 def available_cpus() -> set[int]:
     return set(os.sched_getaffinity(0))
-
-
-@functools.cache
-def _defaulting_validator():
-    """A Draft 2020-12 validator that also writes each property's schema ``default``
-    where the config leaves it out, so defaults live in the schema alone. Made on first
-    use: a cell's job reads a config already checked, and importing jsonschema took
-    60-80 ms of every job's start."""
-    import jsonschema
-
-    check_properties = jsonschema.Draft202012Validator.VALIDATORS["properties"]
-
-    def properties(validator, declared, instance, schema):
-        if isinstance(instance, dict):
-            for name, subschema in declared.items():
-                if "default" in subschema:
-                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
-        yield from check_properties(validator, declared, instance, schema)
-
-    return jsonschema.validators.extend(jsonschema.Draft202012Validator, {"properties": properties})
-
-
-def _check_schema(config: dict) -> None:
-    import jsonschema
-
-    validator = _defaulting_validator()(load_schema())
-    errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))
-    if not errors:
-        return
-    error = jsonschema.exceptions.best_match(errors)
-    path = _key_path(error.absolute_path)
-    message = error.message
-    if error.validator == "oneOf" and error.context:
-        # The nearest alternative says more than "is not valid under any of".
-        message = jsonschema.exceptions.best_match(error.context).message
-    if error.validator == "additionalProperties":
-        known = sorted(error.schema.get("properties", {}))
-        message += f"; known keys: {', '.join(known)}" if known else ""
-    raise ConfigError(path, message)
 
 
 APP_SETUP_PLACEHOLDERS = frozenset({"apps", "rundir", "database"})
@@ -369,7 +302,7 @@ def validate(config: dict) -> dict:
     normalise_overrides(config)
     expand_aliases(config)
     expand_fronts(config)
-    _check_schema(config)
+    check_schema(config)
     # After the check, from the checked entries: a server's own error is named at the server,
     # not at a release of it (a release adds only the `release` section this code writes).
     try:

@@ -129,10 +129,17 @@ class Profile:
     open_loop: dict | None
     scaling: dict
     expanded_from: str | None = None  # the profile of several `apps` this one (NAME-APP) came from
+    # The settings of every lens that declares its own (its folder's settings.schema.yaml) and
+    # has no field above, by its profile key: a new lens's settings need no field of the core's.
+    lens_settings: dict = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, name: str, data: dict) -> Profile:
-        return cls(name=name, **data)
+        fields = {field.name for field in dataclasses.fields(cls)}
+        lens_settings = {key: value for key, value in data.items() if key not in fields}
+        return cls(
+            name=name, **{key: value for key, value in data.items() if key in fields}, lens_settings=lens_settings
+        )
 
     @property
     def planned_repeats(self) -> int:
@@ -191,6 +198,9 @@ class Profile:
             "work",
             "operations",
             "recycle",
+            # A lens's own settings shape its own jobs, not the cells (a lens whose settings change a
+            # cell's measurement has a field above, as advise and front do).
+            "lens_settings",
         )
         for key in ("name", "description", "precision", *matrix_keys):
             out.pop(key)
