@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from serverbench import registry
@@ -49,6 +50,44 @@ def profiles(config: dict) -> list[dict]:
     return found
 
 
+# The profile settings a catalogue description may name ("{workers} processes of {threads} threads
+# each"): a server has none of its own, it takes them from the profile that runs it.
+DESCRIBED_SETTINGS = ("workers", "workers_min", "threads", "backlog")
+PLACEHOLDER = re.compile(r"{(\w+)}")
+
+
+def settings_profile(config: dict, server: str) -> str:
+    """The profile whose settings a server's description is filled from: the selected one where it
+    names the server, else the first that names it (the autoscalers': autoscale), else the
+    selected one."""
+    selected = cfg.selected_profiles(config)
+    naming = [name for name, profile in config["profiles"].items() if server in _named(profile.get("servers"))]
+    return next((name for name in selected if name in naming), naming[0] if naming else selected[0])
+
+
+def _named(servers) -> list:
+    """The servers a profile names (``all`` names none: it is the catalogue as written)."""
+    return servers if isinstance(servers, list) else []
+
+
+def described(config: dict, server: str, entry: dict) -> tuple[str, str | None]:
+    """A server's description (its first sentence) with the profile settings it names filled in,
+    the profile named ("…; 5 to 100 workers (the autoscale profile's settings)"), and that
+    profile (None where the description names no setting)."""
+    text = first_sentence(entry.get("description"))
+    if not set(PLACEHOLDER.findall(text)) & set(DESCRIBED_SETTINGS):
+        return text, None
+    name = settings_profile(config, server)
+    profile = config["profiles"][name]
+    values = {key: profile.get(key) for key in DESCRIBED_SETTINGS}
+    values["workers_min"] = values["workers_min"] or values["workers"]  # as a run resolves it (plan.scaling)
+
+    def value(found: re.Match) -> str:  # a placeholder the profile gives no value stays as written
+        return found[0] if values.get(found[1]) is None else str(values[found[1]])
+
+    return f"{PLACEHOLDER.sub(value, text)} (the {name} profile's settings)", name
+
+
 def servers(config: dict) -> list[dict]:
     """Each server with its language, its family (the design compared across languages) and the
     server it is measured against where it is a copy (a variant, an A/A alias, a deployment
@@ -58,10 +97,11 @@ def servers(config: dict) -> list[dict]:
         fronted = entry.get("fronted") or {}
         against = entry.get("variant_of") or entry.get("alias_of") or fronted.get("server")
         recycle = server_entry(config, name).recycle
+        description, settings_from = described(config, name, entry)
         found.append({
             "name": name, "language": entry.get("language"), "family": entry.get("family"),
             "compared_with": against, "planted": entry.get("planted"),
-            "description": first_sentence(entry.get("description")),
+            "description": description, "settings_from": settings_from,
             "recycles": recycle.said if recycle else None,  # None: not declared in its entry
         })  # fmt: skip
     return found
