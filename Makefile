@@ -14,7 +14,7 @@ install:
 
 # The tests run the Docker backend too, so they install Debian's engine (not
 # started) and Debian's Slurm (not started: tests/test_slurm.py starts a
-# one-node cluster with scripts/one-node-slurm and stops it); Unit, whose tests fail rather than skip when UNIT_SOURCE is set;
+# one-node cluster with scripts/one-node-slurm and stops it); Unit, whose tests fail rather than skip under make test;
 # and oha (a run whose profiles load with it builds it itself: rule program_install).
 install-test:
 	scripts/install --docker --slurm --unit --oha

@@ -1,5 +1,5 @@
 """Shared fixtures. Tests use real servers and tools; a test whose program is
-missing skips and names it."""
+missing skips and names it (under `make test`, which installs them: fails, see missing())."""
 
 from __future__ import annotations
 
@@ -35,27 +35,30 @@ def unitd_path() -> str | None:
 UNITD = unitd_path()
 
 
-def require_unitd() -> str:
-    """unitd, or a skip naming it; a failure when UNIT_SOURCE is set (the install
-    was given a source, so it should have built Unit)."""
-    if UNITD:
-        return UNITD
-    if os.environ.get("UNIT_SOURCE"):
-        pytest.fail(f"UNIT_SOURCE is set ({os.environ['UNIT_SOURCE']}) but no unitd was built (scripts/install --unit)")
-    pytest.skip("needs NGINX Unit's unitd: scripts/install --unit with UNIT_SOURCE=<unit-1.35.0.tar.gz> builds it")
-
-
-# Set by `make test`, which installs everything the tests use first: there, a missing
-# program is the install's failure, never a reason to skip.
+# Set by `make test`, which installs everything the tests use first and runs as root on the
+# project's machine: there, a missing program, root, a writable cgroup or a network namespace
+# is the install's (or the machine's) failure, never a reason to skip.
 MAKE_TEST = bool(os.environ.get("SERVERBENCH_MAKE_TEST"))
 
 
 def missing(reason: str) -> None:
-    """Skip the calling test for ``reason`` (something it needs is not installed), or fail
-    under `make test`, whose install should have installed it."""
+    """Skip the calling test for ``reason`` (something it needs is not installed, or not
+    given: root, a writable cgroup, network namespaces), or fail under `make test`, which
+    provides all of them on the project's machine."""
     if MAKE_TEST:
-        pytest.fail(f"make test installed the tests' needs first, yet: {reason}")
+        pytest.fail(f"make test provides the tests' needs (programs, root, cgroups, namespaces), yet: {reason}")
     pytest.skip(reason)
+
+
+def require_unitd() -> str:
+    """unitd, or a skip naming it (under `make test`, whose install builds Unit, a failure);
+    a failure too wherever UNIT_SOURCE is set (the install was given a source, so it should
+    have built Unit)."""
+    if UNITD:
+        return UNITD
+    if os.environ.get("UNIT_SOURCE"):
+        pytest.fail(f"UNIT_SOURCE is set ({os.environ['UNIT_SOURCE']}) but no unitd was built (scripts/install --unit)")
+    missing("needs NGINX Unit's unitd: scripts/install --unit with UNIT_SOURCE=<unit-1.35.0.tar.gz> builds it")
 
 
 def require(*programs: str) -> None:

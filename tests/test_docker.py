@@ -92,7 +92,8 @@ def test_without_an_engine_the_cell_is_skipped_with_the_reason(base_config, tmp_
     base_config["profiles"]["default"]["isolation"] = "docker"
     problem = engine.engine_problem()
     if problem is None:
-        pytest.skip("a Docker engine answers on this host's default socket")
+        # A machine kind, not an install's gap: make test installs the engine, never starts it.
+        pytest.skip("a different machine kind: this host's own Docker engine answers on its default socket")
     base = tmp_path / "gunicorn"
     record = run_cell(
         base_config, Cell("default", "wrk", "gunicorn", 10, 1), f"{base}.json", f"{base}.txt", f"{base}.log"
@@ -107,8 +108,11 @@ def test_a_workflow_run_starts_and_stops_its_engine(tmp_path, base_config_module
     if MISSING:
         missing(f"Docker tests need {', '.join(MISSING)} (scripts/install --docker)")
     own = engine.Engine(engine.state_dir(base_config_module))
-    if engine.engine_problem() is None or own.answers():
-        pytest.skip("an engine already answers: the run would use it and leave it running")
+    if own.answers():
+        missing(f"serverbench's engine ({own.state_dir}) already answers, left by an earlier run: the run would use it")
+    if engine.engine_problem() is None:
+        # A machine kind, not an install's gap: make test installs the engine, never starts it.
+        pytest.skip("a different machine kind: this host's own Docker engine answers, so the run would start none")
     cell = tmp_path / "cells" / "default" / "hello" / "wrk" / "starman" / "c10" / "r1.json"
     done = run_snakemake(
         ["--cores", "2", str(cell)],
@@ -166,7 +170,7 @@ def docker_config(base_config, docker_run, **profile):
 def test_engine_listens_on_a_root_only_socket_and_adds_no_network(docker_run):
     session, _, links_before = docker_run
     if session.engine is None:
-        pytest.skip("the host's own engine answers: serverbench started none")
+        pytest.skip("a different machine kind: this host's own Docker engine answers, so serverbench started none")
     mode = session.engine.socket.stat()
     assert stat.S_ISSOCK(mode.st_mode) and (mode.st_uid, mode.st_gid) == (0, 0)
     assert stat.S_IMODE(mode.st_mode) & 0o007 == 0, oct(mode.st_mode)

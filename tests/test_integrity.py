@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import add_server, measure_cell, require
+from conftest import add_server, measure_cell, missing, require
 from serverbench.cell.fairness import CONNECTED_SHARE
 from serverbench.host import cgroups as isolation
 from serverbench.host import sysctls as hostnet
@@ -146,7 +146,7 @@ def test_memory_limit_is_enforced_and_recorded(base_config, tmp_path, no_leftove
     probe = isolation.Isolation(cpus=[0], memory_limit=64 * 1024**2).setup()
     probe.cleanup()
     if not probe.enforced:
-        pytest.skip(f"cgroup limits cannot be enforced here: {probe.problem}")
+        missing(f"cgroup limits cannot be enforced here (root and a writable cgroup needed): {probe.problem}")
     require("gunicorn", "wrk")
     add_server(
         base_config,

@@ -5,7 +5,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import measure_cell, require
+from conftest import measure_cell, missing, require
 
 
 def leftover_namespaces() -> list[str]:
@@ -27,10 +27,11 @@ def netns_problem() -> str | None:
 
 @pytest.fixture
 def netns():
-    """Skips, at run time and for the namespace tests alone, where namespaces cannot be made."""
+    """Skips, at run time and for the namespace tests alone, where namespaces cannot be made
+    (under `make test`, run as root with iproute2 installed: fails)."""
     problem = netns_problem()
     if problem:
-        pytest.skip(problem)
+        missing(problem)
 
 
 @pytest.mark.parametrize("server", ["gunicorn", "starman", "flup-nginx"])

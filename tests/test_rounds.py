@@ -13,7 +13,7 @@ import json
 import pandas as pd
 import pytest
 import yaml
-from conftest import QUICK_PROFILE, require, run_snakemake
+from conftest import QUICK_PROFILE, missing, require, run_snakemake
 from serverbench.host.cgroups import cgroup_version
 from serverbench.record.model import load_record
 
@@ -28,7 +28,7 @@ ROUNDS = 7
 def variants_run(tmp_path_factory):
     require("wrk")
     if cgroup_version() is None:
-        pytest.skip("no writable cgroup hierarchy: a CPU quota cannot be set")
+        missing("no writable cgroup hierarchy (root and /sys/fs/cgroup needed): a CPU quota cannot be set")
     tmp_path = tmp_path_factory.mktemp("rounds")
     results = tmp_path / "results"
     extra = {

@@ -20,6 +20,9 @@ from serverbench.tables.columns import RUN_COLUMNS, SUMMARY_COLUMNS
 ONE_NODE = REPO_ROOT / "scripts" / "one-node-slurm"
 SLURM_PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scontrol")
 DAEMONS = ("munged", "slurmctld", "slurmd")
+SLURM_CONF = Path("/etc/slurm/slurm.conf")
+# The first line scripts/one-node-slurm writes into SLURM_CONF: a config without it is a site's.
+ONE_NODE_MARK = "# written by serverbench scripts/one-node-slurm"
 SBIN_PATH = f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin"
 
 
@@ -32,9 +35,13 @@ def _require_one_node_slurm() -> None:
     if absent:
         missing(f"needs Debian's Slurm and munge ({', '.join(absent)} not installed: scripts/install --slurm)")
     if os.geteuid() != 0:
-        pytest.skip("starts munged, slurmctld and slurmd: needs root")
-    if Path("/etc/slurm/slurm.conf").exists() or _running(("slurmctld", "slurmd")):
-        pytest.skip("a Slurm cluster is already configured or running here: not taking it over")
+        missing("starts munged, slurmctld and slurmd: needs root")
+    if SLURM_CONF.exists() and ONE_NODE_MARK in SLURM_CONF.read_text():
+        # Ours, so an earlier run's leftover, which a skip would hide.
+        missing(f"{SLURM_CONF} is left from an earlier one-node cluster (scripts/one-node-slurm stop removes it)")
+    if SLURM_CONF.exists() or _running(("slurmctld", "slurmd")):
+        # A machine kind, not an install's gap: a host in a real Slurm site is not taken over.
+        pytest.skip(f"a different machine kind: this host has its own Slurm cluster ({SLURM_CONF} or its daemons)")
 
 
 @pytest.fixture(scope="module")
