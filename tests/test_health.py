@@ -60,3 +60,24 @@ def test_a_clean_run_says_so_and_passes_strict(tmp_path, capsys):
     )
     print_health({**config, "strict": True}, tmp_path)
     assert "every cell measured, every control as expected" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("outcome", "ratio"), [("faster", 1.071), ("slower", 0.934)])
+def test_an_aa_control_told_apart_either_way_is_a_trouble_and_fails_strict(tmp_path, outcome, ratio):
+    """The same server twice may come out neither faster nor slower: each way is named, with its ratio."""
+    config = planted(tmp_path, {"gunicorn": ("ok", None)},
+                     [("A/A", "gunicorn-gthread-again", "gunicorn-gthread", outcome, ratio)])  # fmt: skip
+    problems = run_problems(config, tmp_path)
+    assert [(p.trouble, p.why) for p in problems] == [(Trouble.AA_DECIDED, f"{outcome} (ratio {ratio})")]
+    with pytest.raises(StrictFailure, match="1 A/A control told apart"):
+        print_health({**config, "strict": True}, tmp_path)
+
+
+@pytest.mark.parametrize(("outcome", "ratio"), [("equivalent", 1.004), ("undetermined", 1.018)])
+def test_an_aa_control_not_told_apart_is_no_trouble(tmp_path, capsys, outcome, ratio):
+    """Equivalent is what an A/A pair should show; undetermined is the run's resolution, not a fault."""
+    config = planted(tmp_path, {"gunicorn": ("ok", None)},
+                     [("A/A", "gunicorn-gthread-again", "gunicorn-gthread", outcome, ratio)])  # fmt: skip
+    assert run_problems(config, tmp_path) == []
+    print_health({**config, "strict": True}, tmp_path)  # no StrictFailure
+    assert "every cell measured, every control as expected" in capsys.readouterr().out

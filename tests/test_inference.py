@@ -76,6 +76,28 @@ def test_an_interval_reads_against_the_margin(interval, outcome):
     assert inference.outcome(*interval, 0.05) == outcome
 
 
+# Two servers of one run: the band [1/(1+m), 1+m] (docs/architecture.md, decide/margins), written
+# here by hand for m = 5%; faster and slower mean beyond it by more than the margin.
+UPPER, LOWER, TINY = 1 + 0.05, 1 / (1 + 0.05), 1e-9
+
+
+@pytest.mark.parametrize(
+    "interval, outcome",
+    [
+        ((UPPER, 1.3), "undetermined"),  # on the edge: not faster by more than the margin
+        ((UPPER + TINY, 1.3), "faster"),
+        ((0.7, LOWER), "undetermined"),
+        ((0.7, LOWER - TINY), "slower"),
+        ((LOWER, UPPER), "equivalent"),  # edges included
+        ((LOWER - TINY, UPPER), "undetermined"),
+        ((LOWER, UPPER + TINY), "undetermined"),
+        ((1 - 0.05, 1.0), "undetermined"),  # 0.95 is below 1/1.05: outside the band of one run
+    ],
+)
+def test_an_interval_at_the_margins_edges_reads_as_its_band_says(interval, outcome):
+    assert inference.outcome(*interval, 0.05) == outcome
+
+
 def test_what_a_comparison_could_have_told_grows_with_its_spread_and_shrinks_with_its_rounds():
     rng = np.random.default_rng(9)
 

@@ -59,6 +59,27 @@ def latency_run(tmp_path_factory):
     return results
 
 
+def knee_by_hand(latency: pd.DataFrame, multiple: float = 3.0, delta_ms: float = 1.0) -> float:
+    """The knee as docs/latency.md defines it, worked out here from latency.csv for a p99 that
+    rises with the rate (so its monotone fit is p99 itself): per fraction the median p99 of its ok
+    repeats; beyond the bound, max(k × base, base + Δ) with base that p99 at the lowest fraction
+    (the shipped k = 3, Δ = 1 ms), where p99 is above it, missing, or most repeats did not hold
+    the rate; the knee is the fraction before the first one beyond whose next is beyond too (or
+    which is the last), else the last."""
+    points = []
+    for _, repeats in latency.groupby("fraction", sort=True):
+        ok = repeats[repeats["status"] == "ok"]
+        not_held = sum("rate_not_held" in flags.split(";") for flags in ok["flags"].fillna(""))
+        points.append((ok["latency_p99_ms"].median(), not_held > len(ok) / 2))
+    bound = max(multiple * points[0][0], points[0][0] + delta_ms)
+    beyond = [not_held or math.isnan(p99) or p99 > bound for p99, not_held in points]
+    fractions = sorted(latency["fraction"].unique())
+    for i in range(1, len(fractions)):
+        if beyond[i] and (i == len(fractions) - 1 or beyond[i + 1]):
+            return fractions[i - 1]
+    return fractions[-1]
+
+
 def rate_records(results):
     cells = results / "cells" / "knee" / "sleep" / "oha" / "gunicorn" / "c1"
     return {fraction: load_record(cells / f"f{fraction:g}" / "r1.json") for fraction in FRACTIONS}
@@ -96,8 +117,8 @@ def test_rate_cells_offer_fractions_of_the_measured_capacity(latency_run):
 def test_the_knee_lies_between_three_quarters_and_beyond_capacity(latency_run):
     records = rate_records(latency_run)
     latency = pd.read_csv(latency_run / "latency.csv")
-    found = knee(latency, KneeBound(3.0, 0.0))
-    assert found["knee_fraction"] in (0.75, 1.0), found
+    knee_fraction = knee_by_hand(latency)
+    assert knee_fraction in (0.75, 1.0), latency
     bound = 3.0 * records[0.25].load.latency_ms.p99
     # Below capacity the rate is held and p99 stays near the 10 ms a request takes.
     for fraction in (0.25, 0.75):
@@ -109,8 +130,8 @@ def test_the_knee_lies_between_three_quarters_and_beyond_capacity(latency_run):
     assert beyond.open_loop.achieved_share < 1.0
     summary = pd.read_csv(latency_run / "summary.csv")
     row = summary[summary["tool"] == "wrk"].iloc[0]
-    assert row["knee_fraction"] == found["knee_fraction"]
-    assert row["knee_rps"] == pytest.approx(found["knee_fraction"] * row["capacity_rps"])
+    assert row["knee_fraction"] == knee_fraction
+    assert row["knee_rps"] == pytest.approx(knee_fraction * row["capacity_rps"])
 
 
 @pytest.mark.e2e

@@ -107,9 +107,12 @@ def test_unknown_field_is_refused():
 
 
 def test_profile_fields_are_the_schemas():
-    schema = yaml.safe_load((REPO_ROOT / "workflow/schemas/config.schema.yaml").read_text())
-    declared = set(schema["properties"]["profiles"]["additionalProperties"]["properties"])
-    fields = set(Profile.__dataclass_fields__) - {"name", "scaling"}
+    """The core's profile keys and the four older lenses' settings keys (their folders'
+    settings.schema.yaml) are Profile's fields; a newer lens's settings go in lens_settings."""
+    from serverbench.plan.schema import load_schema
+
+    declared = set(load_schema()["properties"]["profiles"]["additionalProperties"]["properties"])
+    fields = set(Profile.__dataclass_fields__) - {"name", "scaling", "lens_settings"}
     # `apps` makes a profile per app when the config is validated (plan.apps.expand_app_profiles).
     assert fields == declared - {"apps"}
 
@@ -148,7 +151,19 @@ def stored_tables(config: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 DECIDED = ["kind", *KEYS[:3], "concurrency", "a", "b", "outcome"]
-FIGURES = ["n_a", "n_b", "median_a", "median_b", "ratio", "ci_low", "ci_high", "p_value", "p_holm", "detectable_ratio"]
+FIGURES = [
+    "n_a",
+    "n_b",
+    "median_a",
+    "median_b",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_holm",
+    "margin",
+    "detectable_ratio",
+]
 
 
 @pytest.mark.parametrize(
