@@ -163,7 +163,8 @@ def _own_workloads(config: dict, name: str, profile: dict) -> None:
     them (in place): those of the profile's workloads the app answers, else every workload of
     the app; a lens's own workload the app lacks (recycle's ``leak``) gives way to the profile's
     first. A ``workloads`` given at the top is the user's own choice, checked as written."""
-    own = apps.chosen(config, name)[1].get("workloads")
+    # An app the config lacks is named by the checks (validate), not here.
+    own = (config["apps"].get(apps.app_name(config, name)) or {}).get("workloads")
     if not own:
         return
     answered = [workload for workload in profile.get("workloads") or [] if workload in own]
