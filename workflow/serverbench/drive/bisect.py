@@ -50,7 +50,7 @@ from serverbench.lenses.releases.table import CONFORMANCE_CHECK as CONFORMANCE
 from serverbench.lenses.releases.table import INSTALLED
 from serverbench.plan import config as cfg
 from serverbench.plan.releases import distribution_of, package_of, release_name
-from serverbench.record.vocabulary import Outcome
+from serverbench.record.vocabulary import Outcome, Status
 
 PROFILE = "bisect"
 PYPI_SIMPLE = "https://pypi.org/simple"
@@ -153,7 +153,7 @@ def _not_measured(results: Path, release: str) -> str:
     if table.exists() and table.stat().st_size:
         rows = pd.read_csv(table)
         installed = rows[(rows["release"] == release) & (rows["check"] == INSTALLED)]
-        if not installed.empty and installed.iloc[0]["status"] != "ok":
+        if not installed.empty and installed.iloc[0]["status"] != Status.OK:
             return f"its install {installed.iloc[0]['status']}: {installed.iloc[0]['reason']}"
     return "the check has no verdict for it"
 

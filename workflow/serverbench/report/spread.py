@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import pandas as pd
 
+from serverbench.record.vocabulary import Outcome
+
 KIND = "server spread"
 ACROSS = "best deployment"
 
 
 def _ratio(row) -> str:
-    if row["outcome"] == "not comparable" or pd.isna(row.get("ratio")):
+    if row["outcome"] == Outcome.NOT_COMPARABLE or pd.isna(row.get("ratio")):
         return ""
     return f"{row['ratio']:.2f}× [{row['ci_low']:.2f}–{row['ci_high']:.2f}]"
 

@@ -32,7 +32,7 @@ COLUMNS = {
 def _figure(row: pd.Series | None, form: str) -> str:
     if row is None:
         return ""
-    if row["status"] not in ("ok", "broken") or pd.isna(row["value"]):
+    if row["status"] not in (Status.OK, "broken") or pd.isna(row["value"]):
         return str(row["status"])
     text = form.format(row["value"])
     if pd.notna(row.get("ci_low")) and pd.notna(row.get("ci_high")) and row["ci_low"] != row["ci_high"]:
