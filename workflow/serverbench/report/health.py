@@ -118,12 +118,14 @@ def _verdicts(results: Path, lens_verdicts: Iterable[Path | str]) -> pd.DataFram
 
 def run_problems(config: dict, results: Path | str, lens_verdicts: Iterable[Path | str] = ()) -> list[Problem]:
     """Every problem of the run in ``results``, read from its summary and verdicts where made."""
-    results = Path(results)
+    return _problems(config, Path(results), _verdicts(Path(results), lens_verdicts))
+
+
+def _problems(config: dict, results: Path, verdicts: pd.DataFrame) -> list[Problem]:
     found: list[Problem] = []
     summary = results / "summary.csv"
     if summary.exists() and summary.stat().st_size:
         found += _cells(pd.read_csv(summary))
-    verdicts = _verdicts(results, lens_verdicts)
     if not verdicts.empty:
         found += _controls(verdicts, config)
     return found
@@ -133,8 +135,8 @@ def print_health(config: dict, results: Path | str, lens_verdicts: Iterable[Path
     """The block at the end of a run (``lens_verdicts``: the lenses' verdict tables, where a planted
     variant is judged too); under ``strict`` a problem raises ``StrictFailure``."""
     strict = bool(config.get("strict"))
-    problems = run_problems(config, results, lens_verdicts)
-    verdicts = _verdicts(Path(results), lens_verdicts)
+    verdicts = _verdicts(Path(results), lens_verdicts)  # read once: the problems and the notes
+    problems = _problems(config, Path(results), verdicts)
     notes = control_notes(verdicts, config) if not verdicts.empty else []
     if notes:
         print("\nserverbench: the planted variants (the run's check on itself):")
