@@ -88,6 +88,32 @@ class Recycle:
 
 
 @dataclass(frozen=True)
+class Stop:
+    """How the server is stopped (the schema's ``stop``): the signal of a graceful stop (None:
+    it has none) and of a fast one, the control API requests that stop it accepting first, and
+    the setting bounding a graceful stop with its default (None: it waits for every request)."""
+
+    graceful: str | None
+    fast: str
+    control: tuple[dict, ...] = ()  # each {method, path}, placeholders as in its command
+    timeout_setting: str | None = None
+    timeout_default_s: float | None = None
+    note: str | None = None
+
+    @classmethod
+    def from_spec(cls, spec: dict) -> Stop:
+        timeout = spec.get("timeout") or {}
+        return cls(
+            None if spec["graceful"] == "none" else spec["graceful"],
+            spec["fast"],
+            tuple(spec.get("control") or ()),
+            timeout.get("setting"),
+            timeout.get("default_s"),
+            spec.get("note"),
+        )
+
+
+@dataclass(frozen=True)
 class Behind:
     """How a server runs behind a front (the schema's ``behind``)."""
 
@@ -148,6 +174,7 @@ class ServerEntry:
     workloads: tuple[str, ...] | None = None  # the only workloads it answers (None: all)
     expect: dict[str, Any] = field(default_factory=dict)  # its own hello-world answer
     reload: dict[str, Any] | None = None  # how it reloads: a signal, a touched file, its control API
+    stop: Stop | None = None  # how it stops: its graceful and fast signals, the graceful stop's bound
     cpu_quota: float | None = None
     keepalive_timeout_s: float | None = None
     work_spread: float | None = None
@@ -192,6 +219,8 @@ class ServerEntry:
                 rss,
                 bool(recycle.get("in_templates")),
             )
+        if "stop" in values:
+            values["stop"] = Stop.from_spec(values["stop"])
         if "behind" in values:
             values["behind"] = Behind(values["behind"]["protocol"], tuple(values["behind"]["command"]))
         if "fronted" in values:
