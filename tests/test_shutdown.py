@@ -1,0 +1,120 @@
+"""Does a deploy drop requests? (issue 94): the shutdown lens on planted servers and on gunicorn.
+
+Each count follows from a condition the test creates, not from the machine's speed: a single
+worker busy on a request that is answered only once the stop's signal has come (``/hold``)
+while N connections wait in its accept queue (waited for by the lens's own sock_diag watcher),
+then SIGTERM. A server that drops its queue on TERM (tests/apps/stopping.py drop; gunicorn's
+sync worker, gunicorn#3397) loses exactly those N, reset in the accept queue; one that drains
+it (stopping.py drain) loses none. A request far longer than the graceful timeout is cut, one
+far shorter is answered. Nothing is left running after any stop.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import add_server, require
+from serverbench.cell.wire import request
+from serverbench.lenses.shutdown.client import Clients
+from serverbench.lenses.shutdown.measure import planned_stops, run_shutdown
+from serverbench.lenses.shutdown.words import Client, How, Met
+from serverbench.record.vocabulary import Status
+
+STOPPING = ["python", "{root}/tests/apps/stopping.py", "{port}"]
+PLANTED_STOP = {"graceful": "TERM", "fast": "INT"}
+QUEUED = 5
+# No closed loop: the requests counted are the ones the test makes queue.
+PLAN = {"rounds": 1, "delays": [0], "fast": False, "keepalive": 0, "fresh": 0, "load_s": 0.2, "timeout_s": 20,
+        "exit_wait_s": 30, "long_request": None}  # fmt: skip
+
+
+def queue_behind_a_held_request(count: int):
+    """Before the signal: one request the single worker holds until the signal, then ``count``
+    connections, each with a request, waiting in the accept queue behind it."""
+
+    def start(watcher) -> list[Clients]:
+        host, port = watcher.sockets_address
+        hold = Clients(host, port, request("GET", "/hold", headers=[("Host", "x")]), 200, 1, Client.FRESH, watcher,
+                       timeout=PLAN["timeout_s"], count=1).start()  # fmt: skip
+        assert watcher.wait_for(lambda seen: len(seen.accepted) == 1, 20), "the held request was never accepted"
+        queued = Clients(host, port, request("GET", "/", headers=[("Host", "x")]), 200, count, Client.FRESH, watcher,
+                         timeout=PLAN["timeout_s"], count=1).start()  # fmt: skip
+        assert watcher.wait_for(lambda seen: len(seen.queued) == count, 20), "the connections never queued"
+        return [hold, queued]
+
+    return start
+
+
+def stopped(config: dict, tmp_path, server: str, before=None, **plan) -> dict:
+    config["profiles"]["default"]["shutdown"] = {**PLAN, **plan}
+    path = tmp_path / f"{server}.json"
+    result = run_shutdown(config, "default", server, path, tmp_path / f"{server}.log", before_signal=before)
+    assert json.loads(path.read_text()) == result
+    assert result["status"] == Status.OK, result["reason"]
+    return result
+
+
+def lost(stop: dict) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for failure in stop["failures"]:
+        counts[failure["met"]] = counts.get(failure["met"], 0) + 1
+    return counts
+
+
+def test_a_server_that_drops_its_accept_queue_on_term_is_told_from_one_that_drains_it(
+    base_config, tmp_path, no_leftovers
+):
+    add_server(base_config, "drops", [*STOPPING, "drop"], stop=PLANTED_STOP)
+    add_server(base_config, "drains", [*STOPPING, "drain"], stop=PLANTED_STOP)
+    found = {name: stopped(base_config, tmp_path, name, queue_behind_a_held_request(QUEUED))["stops"]
+             for name in ("drops", "drains")}  # fmt: skip
+    (drops,), (drains,) = found["drops"], found["drains"]
+    assert (drops["how"], drops["signal"]) == (How.GRACEFUL, "TERM")
+    # Exactly the queued requests, every one reset in the accept queue; the held one answered.
+    assert lost(drops) == {Met.RESET_IN_QUEUE: QUEUED}
+    assert drops["answered"] == {Client.FRESH: {"after": 1}}
+    assert lost(drains) == {} and drains["answered"] == {Client.FRESH: {"after": QUEUED + 1}}
+    for stop in (drops, drains):
+        assert stop["exit_code"] == 0 and not stop["killed"]
+        assert 0 <= stop["listener_closed_s"] <= stop["exited_s"]
+        assert stop["last_answer_s"] <= stop["exited_s"]
+
+
+def test_a_request_longer_than_the_graceful_timeout_is_cut_and_a_shorter_one_answered(
+    base_config, tmp_path, no_leftovers
+):
+    add_server(base_config, "bounded", [*STOPPING, "drop", "--graceful-timeout", "0.5"], stop=PLANTED_STOP)
+    add_server(base_config, "patient", [*STOPPING, "drop", "--graceful-timeout", "60"], stop=PLANTED_STOP)
+    (cut,) = stopped(base_config, tmp_path, "bounded", long_request={"path": "/slow?s=60", "timeout_s": 90})["stops"]
+    (kept,) = stopped(base_config, tmp_path, "patient", long_request={"path": "/slow?s=1", "timeout_s": 90})["stops"]
+    assert cut["long_request"]["met"] == Met.RESET_IN_FLIGHT and cut["exit_code"] == 1
+    assert cut["exited_s"] >= 0.5 and cut["long_request"]["ended_s"] < 60
+    assert kept["long_request"]["met"] == Met.ANSWERED and kept["exit_code"] == 0
+
+
+def test_gunicorns_sync_worker_drops_the_requests_queued_behind_it_on_term(base_config, tmp_path, no_leftovers):
+    """gunicorn#3397, counted: one sync worker busy, N connections queued, TERM."""
+    require("gunicorn")
+    command = ["gunicorn", "--bind", "{host}:{port}", "--workers", "1", "--chdir", "{root}/tests/apps",
+               "holding:application"]  # fmt: skip
+    add_server(base_config, "gunicorn-held", command, stop=base_config["catalogue"]["gunicorn"]["stop"])
+    (stop,) = stopped(base_config, tmp_path, "gunicorn-held", queue_behind_a_held_request(QUEUED))["stops"]
+    assert lost(stop) == {Met.RESET_IN_QUEUE: QUEUED}
+    assert stop["answered"] == {Client.FRESH: {"after": 1}} and stop["exit_code"] == 0
+
+
+def test_each_round_stops_gracefully_at_every_delay_and_fast_at_the_first():
+    plan = {"delays": [0, 1, 5], "fast": True}
+    assert planned_stops(plan, has_graceful=True) == [
+        (How.GRACEFUL, 0.0), (How.GRACEFUL, 1.0), (How.GRACEFUL, 5.0), (How.FAST, 0.0)]  # fmt: skip
+    # Without a graceful stop, the fast one takes the delays (what a deployer is left with).
+    assert planned_stops(plan, has_graceful=False) == [(How.FAST, 0.0), (How.FAST, 1.0), (How.FAST, 5.0)]
+
+
+@pytest.mark.parametrize("server", ["waitress", "uwsgi"])
+def test_a_server_without_a_graceful_stop_says_so_in_the_catalogue(base_config, server):
+    from serverbench.plan.catalogue import server_entry
+
+    stop = server_entry(base_config, server).stop
+    assert stop.graceful is None and stop.fast == "TERM"

@@ -1,0 +1,160 @@
+"""One stop under load: a started server loaded by closed-loop clients (kept-alive connections
+and a connection per request), stopped as its catalogue declares (a graceful or a fast stop),
+the clients sending for ``delay_s`` more (a balancer still routing to it), then every request
+counted by what it met and the stop timed from its signal: to the listener gone (sock_diag),
+to the last correct answer, to the server's processes gone; its exit code; and, where asked, a
+request longer than the graceful timeout, sent before the signal: answered or cut."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+
+from serverbench.cell import servers
+from serverbench.cell.launch import Launch
+from serverbench.cell.underload import workload_request
+from serverbench.cell.wire import request
+from serverbench.lenses.shutdown.client import Clients, Sent, cut, exchange
+from serverbench.lenses.shutdown.record import Request, Stop
+from serverbench.lenses.shutdown.watch import ServerSockets, Watcher
+from serverbench.lenses.shutdown.words import Client, How, Met
+from serverbench.plan.catalogue import Stop as StopSpec
+
+EXIT_POLL_S = 0.02
+# Further clients started just before the signal, given the watcher (stop_under_load).
+Before = Callable[[Watcher], list[Clients]]
+ACCEPTED_WITHIN_S = 10.0  # the long request's connection accepted (a started server's first accept)
+
+
+def send_stop(launch: Launch, spec: StopSpec, how: How) -> str:
+    """Stop the server as declared: a graceful stop's control requests first (Unit: its listener,
+    then its application, removed), then the signal to its main process; the signal's name."""
+    name = spec.graceful if how is How.GRACEFUL else spec.fast
+    if how is How.GRACEFUL:
+        socket_path = servers.render_argv([launch.spec.control["socket"]], launch.values)[0] if spec.control else None
+        for step in spec.control:
+            path = servers.render_argv([step["path"]], launch.values)[0]
+            status, answer = servers.control_request(socket_path, step["method"], path)
+            if status != 200:
+                raise servers.ServerError(f"{step['method']} {path} refused ({status}): {answer.strip()[:200]}")
+    launch.server.front.proc.send_signal(getattr(signal, f"SIG{name}"))
+    return name
+
+
+class LongRequest:
+    """A request on its own connection whose answer takes longer than the graceful timeout (the
+    app's ``path``), sent before the signal: what it met and when it ended."""
+
+    def __init__(self, launch: Launch, path: str, timeout: float, watcher: Watcher):
+        self.launch, self.timeout, self.watcher = launch, timeout, watcher
+        self.sent = request("GET", path, headers=[("Host", f"{launch.host}:{launch.port}")])
+        self.status = launch.expected_answer["status"]
+        self.port: int | None = None
+        self.met: Met | None = None
+        self.ended: float | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> LongRequest:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            with socket.create_connection((self.launch.host, self.launch.port), timeout=self.timeout) as sock:
+                self.port = sock.getsockname()[1]
+                met, _ = exchange(sock, self.sent, self.status)
+                self.met = cut(sock, False, self.watcher) if met is None else met
+        except OSError:
+            self.met = Met.REFUSED
+        self.ended = time.monotonic()
+
+    def result(self, origin: float) -> dict:
+        self._thread.join(self.timeout + 1)
+        ended = None if self.ended is None else round(self.ended - origin, 4)
+        return {"met": str(self.met) if self.met else None, "ended_s": ended}
+
+
+def _counted(sent: list[Sent], origin: float) -> tuple[dict, tuple[Request, ...]]:
+    """The answers counted by client before and after the signal; every other request kept."""
+    answered: dict[str, Counter] = {}
+    failures = []
+    for one in sent:
+        if one.met is Met.ANSWERED:
+            answered.setdefault(str(one.client), Counter())["after" if one.ended >= origin else "before"] += 1
+        else:
+            times = round(one.sent - origin, 4), round(one.ended - origin, 4)
+            failures.append(Request(*times, str(one.met), str(one.client), one.reused))
+    return {client: dict(counts) for client, counts in answered.items()}, tuple(failures)
+
+
+def wait_gone(launch: Launch, limit: float) -> float | None:
+    """Until every process of the server has ended (monotonic s), or None after ``limit``."""
+    deadline = time.monotonic() + limit
+    front = launch.server.front
+    while time.monotonic() < deadline:
+        if front.exit_code() is not None and not front.tree():
+            return time.monotonic()
+        time.sleep(EXIT_POLL_S)
+    return None
+
+
+def stop_under_load(
+    launch: Launch, plan: dict, how: How, delay_s: float, round_number: int, before_signal: Before | None = None
+) -> Stop:
+    """Load, stop, count (the module's docstring); the server is left to the session to end.
+    ``before_signal``, called with the watcher once the load has run, starts further clients
+    whose requests are counted with the load's (a condition a test creates: requests queued
+    behind a busy worker)."""
+    spec = launch.spec.stop
+    sent, status = workload_request(launch)
+    watcher = Watcher(ServerSockets(launch.host, launch.port)).start()
+    loads = [
+        Clients(launch.host, launch.port, sent, status, plan[key], kind, watcher, plan["timeout_s"]).start()
+        for key, kind in (("keepalive", Client.KEEPALIVE), ("fresh", Client.FRESH))
+        if plan[key]
+    ]
+    long = None
+    if plan.get("long_request"):
+        long = LongRequest(launch, plan["long_request"]["path"], plan["long_request"]["timeout_s"], watcher)
+    problem, name = None, None
+    try:
+        time.sleep(plan["load_s"])
+        if long is not None:
+            long.start()
+            watcher.wait_for(lambda snapshot: long.port in snapshot.accepted, ACCEPTED_WITHIN_S)
+        if before_signal is not None:
+            loads += before_signal(watcher)
+        origin = time.monotonic()
+        watcher.since = origin
+        for load in loads:
+            load.until = origin + delay_s
+        try:
+            name = send_stop(launch, spec, how)
+        except (OSError, servers.ServerError) as exc:
+            problem = f"the {how} stop could not be sent: {exc}"
+        gone = wait_gone(launch, plan["exit_wait_s"]) if problem is None else None
+    finally:
+        done = [one for load in loads for one in load.join()]
+        watcher.stop()
+    answered, failures = _counted(done, origin)
+    answers = [one.ended for one in done if one.met is Met.ANSWERED and one.ended >= origin]
+    code = launch.server.front.exit_code()
+    return Stop(
+        round_number,
+        str(how),
+        name,
+        delay_s,
+        reason=problem or watcher.error,
+        listener_closed_s=None if watcher.listener_gone_at is None else round(watcher.listener_gone_at - origin, 4),
+        last_answer_s=round(max(answers) - origin, 4) if answers else None,
+        exited_s=None if gone is None else round(gone - origin, 4),
+        exit_code=code,
+        killed=gone is None,
+        long_request=long.result(origin) if long is not None else None,
+        answered=answered,
+        failures=failures,
+    )

@@ -1,0 +1,53 @@
+"""The shutdown lens's own words: what a request met while its server was stopped, and how the
+server was stopped. Kept in the lens's folder (not record.vocabulary): no other part reads them."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Met(StrEnum):
+    """What one request met, from the client's side (docs/shutdown.md)."""
+
+    ANSWERED = "answered"  # a whole answer with the expected status
+    BAD_STATUS = "bad status"  # a whole answer with another status (a 502 or 503 while it stops)
+    # Accepted by the server (seen owned by one of its processes), then closed or reset before a
+    # whole answer: the request it was serving cut.
+    RESET_IN_FLIGHT = "reset in flight"
+    # Connected at the kernel but never accepted by the server, then reset: dropped from the
+    # listener's accept queue (gunicorn#3397).
+    RESET_IN_QUEUE = "reset in the accept queue"
+    REFUSED = "refused"  # no connection at all: the listener had closed
+    # A kept-alive connection closed or reset before the next answer, though the last answer had
+    # not said `Connection: close` (a client may retry an idempotent request on another one).
+    KEEPALIVE_CLOSED = "keep-alive closed"
+    TIMED_OUT = "timed out"  # no answer within the client's timeout
+
+
+# Every outcome but an answer loses the request; in this order in the tables.
+LOST = (
+    Met.BAD_STATUS,
+    Met.RESET_IN_FLIGHT,
+    Met.RESET_IN_QUEUE,
+    Met.REFUSED,
+    Met.KEEPALIVE_CLOSED,
+    Met.TIMED_OUT,
+)
+
+
+class How(StrEnum):
+    """Which of the server's declared stops was sent (the catalogue's `stop`)."""
+
+    GRACEFUL = "graceful"
+    FAST = "fast"
+
+
+class Client(StrEnum):
+    """How a closed-loop client connects."""
+
+    KEEPALIVE = "keep-alive"  # one connection kept for request after request
+    FRESH = "fresh"  # a connection per request
+
+
+NOT_DECLARED = "the catalogue declares no stop for this server"
+NO_GRACEFUL = "the server has no graceful stop (the catalogue's stop.graceful: none)"
