@@ -23,6 +23,7 @@ BUILT_IN = (
     "serverbench.lenses.releases",
     "serverbench.lenses.operations",
     "serverbench.lenses.recycle",
+    "serverbench.lenses.shutdown",
     "serverbench.lenses.work",
 )
 

@@ -19,12 +19,14 @@ from serverbench.lenses.shutdown.words import Client, Met
 
 @dataclass(frozen=True)
 class Sent:
-    """One request: sent and ended (monotonic s), what it met, by which client, reused or not."""
+    """One request: sent and ended (monotonic s), what it met, by which client and which of its
+    connections (a thread each), reused or not."""
 
     sent: float
     ended: float
     met: Met
     client: Client
+    connection: int
     reused: bool = False
 
 
@@ -49,8 +51,8 @@ class Clients:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> Clients:
-        for _ in range(self.connections):
-            thread = threading.Thread(target=self._client, daemon=True)
+        for index in range(self.connections):
+            thread = threading.Thread(target=self._client, args=(index,), daemon=True)
             thread.start()
             self._threads.append(thread)
         return self
@@ -66,34 +68,34 @@ class Clients:
     def _sending(self) -> bool:
         return not self._stop.is_set() and (self.until is None or time.monotonic() < self.until)
 
-    def _note(self, sent: float, met: Met, reused: bool = False) -> None:
+    def _note(self, index: int, sent: float, met: Met, reused: bool = False) -> None:
         with self._lock:
-            self.sent.append(Sent(sent, time.monotonic(), met, self.kind, reused))
+            self.sent.append(Sent(sent, time.monotonic(), met, self.kind, index, reused))
 
-    def _connect(self, sent: float) -> socket.socket | None:
+    def _connect(self, index: int, sent: float) -> socket.socket | None:
         try:
             sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
         except ConnectionRefusedError:
-            self._note(sent, Met.REFUSED)
+            self._note(index, sent, Met.REFUSED)
             time.sleep(RECONNECT_PAUSE_S)  # the listener is gone: do not spin
             return None
         except OSError:  # no answer to its SYN within the timeout (a full accept queue)
-            self._note(sent, Met.TIMED_OUT)
+            self._note(index, sent, Met.TIMED_OUT)
             return None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
 
-    def _client(self) -> None:
+    def _client(self, index: int) -> None:
         sock, reused, made = None, False, 0
         while self._sending() and (self.count is None or made < self.count):
             made += 1
             sent = time.monotonic()
             if sock is None:
-                sock, reused = self._connect(sent), False
+                sock, reused = self._connect(index, sent), False
                 if sock is None:
                     continue
             met, closing = self.one_request(sock, reused)
-            self._note(sent, met, reused)
+            self._note(index, sent, met, reused)
             if closing or met is not Met.ANSWERED or self.kind is Client.FRESH:
                 sock.close()
                 sock = None

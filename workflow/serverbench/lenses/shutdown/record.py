@@ -17,12 +17,13 @@ SHUTDOWN_SCHEMA = "serverbench.shutdown/1"
 @dataclass(frozen=True)
 class Request:
     """One request of a stop: sent and ended in seconds from the signal (negative: before it),
-    what it met, by which client, on a reused connection or not."""
+    what it met, by which client and which of its connections, on a reused connection or not."""
 
     sent_s: float
     ended_s: float
     met: str
     client: str
+    connection: int = 0
     reused: bool = False
 
 

@@ -25,6 +25,7 @@ from serverbench.lenses.shutdown.words import Client, How, Met
 from serverbench.plan.catalogue import Stop as StopSpec
 
 EXIT_POLL_S = 0.02
+LISTENER_SEEN_WITHIN_S = 1.0  # of the processes gone: the watcher's next snapshot
 # Further clients started just before the signal, given the watcher (stop_under_load).
 Before = Callable[[Watcher], list[Clients]]
 ACCEPTED_WITHIN_S = 10.0  # the long request's connection accepted (a started server's first accept)
@@ -87,7 +88,7 @@ def _counted(sent: list[Sent], origin: float) -> tuple[dict, tuple[Request, ...]
             answered.setdefault(str(one.client), Counter())["after" if one.ended >= origin else "before"] += 1
         else:
             times = round(one.sent - origin, 4), round(one.ended - origin, 4)
-            failures.append(Request(*times, str(one.met), str(one.client), one.reused))
+            failures.append(Request(*times, str(one.met), str(one.client), one.connection, one.reused))
     return {client: dict(counts) for client, counts in answered.items()}, tuple(failures)
 
 
@@ -137,6 +138,8 @@ def stop_under_load(
         except (OSError, servers.ServerError) as exc:
             problem = f"the {how} stop could not be sent: {exc}"
         gone = wait_gone(launch, plan["exit_wait_s"]) if problem is None else None
+        if gone is not None:  # the listener went at the latest with the processes: its last snapshot
+            watcher.wait_for(lambda snapshot: not snapshot.listening, LISTENER_SEEN_WITHIN_S)
     finally:
         done = [one for load in loads for one in load.join()]
         watcher.stop()

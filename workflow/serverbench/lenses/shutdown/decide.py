@@ -1,0 +1,120 @@
+"""A server's stops judged within the server, through the one rule (``decide.margins``) as the
+operations lens judges its checks: the requests lost per stop of its graceful stop against its
+fast one (at the first delay), and of each longer delay against the first (the balancer still
+routing to it against not). Each side's figures are its stops' counts; the interval is a
+percentile bootstrap of the difference of the means (``decide.bootstrap``, seeded so a table
+repeats; a side with fewer than ``MIN_FIGURES`` stops is undetermined, with why), read against
+a margin of half a request a stop: *higher*, *lower*, *equivalent* or *undetermined*.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from serverbench.decide import bootstrap, margins
+from serverbench.decide.judgement import HIGHER, LOWER, UNDETERMINED
+from serverbench.lenses.shutdown.table import lost_after
+from serverbench.lenses.shutdown.words import How
+from serverbench.record.vocabulary import Kind, Metric, Status
+
+SEED = 20261202
+MIN_FIGURES = bootstrap.MIN_FIGURES
+CHECK, UNIT = "lost_per_stop", "requests lost per stop"
+MARGIN = 0.5  # half a request a stop: a stop that loses one request more is told apart
+DIFFERENCE = bootstrap.Read.DIFFERENCE
+
+
+def label(server: str, how: str, delay_s: float) -> str:
+    return f"{server} {how}, {delay_s:g} s routed"
+
+
+def judge(condition: tuple, a: tuple[str, list], b: tuple[str, list]) -> bootstrap.CheckComparison:
+    """``a`` against ``b``: each (label, its stops' lost requests)."""
+    (label_a, values_a), (label_b, values_b) = a, b
+    made = {
+        "kind": Kind.SETTING,
+        "a": label_a,
+        "b": label_b,
+        "metric": Metric.OPERATIONS,
+        "margin": MARGIN,
+        "condition": (*condition, ("check", CHECK)),
+        "check": CHECK,
+        "unit": UNIT,
+        "scale": DIFFERENCE.value,
+        "n_a": len(values_a),
+        "n_b": len(values_b),
+        "level": bootstrap.LEVEL,
+    }
+    found = bootstrap.interval(values_a, values_b, DIFFERENCE, SEED, MIN_FIGURES)
+    if found.reason is not None:
+        return bootstrap.CheckComparison(
+            outcome=UNDETERMINED, a_value=found.a_value, b_value=found.b_value, reasons=(found.reason,), **made
+        )
+    side = margins.side(found.low, found.high, MARGIN, margins.Question.IN_ONE_RUN, margins.Scale.DIFFERENCE)
+    return bootstrap.CheckComparison(
+        outcome=margins.outcome(side, above=HIGHER, below=LOWER),
+        estimate=found.estimate,
+        a_value=found.a_value,
+        b_value=found.b_value,
+        low=found.low,
+        high=found.high,
+        **made,
+    )
+
+
+def pairs_of(kinds: dict[tuple[str, float], list[float]]) -> list[tuple[tuple, tuple]]:
+    """Which (how, delay) is judged against which: graceful against fast at the first delay of
+    both, each longer delay of a stop against its first."""
+    found = []
+    delays = {how: sorted(delay for kind, delay in kinds if kind == how) for how in (How.GRACEFUL, How.FAST)}
+    if delays[How.GRACEFUL] and delays[How.FAST]:
+        shared = sorted(set(delays[How.GRACEFUL]) & set(delays[How.FAST]))
+        if shared:
+            found.append(((How.GRACEFUL, shared[0]), (How.FAST, shared[0])))
+    for how, seen in delays.items():
+        found += [((how, delay), (how, seen[0])) for delay in seen[1:]]
+    return found
+
+
+def comparisons(result: dict) -> list[bootstrap.CheckComparison]:
+    """One server's record: its declared pairs of stops, on the requests each lost."""
+    kinds: dict[tuple[str, float], list[float]] = {}
+    for stop in result["stops"]:
+        if stop["status"] == Status.OK:
+            kinds.setdefault((How(stop["how"]), stop["delay_s"]), []).append(float(len(lost_after(stop))))
+    condition = (("profile", result["profile"]), ("server", result["server"]))
+    server = result["server"]
+    return [judge(condition, (label(server, *a), kinds[a]), (label(server, *b), kinds[b])) for a, b in pairs_of(kinds)]
+
+
+VERDICT_COLUMNS = [
+    "profile",
+    "server",
+    "check",
+    "kind",
+    "a",
+    "b",
+    "metric",
+    "unit",
+    "scale",
+    "a_value",
+    "b_value",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "level",
+    "margin",
+    "outcome",
+    "n_a",
+    "n_b",
+    "reason_codes",
+    "why",
+]
+
+
+def shutdown_verdict_table(results: list[dict]) -> pd.DataFrame:
+    """shutdown_verdicts.csv: a row per judged pair of one server's stops (``estimate`` a-b)."""
+    rows = [comparison.as_row() for result in results for comparison in comparisons(result)]
+    for row in rows:
+        row["estimate"] = row.pop("ratio")
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
