@@ -24,7 +24,7 @@ def toy_on_path(monkeypatch):
 
 def test_the_built_in_lenses_settings_come_from_their_folders():
     found = schema.lens_settings_schemas()
-    assert set(found) == {"advise", "front", "operations", "recycle"}
+    assert set(found) == {"advise", "front", "operations", "recycle", "shutdown"}
     profile = schema.load_schema()["properties"]["profiles"]["additionalProperties"]["properties"]
     assert all(profile[key] == settings for key, settings in found.items())
     core = schema.yaml.safe_load(schema.SCHEMA_PATH.read_text())
@@ -37,7 +37,7 @@ def test_a_lens_a_config_adds_brings_its_settings_their_default_and_their_check(
     config["profiles"]["default"]["toy_bytes"] = {}
     checked = cfg.validate(config)
     assert checked["profiles"]["default"]["toy_bytes"] == {"answers": 3}  # its default, from its folder
-    assert cfg.effective_profile(checked, "default").lens_settings == {"toy_bytes": {"answers": 3}}
+    assert cfg.effective_profile(checked, "default").lens_settings["toy_bytes"] == {"answers": 3}
     wrong = copy.deepcopy(base_config)
     wrong.update(lenses=["toy_bytes"])
     wrong["profiles"]["default"]["toy_bytes"] = {"answers": 0}

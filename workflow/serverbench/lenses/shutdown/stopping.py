@@ -103,6 +103,29 @@ def wait_gone(launch: Launch, limit: float) -> float | None:
     return None
 
 
+def _loads(launch: Launch, plan: dict, watcher: Watcher) -> list[Clients]:
+    """The closed loops of the plan, started: kept-alive connections and a connection per request."""
+    sent, status = workload_request(launch)
+    return [
+        Clients(launch.host, launch.port, sent, status, plan[key], kind, watcher, plan["timeout_s"]).start()
+        for key, kind in (("keepalive", Client.KEEPALIVE), ("fresh", Client.FRESH))
+        if plan[key]
+    ]
+
+
+def _signalled(launch: Launch, how: How, loads: list[Clients], delay_s: float, watcher: Watcher) -> tuple:
+    """The stop sent, the clients told to stop sending ``delay_s`` after it: its moment, the
+    signal's name and, where it could not be sent, why."""
+    origin = time.monotonic()
+    watcher.since = origin
+    for load in loads:
+        load.until = origin + delay_s
+    try:
+        return origin, send_stop(launch, launch.spec.stop, how), None
+    except (OSError, servers.ServerError) as exc:
+        return origin, None, f"the {how} stop could not be sent: {exc}"
+
+
 def stop_under_load(
     launch: Launch, plan: dict, how: How, delay_s: float, round_number: int, before_signal: Before | None = None
 ) -> Stop:
@@ -110,18 +133,10 @@ def stop_under_load(
     ``before_signal``, called with the watcher once the load has run, starts further clients
     whose requests are counted with the load's (a condition a test creates: requests queued
     behind a busy worker)."""
-    spec = launch.spec.stop
-    sent, status = workload_request(launch)
     watcher = Watcher(ServerSockets(launch.host, launch.port)).start()
-    loads = [
-        Clients(launch.host, launch.port, sent, status, plan[key], kind, watcher, plan["timeout_s"]).start()
-        for key, kind in (("keepalive", Client.KEEPALIVE), ("fresh", Client.FRESH))
-        if plan[key]
-    ]
-    long = None
+    loads, long, gone = _loads(launch, plan, watcher), None, None
     if plan.get("long_request"):
         long = LongRequest(launch, plan["long_request"]["path"], plan["long_request"]["timeout_s"], watcher)
-    problem, name = None, None
     try:
         time.sleep(plan["load_s"])
         if long is not None:
@@ -129,15 +144,9 @@ def stop_under_load(
             watcher.wait_for(lambda snapshot: long.port in snapshot.accepted, ACCEPTED_WITHIN_S)
         if before_signal is not None:
             loads += before_signal(watcher)
-        origin = time.monotonic()
-        watcher.since = origin
-        for load in loads:
-            load.until = origin + delay_s
-        try:
-            name = send_stop(launch, spec, how)
-        except (OSError, servers.ServerError) as exc:
-            problem = f"the {how} stop could not be sent: {exc}"
-        gone = wait_gone(launch, plan["exit_wait_s"]) if problem is None else None
+        origin, name, problem = _signalled(launch, how, loads, delay_s, watcher)
+        if problem is None:
+            gone = wait_gone(launch, plan["exit_wait_s"])
         if gone is not None:  # the listener went at the latest with the processes: its last snapshot
             watcher.wait_for(lambda snapshot: not snapshot.listening, LISTENER_SEEN_WITHIN_S)
     finally:
@@ -145,17 +154,20 @@ def stop_under_load(
         watcher.stop()
     answered, failures = _counted(done, origin)
     answers = [one.ended for one in done if one.met is Met.ANSWERED and one.ended >= origin]
-    code = launch.server.front.exit_code()
+
+    def since(moment: float | None) -> float | None:
+        return None if moment is None else round(moment - origin, 4)
+
     return Stop(
         round_number,
         str(how),
         name,
         delay_s,
         reason=problem or watcher.error,
-        listener_closed_s=None if watcher.listener_gone_at is None else round(watcher.listener_gone_at - origin, 4),
-        last_answer_s=round(max(answers) - origin, 4) if answers else None,
-        exited_s=None if gone is None else round(gone - origin, 4),
-        exit_code=code,
+        listener_closed_s=since(watcher.listener_gone_at),
+        last_answer_s=since(max(answers)) if answers else None,
+        exited_s=since(gone),
+        exit_code=launch.server.front.exit_code(),
         killed=gone is None,
         long_request=long.result(origin) if long is not None else None,
         answered=answered,
