@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import add_server, require
+from conftest import REPO_ROOT, add_server, require
 from serverbench import registry
 from serverbench.cell.wire import request
 from serverbench.lenses.shutdown.client import Clients
@@ -23,7 +23,9 @@ from serverbench.lenses.shutdown.measure import planned_stops, run_shutdown
 from serverbench.lenses.shutdown.table import lost_after, shutdown_table
 from serverbench.lenses.shutdown.words import Client, How, Met
 from serverbench.record.vocabulary import Status
+from serverbench.report.index import write_index
 
+STORED = REPO_ROOT / "tests" / "data" / "records-v1"
 STOPPING = ["python", "{root}/tests/apps/stopping.py", "{port}"]
 PLANTED_STOP = {"graceful": "TERM", "fast": "INT"}
 QUEUED = 5
@@ -107,6 +109,13 @@ def test_gunicorns_sync_worker_drops_the_requests_queued_behind_it_on_term(base_
     assert stop["answered"] == {Client.FRESH: {"after": 1}} and stop["exit_code"] == 0
 
 
+def test_a_server_that_does_not_stop_is_killed_and_leaves_nothing_running(base_config, tmp_path, no_leftovers):
+    add_server(base_config, "stays", [*STOPPING, "ignore"], stop=PLANTED_STOP)
+    (stop,) = stopped(base_config, tmp_path, "stays", exit_wait_s=0.5, fresh=1)["stops"]
+    assert stop["killed"] and stop["exited_s"] is None and stop["exit_code"] is None
+    assert stop["listener_closed_s"] is None  # it listened until the session killed it
+
+
 def test_each_round_stops_gracefully_at_every_delay_and_fast_at_the_first():
     plan = {"delays": [0, 1, 5], "fast": True}
     assert planned_stops(plan, has_graceful=True) == [
@@ -144,6 +153,11 @@ def test_the_table_the_verdicts_and_the_section_read_the_stops_as_counted(base_c
     assert section.markdown.startswith("## Does a deploy drop requests?")
     assert "| drops | graceful (TERM), routed 0 s after | 5 | 5.0 |" in section.markdown
     assert "requests lost per stop lower, -1.0 [-1.0, -1.0] a stop" in section.markdown
+    sections = registry.sections(base_config, [shutdown_csv, verdicts_csv], {})
+    write_index(STORED / "summary.csv", STORED / "verdicts.csv", None, {}, tmp_path / "index.html", sections=sections)
+    page = (tmp_path / "index.html").read_text()
+    shown = page[page.index('<section id="shutdown">') :]
+    assert "<h3>Does a deploy drop requests?</h3>" in shown and '<td data-label="server">drops</td>' in shown
     printed = registry.console_text(base_config, tmp_path, "shutdown")
     assert "drops: fast 0 s: 6 lost; graceful 0 s: 5 lost" in printed
 

@@ -1,11 +1,12 @@
 """A one-worker HTTP server (a connection per request, as gunicorn's sync worker) whose stop
 on SIGTERM is chosen:
 
-    python stopping.py PORT drop|drain [--graceful-timeout S]
+    python stopping.py PORT drop|drain|ignore [--graceful-timeout S]
 
 drop: the request in hand finished, it closes its listener and exits: every connection still
 in the accept queue is reset by the kernel (gunicorn#3397); drain: it first accepts and answers
-every connection already queued, then closes and exits. A request still running
+every connection already queued, then closes and exits; ignore: it goes on serving, as a
+server whose TERM is not a stop (uWSGI without --die-on-term). A request still running
 ``--graceful-timeout`` seconds after the signal (default: none) is cut, its connection reset,
 and the server exits 1. Paths: ``/hold`` answers once the signal has come (at most 60 s),
 ``/slow?s=N`` after N seconds, any other at once.
@@ -78,10 +79,13 @@ def serve_one(listener: socket.socket, graceful_timeout: float | None) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("port", type=int)
-    parser.add_argument("mode", choices=["drop", "drain"])
+    parser.add_argument("mode", choices=["drop", "drain", "ignore"])
     parser.add_argument("--graceful-timeout", type=float, default=None)
     args = parser.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: TERMED_AT.append(time.monotonic()))
+    if args.mode == "ignore":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    else:
+        signal.signal(signal.SIGTERM, lambda *_: TERMED_AT.append(time.monotonic()))
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", args.port))
