@@ -12,6 +12,7 @@ far shorter is answered. Nothing is left running after any stop.
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 from conftest import REPO_ROOT, add_server, require
@@ -107,6 +108,21 @@ def test_gunicorns_sync_worker_drops_the_requests_queued_behind_it_on_term(base_
     (stop,) = stopped(base_config, tmp_path, "gunicorn-held", queue_behind_a_held_request(QUEUED))["stops"]
     assert lost(stop) == {Met.RESET_IN_QUEUE: QUEUED}
     assert stop["answered"] == {Client.FRESH: {"after": 1}} and stop["exit_code"] == 0
+
+
+def test_a_server_still_routed_to_after_the_signal_loses_nothing_where_it_keeps_accepting_for_as_long(
+    base_config, tmp_path, no_leftovers
+):
+    """The clients send for 1 s after the signal (a balancer still routing): the server that
+    stops accepting at once refuses each of the clients' connections (each counted once), the
+    one that goes on accepting for three times that long, then drains, loses none."""
+    add_server(base_config, "closes", [*STOPPING, "drain"], stop=PLANTED_STOP)
+    add_server(base_config, "lingers", [*STOPPING, "drain", "--linger", "3"], stop=PLANTED_STOP)
+    routed = {"delays": [1], "fresh": 2}
+    (closes,) = stopped(base_config, tmp_path, "closes", **routed)["stops"]
+    (lingers,) = stopped(base_config, tmp_path, "lingers", **routed)["stops"]
+    assert Counter(one["met"] for one in lost_after(closes))[Met.REFUSED] == 2
+    assert lost_after(lingers) == [] and lingers["listener_closed_s"] >= 3
 
 
 def test_a_server_that_does_not_stop_is_killed_and_leaves_nothing_running(base_config, tmp_path, no_leftovers):

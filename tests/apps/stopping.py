@@ -1,12 +1,14 @@
 """A one-worker HTTP server (a connection per request, as gunicorn's sync worker) whose stop
 on SIGTERM is chosen:
 
-    python stopping.py PORT drop|drain|ignore [--graceful-timeout S]
+    python stopping.py PORT drop|drain|ignore [--graceful-timeout S] [--linger S]
 
 drop: the request in hand finished, it closes its listener and exits: every connection still
 in the accept queue is reset by the kernel (gunicorn#3397); drain: it first accepts and answers
 every connection already queued, then closes and exits; ignore: it goes on serving, as a
-server whose TERM is not a stop (uWSGI without --die-on-term). A request still running
+server whose TERM is not a stop (uWSGI without --die-on-term). ``--linger S``: after the
+signal it goes on accepting and answering for S seconds before it stops (what a preStop sleep
+gives a server that has no delay of its own). A request still running
 ``--graceful-timeout`` seconds after the signal (default: none) is cut, its connection reset,
 and the server exits 1. Paths: ``/hold`` answers once the signal has come (at most 60 s),
 ``/slow?s=N`` after N seconds, any other at once.
@@ -81,6 +83,7 @@ def main() -> None:
     parser.add_argument("port", type=int)
     parser.add_argument("mode", choices=["drop", "drain", "ignore"])
     parser.add_argument("--graceful-timeout", type=float, default=None)
+    parser.add_argument("--linger", type=float, default=0)
     args = parser.parse_args()
     if args.mode == "ignore":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -93,9 +96,9 @@ def main() -> None:
     listener.setblocking(False)
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
-    while not TERMED_AT:
+    while not TERMED_AT or time.monotonic() < TERMED_AT[0] + args.linger:
         if selector.select(POLL_S):
-            serve_one(listener, args.graceful_timeout)
+            serve_one(listener, None if not TERMED_AT else args.graceful_timeout)
     if args.mode == "drain":
         while serve_one(listener, args.graceful_timeout):
             pass
