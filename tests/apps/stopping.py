@@ -98,7 +98,7 @@ def main() -> None:
     selector.register(listener, selectors.EVENT_READ)
     while not TERMED_AT or time.monotonic() < TERMED_AT[0] + args.linger:
         if selector.select(POLL_S):
-            serve_one(listener, None if not TERMED_AT else args.graceful_timeout)
+            serve_one(listener, args.graceful_timeout)
     if args.mode == "drain":
         while serve_one(listener, args.graceful_timeout):
             pass
