@@ -190,7 +190,8 @@ def test_work_per_request_is_counted_judged_and_shown(tiny_run):
     timed = read_verdicts(results / "verdicts.csv")
     timed = timed[(timed["a"] == family.a) & (timed["b"] == family.b) & (timed["workload"] == family.workload)]
     assert family.timed_at == "wrk c=10" and set(zip(timed["tool"], timed["concurrency"], strict=True)) == {("wrk", 10)}
-    assert (family.timed_outcome, family.timed_ratio) == (timed["outcome"].iloc[0], timed["ratio"].iloc[0])
+    assert family.timed_outcome == timed["outcome"].iloc[0]
+    assert family.timed_ratio == pytest.approx(timed["ratio"].iloc[0], nan_ok=True)  # none where not comparable
     index = (results / "index.html").read_text()
     assert 'id="work"' in index and "user-space instructions per request" in index
     answers = (results / "answers.md").read_text()
