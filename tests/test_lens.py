@@ -183,7 +183,8 @@ def test_the_core_writes_the_toy_lens_section_to_the_page_answers_and_the_consol
     tables = sorted(results.glob("*.csv"))
     page, answers = tmp_path / "index.html", tmp_path / "answers.md"
     sections = registry.sections(config, tables, {})
-    write_index(stored / "summary.csv", stored / "verdicts.csv", None, {}, page, answers_path=answers, sections=sections)
+    write_index(stored / "summary.csv", stored / "verdicts.csv", None, {}, page,
+                answers_path=answers, sections=sections)  # fmt: skip
     said = "starman sends 1.254× the bytes of gunicorn per answer: higher"
     section = page.read_text()[page.read_text().index('<section id="toy-bytes">') :]
     assert "<h3>Bytes per answer</h3>" in section and f"<li>{said}</li>" in section

@@ -166,10 +166,10 @@ def _conditions(table: pd.DataFrame) -> str:
 
 def _row(server: str, mine: pd.DataFrame) -> tuple[str, ...]:
     """The table's row of one server, in COLUMNS' order."""
+    first = mine.iloc[0]
     kinds = tuple(kept_cell(mine, kind) for kind in SLOW_COLUMNS)
-    language = mine.iloc[0].get("language")
-    return (server, str(language), str(mine.iloc[0]["answer"]), cost_cell(mine), work_cell(mine), *kinds,
-            starved_cell(mine))  # fmt: skip
+    figures = (cost_cell(mine), work_cell(mine), *kinds, starved_cell(mine))
+    return (server, str(first.get("language")), str(first["answer"]), *figures)
 
 
 COLUMNS = ("server", "language", "answer", "cost", "work", *map(str, SLOW_COLUMNS), STARVED_COLUMN)

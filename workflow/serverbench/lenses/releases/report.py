@@ -106,18 +106,10 @@ def releases_section(table_csv, verdicts_csv, checks: Sequence[Check]) -> Sectio
     titles = {**OWN_TITLES, **{check.name: check.title for check in checks}}
     if table.empty:
         return None
-    servers = [
-        Group(
-            server,
-            (
-                _server_table(
-                    rows, verdicts[(verdicts["profile"] == profile) & (verdicts["server"] == server)], checks, titles
-                ),
-            ),
-            WRITTEN,
-        )  # fmt: skip
-        for (profile, server), rows in table.groupby(["profile", "server"], sort=True)
-    ]
+    servers = []
+    for (profile, server), rows in table.groupby(["profile", "server"], sort=True):
+        mine = verdicts[(verdicts["profile"] == profile) & (verdicts["server"] == server)]
+        servers.append(Group(server, (_server_table(rows, mine, checks, titles),), WRITTEN))
     changes = [change_sentence(row, checks) for _, row in neighbour_changes(verdicts).iterrows()]
     return Section(
         TITLE,

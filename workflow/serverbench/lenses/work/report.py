@@ -281,14 +281,11 @@ def _in_kind_order(rows: pd.DataFrame) -> pd.DataFrame:
 
 def console_groups(judged: pd.DataFrame) -> list[Group]:
     """The console's work comparisons: a group per profile and workload, a line each."""
-    return [
-        Group(
-            f"{profile}, {workload}:",
-            (Sentences([console_line(row) for _, row in _in_kind_order(rows).iterrows()], Medium.CONSOLE, marker=""),),
-            Medium.CONSOLE,
-        )  # fmt: skip
-        for (profile, workload), rows in judged.groupby(["profile", "workload"], sort=False)
-    ]
+    groups = []
+    for (profile, workload), rows in judged.groupby(["profile", "workload"], sort=False):
+        lines = Sentences([console_line(row) for _, row in _in_kind_order(rows).iterrows()], Medium.CONSOLE, "")
+        groups.append(Group(f"{profile}, {workload}:", (lines,), Medium.CONSOLE))
+    return groups
 
 
 def counted_text(judged: pd.DataFrame) -> str:
