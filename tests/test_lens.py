@@ -32,7 +32,7 @@ def test_the_registry_lists_the_built_in_lenses_and_those_a_config_adds(monkeypa
     added = registry.lenses({"lenses": [TOY]})
     assert [lens.name for lens in added] == [*built_in, TOY]
     toy = added[-1]
-    assert toy.rules.is_file() and toy.template.is_file() and toy.question.endswith("?")
+    assert toy.rules.is_file() and toy.section is not None and toy.question.endswith("?")
     with pytest.raises(ValueError, match="two lenses are called"):
         registry.lenses({"lenses": [TOY, TOY]})
 
@@ -163,3 +163,31 @@ def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_reco
     # stamp and warmup's are one).
     phases = {"setup": 1.0, "verify": 0.0, "warmup": 0.5, "load": 2.0, "stop": 0.5}
     assert preview.cell_phases(tmp_path) == phases
+
+
+def test_the_core_writes_the_toy_lens_section_to_the_page_answers_and_the_console(tmp_path, monkeypatch):
+    """The toy lens gives a typed section only; the core's three writers put it on the page, in
+    answers.md and on the console, from its tables (written here as its rules would)."""
+    monkeypatch.syspath_prepend(str(LENSES))
+    from serverbench.report.index import write_index
+
+    results = tmp_path / "results"
+    results.mkdir()
+    sizes = [{"profile": "p", "server": "gunicorn", "status": "ok", "reason": "", "bytes": 120.0},
+             {"profile": "p", "server": "starman", "status": "ok", "reason": "", "bytes": 150.5}]  # fmt: skip
+    pd.DataFrame(sizes).to_csv(results / f"{TOY}.csv", index=False)
+    verdict = {"a": "starman", "b": "gunicorn", "ratio": 150.5 / 120, "outcome": "higher"}
+    pd.DataFrame([verdict]).to_csv(results / f"{TOY}_verdicts.csv", index=False)
+    config = {"lenses": [TOY], "work_lens": {"margin": 0.005}}
+    stored = REPO_ROOT / "tests" / "data" / "records-v1"
+    tables = sorted(results.glob("*.csv"))
+    page, answers = tmp_path / "index.html", tmp_path / "answers.md"
+    sections = registry.sections(config, tables, {})
+    write_index(stored / "summary.csv", stored / "verdicts.csv", None, {}, page,
+                answers_path=answers, sections=sections)  # fmt: skip
+    said = "starman sends 1.254× the bytes of gunicorn per answer: higher"
+    section = page.read_text()[page.read_text().index('<section id="toy-bytes">') :]
+    assert "<h3>Bytes per answer</h3>" in section and f"<li>{said}</li>" in section
+    assert "<li>gunicorn: 120 bytes</li>" in section
+    assert f"## Bytes per answer\n\n- gunicorn: 120 bytes\n- starman: 150.5 bytes\n- {said}\n" in answers.read_text()
+    assert registry.console_text(config, results, TOY) == f"\nBytes per answer:\n  - {said}\n"

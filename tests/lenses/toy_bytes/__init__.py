@@ -4,25 +4,13 @@ parent on PYTHONPATH); nothing else in the repository names it."""
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, per_server
+from serverbench.lens import Inputs, Lens, Place, Section, per_server
 
 
-def _section(tables: dict, inputs: Inputs) -> dict | None:
-    from toy_bytes.report import context
+def _section(tables: dict, inputs: Inputs) -> Section | None:
+    from toy_bytes.report import section
 
-    return context(tables["toy_bytes.csv"], tables["toy_bytes_verdicts.csv"])
-
-
-def _markdown(context: dict) -> str:
-    from toy_bytes.report import markdown
-
-    return markdown(context)
-
-
-def _console(results: Path, inputs) -> None:
-    from toy_bytes.report import console
-
-    console(results / "toy_bytes_verdicts.csv")
+    return section(tables["toy_bytes.csv"], tables["toy_bytes_verdicts.csv"])
 
 
 LENS = Lens(
@@ -33,6 +21,4 @@ LENS = Lens(
     jobs=per_server("toy_bytes", lambda config, matrix, cell: True),
     tables=("toy_bytes.csv", "toy_bytes_verdicts.csv"),
     section=_section,
-    markdown=_markdown,
-    console=_console,
 )

@@ -3,20 +3,18 @@ p99 objective within the memory budget (docs/advise.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, deferred, per_server
-
-advice_markdown, print_advice = deferred(f"{__name__}.report", "advice_markdown", "print_advice")
+from serverbench.lens import Inputs, Lens, Place, Section, per_server
 
 
 def _wanted(config, matrix, cell) -> bool:
     return bool(matrix.profiles[cell.profile].advise)
 
 
-def _section(tables: dict, inputs: Inputs) -> dict | None:
-    # Its chart needs Altair: loaded where the page is made, not where the workflow is parsed.
-    from serverbench.lenses.advise.page import advice_context
+def _section(tables: dict, inputs: Inputs) -> Section | None:
+    # Its chart needs Altair: loaded where the section is made, not where the workflow is parsed.
+    from serverbench.lenses.advise.page import advice_section
 
-    return advice_context(tables["advice.csv"], tables["advice_recommendations.csv"])
+    return advice_section(tables["advice.csv"], tables["advice_recommendations.csv"])
 
 
 LENS = Lens(
@@ -29,6 +27,4 @@ LENS = Lens(
     tables=("advice.csv", "advice_recommendations.csv"),
     outputs=("advice/configurations",),
     section=_section,
-    markdown=advice_markdown,
-    console=lambda results, inputs: print_advice(results / "advice_recommendations.csv"),
 )

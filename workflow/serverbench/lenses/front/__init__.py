@@ -3,12 +3,10 @@ by side, under fast and slow clients (docs/front.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, deferred, per_server
+from serverbench.lens import Inputs, Lens, Place, Section, deferred, per_server
 from serverbench.plan.fronts import is_fronted
 
-front_context, front_markdown, print_front = deferred(
-    f"{__name__}.report", "front_context", "front_markdown", "print_front"
-)
+(front_section,) = deferred(f"{__name__}.report", "front_section")
 
 
 def _wanted(config, matrix, cell) -> bool:
@@ -16,8 +14,8 @@ def _wanted(config, matrix, cell) -> bool:
     return bool(matrix.profiles[cell.profile].front) and not is_fronted(config["catalogue"][cell.server])
 
 
-def _section(tables: dict, inputs: Inputs) -> dict | None:
-    return front_context(tables["front.csv"], tables["front_verdicts.csv"])
+def _section(tables: dict, inputs: Inputs) -> Section | None:
+    return front_section(tables["front.csv"], tables["front_verdicts.csv"])
 
 
 LENS = Lens(
@@ -29,6 +27,4 @@ LENS = Lens(
     jobs=per_server("front", _wanted),
     tables=("front.csv", "front_verdicts.csv"),
     section=_section,
-    markdown=front_markdown,
-    console=lambda results, inputs: print_front(results / "front_verdicts.csv"),
 )

@@ -3,9 +3,9 @@ graceful reloads under load (docs/operations.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Check, Inputs, Layout, Lens, Place, deferred, per_server
+from serverbench.lens import Check, Inputs, Layout, Lens, Place, Section, deferred, per_server
 
-operations_context, operations_markdown = deferred(f"{__name__}.report", "operations_context", "operations_markdown")
+(operations_section,) = deferred(f"{__name__}.report", "operations_section")
 
 
 # What it offers to releases and bisect, each judged by its interval against its margin
@@ -26,8 +26,8 @@ def _wanted(config, matrix, cell) -> bool:
     return bool(matrix.profiles[cell.profile].operations)
 
 
-def _section(tables: dict, inputs: Inputs) -> dict | None:
-    return operations_context(
+def _section(tables: dict, inputs: Inputs) -> Section | None:
+    return operations_section(
         tables["operations.csv"], tables.get("operations_verdicts.csv"), titles=inputs.language_titles
     )
 
@@ -41,6 +41,5 @@ LENS = Lens(
     jobs=per_server("operations", _wanted),
     tables=("operations.csv", "operations_verdicts.csv"),
     section=_section,
-    markdown=operations_markdown,
     checks=CHECKS,
 )

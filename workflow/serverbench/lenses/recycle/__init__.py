@@ -3,11 +3,9 @@
 
 from pathlib import Path
 
-from serverbench.lens import Check, Inputs, Layout, Lens, Place, deferred, per_server
+from serverbench.lens import Check, Inputs, Layout, Lens, Place, Section, deferred, per_server
 
-recycle_console, recycle_context, recycle_markdown = deferred(
-    f"{__name__}.report", "recycle_console", "recycle_context", "recycle_markdown"
-)
+(recycle_section,) = deferred(f"{__name__}.report", "recycle_section")
 
 
 # What it offers to releases and bisect: shown beside a release, not judged (one run a side).
@@ -22,10 +20,10 @@ def _wanted(config, matrix, cell) -> bool:
     return bool(matrix.profiles[cell.profile].recycle)
 
 
-def _section(tables: dict, inputs: Inputs) -> dict | None:
+def _section(tables: dict, inputs: Inputs) -> Section | None:
     if "recycle.csv" not in tables:
         return None
-    return recycle_context(
+    return recycle_section(
         tables["recycle.csv"], tables.get("recycle_verdicts.csv"), tables.get("recycle_capacity.csv")
     )
 
@@ -39,8 +37,6 @@ LENS = Lens(
     jobs=per_server("recycle", _wanted),
     tables=("recycle.csv", "recycle_verdicts.csv", "recycle_checks.csv", "recycle_capacity.csv"),
     section=_section,
-    markdown=recycle_markdown,
-    console=lambda results, inputs: recycle_console(results),
     checks=CHECKS,
     before_rounds=True,
 )

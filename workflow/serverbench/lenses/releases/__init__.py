@@ -3,15 +3,13 @@ the lenses that offer checks, each against the baseline and the release before (
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, deferred
+from serverbench.lens import Inputs, Lens, Place, Section, deferred
 from serverbench.plan.releases import install_record_name, releases_in, split_name
 
 # The checks this lens makes itself (releases.csv's `check`), here where reading them needs no pandas.
 INSTALLED, CONFORMANCE_CHECK = "installed", "conformance_met"
 
-print_releases, releases_context, releases_markdown = deferred(
-    f"{__name__}.report", "print_releases", "releases_context", "releases_markdown"
-)
+(releases_section,) = deferred(f"{__name__}.report", "releases_section")
 
 
 def _jobs(config, matrix) -> list[str]:
@@ -26,8 +24,8 @@ def _asks(profile) -> bool:
     return isinstance(servers, list) and any(split_name(server) for server in servers)
 
 
-def _section(tables: dict, inputs: Inputs) -> dict | None:
-    return releases_context(tables["releases.csv"], tables["release_verdicts.csv"], inputs.checks)
+def _section(tables: dict, inputs: Inputs) -> Section | None:
+    return releases_section(tables["releases.csv"], tables["release_verdicts.csv"], inputs.checks)
 
 
 LENS = Lens(
@@ -38,7 +36,5 @@ LENS = Lens(
     jobs=_jobs,
     tables=("releases.csv", "release_verdicts.csv"),
     section=_section,
-    markdown=releases_markdown,
-    console=lambda results, inputs: print_releases(results / "release_verdicts.csv", inputs.checks),
     asks=_asks,
 )
