@@ -3,7 +3,7 @@ p99 objective within the memory budget (docs/advise.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, deferred, per_server
+from serverbench.lens import Inputs, Lens, MeasureJob, Place, TableJob, deferred, per_server
 
 advice_markdown, print_advice = deferred(f"{__name__}.report", "advice_markdown", "print_advice")
 
@@ -31,4 +31,19 @@ LENS = Lens(
     section=_section,
     markdown=advice_markdown,
     console=lambda results, inputs: print_advice(results / "advice_recommendations.csv"),
+    measure_job=MeasureJob(
+        entry=f"{__name__}.measure:run_advise",
+        record="advice/{profile}/{server}.json",
+        message="searching {wildcards.server}'s settings (profile {wildcards.profile})",
+    ),
+    table_job=TableJob(
+        entry=f"{__name__}.scripts.advice_table:write_tables",
+        outputs={
+            "table": "advice.csv",
+            "recommendations": "advice_recommendations.csv",
+            "configurations": "advice/configurations",
+        },
+        directories=("configurations",),
+        rule="advice_table",
+    ),
 )

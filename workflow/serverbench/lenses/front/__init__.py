@@ -3,7 +3,7 @@ by side, under fast and slow clients (docs/front.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, deferred, per_server
+from serverbench.lens import Inputs, Lens, MeasureJob, Place, deferred, per_server
 from serverbench.plan.fronts import is_fronted
 
 front_context, front_markdown, print_front = deferred(
@@ -31,4 +31,11 @@ LENS = Lens(
     section=_section,
     markdown=front_markdown,
     console=lambda results, inputs: print_front(results / "front_verdicts.csv"),
+    # Its table job reads the counted checks other lenses offer: a rule of its own (rules.smk).
+    measure_job=MeasureJob(
+        entry=f"{__name__}.measure:run_front",
+        record="front/{profile}/{server}.json",
+        message="{wildcards.server} bare and behind a front, under fast and slow clients (profile {wildcards.profile})",
+        database=False,
+    ),
 )

@@ -3,7 +3,7 @@ graceful reloads under load (docs/operations.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Check, Inputs, Layout, Lens, Place, deferred, per_server
+from serverbench.lens import Check, Inputs, Layout, Lens, MeasureJob, Place, TableJob, deferred, per_server
 
 operations_context, operations_markdown = deferred(f"{__name__}.report", "operations_context", "operations_markdown")
 
@@ -43,4 +43,13 @@ LENS = Lens(
     section=_section,
     markdown=operations_markdown,
     checks=CHECKS,
+    measure_job=MeasureJob(
+        entry=f"{__name__}.measure:run_operations",
+        record="operations/{profile}/{server}.json",
+        message="starting, reloading and weighing {wildcards.server} (profile {wildcards.profile})",
+    ),
+    table_job=TableJob(
+        entry=f"{__name__}.scripts.operations_table:write_tables",
+        outputs={"table": "operations.csv", "verdicts": "operations_verdicts.csv"},
+    ),
 )

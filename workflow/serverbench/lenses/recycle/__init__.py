@@ -3,7 +3,7 @@
 
 from pathlib import Path
 
-from serverbench.lens import Check, Inputs, Layout, Lens, Place, deferred, per_server
+from serverbench.lens import Check, Inputs, Layout, Lens, MeasureJob, Place, TableJob, deferred, per_server
 
 recycle_console, recycle_context, recycle_markdown = deferred(
     f"{__name__}.report", "recycle_console", "recycle_context", "recycle_markdown"
@@ -43,4 +43,20 @@ LENS = Lens(
     console=lambda results, inputs: recycle_console(results),
     checks=CHECKS,
     before_rounds=True,
+    measure_job=MeasureJob(
+        entry=f"{__name__}.measure:run_recycle",
+        record="recycle/{profile}/{server}.json",
+        message="restarting {wildcards.server}'s workers under load (profile {wildcards.profile})",
+    ),
+    table_job=TableJob(
+        entry=f"{__name__}.scripts.recycle_table:write_tables",
+        outputs={
+            "table": "recycle.csv",
+            "verdicts": "recycle_verdicts.csv",
+            "checks": "recycle_checks.csv",
+            "capacity": "recycle_capacity.csv",
+        },
+        # What releases and bisect are shown, not a table for Snakemake's report.
+        unshown=("checks",),
+    ),
 )
