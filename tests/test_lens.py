@@ -17,6 +17,7 @@ from serverbench import registry
 from serverbench.drive import preview
 from serverbench.drive.preview import SMALL_JOBS_S
 from serverbench.plan import config as cfg
+from serverbench.plan.matrix import Matrix
 from serverbench.record.vocabulary import Outcome
 
 pytestmark = pytest.mark.quick  # the edit-run loop's set: make test-quick
@@ -83,6 +84,24 @@ def test_the_toy_lens_without_rules_of_its_own_is_wired_by_the_core(tmp_path):
         f"{TOY}.csv": f"{TOY}_table",
         f"{TOY}_verdicts.csv": f"{TOY}_table",
     }
+
+
+@pytest.mark.parametrize("profile", ["default", "advise", "front", "operations", "recycle", "releases"])
+def test_each_lens_asks_for_the_records_its_wired_rule_writes(profile):
+    """A lens's jobs (LENS_RESULTS) are paths of its measuring job's record pattern, the output of
+    the rule the core writes for it: a lens that said otherwise would leave rule all without a rule."""
+    config = {**cfg.load(REPO_ROOT / "config.yaml", {"profile": profile}), "seed": 1}
+    matrix = Matrix(config)
+    asked = {}
+    for lens in registry.lenses(config):
+        if lens.measure_job is None:
+            continue
+        pattern = re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(lens.measure_job.record))
+        jobs = lens.jobs(config, matrix)
+        assert [path for path in jobs if not re.fullmatch(pattern, path)] == [], lens.name
+        asked[lens.name] = len(jobs)
+    # The profile asks its own lens (the default asks the work lens), and so the check read paths.
+    assert asked.get(profile if profile in asked else "work"), asked
 
 
 @pytest.mark.e2e
