@@ -311,7 +311,7 @@ RUN_INSTALLS = run_installs()
 
 
 # The lenses (serverbench.registry): each one's job results and tables, below RESULTS. A
-# lens's rules (its folder's rules.smk, included by the Snakefile) read these by its name.
+# lens's rules (workflow/rules/lenses.smk, and its own rules.smk) read these by its name.
 LENSES = registry.lenses(config)
 LENS_RESULTS = {
     lens.name: [f"{RESULTS}/{path}" for path in lens.jobs(config, MATRIX)]

@@ -3,9 +3,10 @@ and the console loop over lenses without naming one (docs/architecture.md).
 
 A lens is a folder of ``serverbench.lenses`` (or any importable package a config names in
 ``lenses``) whose ``__init__`` holds ``LENS``, a :class:`Lens`. Its folder keeps its rules
-(``rules.smk``, included by the Snakefile) and its thin scripts; its ``section`` says what it
-shows as a typed :class:`Section`, which the core writes to the page,
-answers.md and the console. The core imports no lens: the registry (``serverbench.registry``)
+(``rules.smk``, included by the Snakefile where it has rules of its own: the core wires its
+measuring and table jobs from ``measure_job`` and ``table_job``); its ``section`` says what it
+shows as a typed :class:`Section`, which the core writes to the page, answers.md and the
+console. The core imports no lens: the registry (``serverbench.registry``)
 collects them and hands their sections to the page.
 """
 
@@ -258,6 +259,48 @@ Jobs = Callable[[Mapping, object], list[str]]
 
 
 @dataclass(frozen=True)
+class MeasureJob:
+    """A lens's measuring job, which the core wires as it wires a cell (workflow/rules/lenses.smk):
+    a rule named as the lens, a job per record its ``jobs`` lists, after every install, pinned to
+    the cell's CPUs and memory, run through the one shim (workflow/scripts/lens_job.py)."""
+
+    # What it runs, "module:function", called (config, profile, server, *the record's further
+    # wildcards in its order, json_path=, log_path=).
+    entry: str
+    # Its record's path pattern below the results directory ("front/{profile}/{server}.json");
+    # its log is the same below logs/, ending .log.
+    record: str
+    # The line Snakemake prints for it (str.format fields: wildcards).
+    message: str
+    # It waits for its profile's database template (a cell's `database` input).
+    database: bool = True
+    # It runs before every cell (a priority above theirs): its load would disturb a timed cell beside it.
+    before_cells: bool = True
+    # A directory of its raw outputs beside its record (the rule's output `raw`), its path pattern.
+    raw: str | None = None
+
+
+@dataclass(frozen=True)
+class TableJob:
+    """A lens's table job, which the core wires (workflow/rules/lenses.smk): a local rule reading
+    every record its measuring jobs wrote, run through the one shim."""
+
+    # What it runs, "module:function", called (config, records, outputs) with its records' paths
+    # and its outputs' paths by name; its log is the job's stderr.
+    entry: str
+    # Its outputs by name, each a file below the results directory ("table": "front.csv").
+    outputs: Mapping[str, str]
+    # Of those, the ones that are directories, and the ones Snakemake's report does not show (a
+    # table file is shown among its Tables).
+    directories: tuple[str, ...] = ()
+    unshown: tuple[str, ...] = ()
+    # Its rule's name where not "<lens>_table"; its log is logs/<rule>.log.
+    rule: str | None = None
+    # It runs as soon as its records are made, before any cell still waiting (a first answer reads it).
+    early: bool = False
+
+
+@dataclass(frozen=True)
 class Lens:
     """One question the workflow answers, and everything the core needs to wire it."""
 
@@ -285,6 +328,9 @@ class Lens:
     forest: ForestPanel | None = None
     # Whether a profile (as written) asks for it, where its profile_key does not say (releases).
     asks: Callable[[Mapping], bool] | None = None
+    # The jobs the core wires for it (workflow/rules/lenses.smk); its rules.smk holds only its own.
+    measure_job: MeasureJob | None = None
+    table_job: TableJob | None = None
 
     def asked_by(self, profile: Mapping) -> bool:
         """Whether a profile (as written) asks for this lens: its key set, or the lens's own test."""
@@ -295,6 +341,13 @@ class Lens:
     @property
     def rules(self) -> Path:
         return self.folder / "rules.smk"
+
+    @property
+    def table_rule(self) -> str | None:
+        """Its table job's rule name, where the core wires one."""
+        if self.table_job is None:
+            return None
+        return self.table_job.rule or f"{self.name}_table"
 
 
 def section_of(lens: Lens, tables: Iterable[Path | str], inputs: Inputs) -> Section | None:
@@ -330,3 +383,9 @@ def deferred(module: str, *names: str) -> tuple[Callable, ...]:
         return call
 
     return tuple(later(name) for name in names)
+
+
+def entry_point(entry: str) -> Callable:
+    """The function a lens's job names, "module:function", imported when its job runs."""
+    module, _, name = entry.partition(":")
+    return getattr(importlib.import_module(module), name)

@@ -38,6 +38,17 @@ def lenses(config: Mapping | None = None) -> list[Lens]:
     return found
 
 
+def wired_job(config: Mapping, rule: str) -> tuple[Lens, str]:
+    """The lens whose job the core wired as ``rule`` (workflow/rules/lenses.smk), and its kind:
+    "measure" (its measuring job) or "table" (its table job)."""
+    for lens in lenses(config):
+        if lens.measure_job is not None and rule == lens.name:
+            return lens, "measure"
+        if lens.table_job is not None and rule == lens.table_rule:
+            return lens, "table"
+    raise LookupError(f"no lens's job is wired as rule {rule!r}")
+
+
 def tables_of(lens: Lens, paths: Iterable[Path | str]) -> list[Path]:
     """Those of ``paths`` that are this lens's tables (by file name)."""
     return [Path(path) for path in paths if Path(path).name in lens.tables]

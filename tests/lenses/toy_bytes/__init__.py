@@ -4,7 +4,7 @@ parent on PYTHONPATH); nothing else in the repository names it."""
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, Section, per_server
+from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, TableJob, per_server
 
 
 def _section(tables: dict, inputs: Inputs) -> Section | None:
@@ -21,4 +21,15 @@ LENS = Lens(
     jobs=per_server("toy_bytes", lambda config, matrix, cell: True),
     tables=("toy_bytes.csv", "toy_bytes_verdicts.csv"),
     section=_section,
+    # No rules of its own: the core wires both its jobs from these.
+    measure_job=MeasureJob(
+        entry="toy_bytes.measure:run",
+        record="toy_bytes/{profile}/{server}.json",
+        message="counting {wildcards.server}'s answers in bytes (profile {wildcards.profile})",
+    ),
+    table_job=TableJob(
+        entry="toy_bytes.scripts.table:write_tables",
+        outputs={"table": "toy_bytes.csv", "verdicts": "toy_bytes_verdicts.csv"},
+        unshown=("table", "verdicts"),
+    ),
 )

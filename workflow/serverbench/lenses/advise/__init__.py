@@ -3,7 +3,7 @@ p99 objective within the memory budget (docs/advise.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, Section, per_server
+from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, TableJob, per_server
 
 
 def _wanted(config, matrix, cell) -> bool:
@@ -27,4 +27,19 @@ LENS = Lens(
     tables=("advice.csv", "advice_recommendations.csv"),
     outputs=("advice/configurations",),
     section=_section,
+    measure_job=MeasureJob(
+        entry=f"{__name__}.measure:run_advise",
+        record="advice/{profile}/{server}.json",
+        message="searching {wildcards.server}'s settings (profile {wildcards.profile})",
+    ),
+    table_job=TableJob(
+        entry=f"{__name__}.scripts.advice_table:write_tables",
+        outputs={
+            "table": "advice.csv",
+            "recommendations": "advice_recommendations.csv",
+            "configurations": "advice/configurations",
+        },
+        directories=("configurations",),
+        rule="advice_table",
+    ),
 )

@@ -3,7 +3,7 @@ by side, under fast and slow clients (docs/front.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, Section, deferred, per_server
+from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, deferred, per_server
 from serverbench.plan.fronts import is_fronted
 
 (front_section,) = deferred(f"{__name__}.report", "front_section")
@@ -27,4 +27,11 @@ LENS = Lens(
     jobs=per_server("front", _wanted),
     tables=("front.csv", "front_verdicts.csv"),
     section=_section,
+    # Its table job reads the counted checks other lenses offer: a rule of its own (rules.smk).
+    measure_job=MeasureJob(
+        entry=f"{__name__}.measure:run_front",
+        record="front/{profile}/{server}.json",
+        message="{wildcards.server} bare and behind a front, under fast and slow clients (profile {wildcards.profile})",
+        database=False,
+    ),
 )

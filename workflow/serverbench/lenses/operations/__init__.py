@@ -3,7 +3,7 @@ graceful reloads under load (docs/operations.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Check, Inputs, Layout, Lens, Place, Section, deferred, per_server
+from serverbench.lens import Check, Inputs, Layout, Lens, MeasureJob, Place, Section, TableJob, deferred, per_server
 
 (operations_section,) = deferred(f"{__name__}.report", "operations_section")
 
@@ -42,4 +42,13 @@ LENS = Lens(
     tables=("operations.csv", "operations_verdicts.csv"),
     section=_section,
     checks=CHECKS,
+    measure_job=MeasureJob(
+        entry=f"{__name__}.measure:run_operations",
+        record="operations/{profile}/{server}.json",
+        message="starting, reloading and weighing {wildcards.server} (profile {wildcards.profile})",
+    ),
+    table_job=TableJob(
+        entry=f"{__name__}.scripts.operations_table:write_tables",
+        outputs={"table": "operations.csv", "verdicts": "operations_verdicts.csv"},
+    ),
 )

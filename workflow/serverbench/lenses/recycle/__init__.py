@@ -3,7 +3,7 @@
 
 from pathlib import Path
 
-from serverbench.lens import Check, Inputs, Layout, Lens, Place, Section, deferred, per_server
+from serverbench.lens import Check, Inputs, Layout, Lens, MeasureJob, Place, Section, TableJob, deferred, per_server
 
 (recycle_section,) = deferred(f"{__name__}.report", "recycle_section")
 
@@ -39,4 +39,20 @@ LENS = Lens(
     section=_section,
     checks=CHECKS,
     before_rounds=True,
+    measure_job=MeasureJob(
+        entry=f"{__name__}.measure:run_recycle",
+        record="recycle/{profile}/{server}.json",
+        message="restarting {wildcards.server}'s workers under load (profile {wildcards.profile})",
+    ),
+    table_job=TableJob(
+        entry=f"{__name__}.scripts.recycle_table:write_tables",
+        outputs={
+            "table": "recycle.csv",
+            "verdicts": "recycle_verdicts.csv",
+            "checks": "recycle_checks.csv",
+            "capacity": "recycle_capacity.csv",
+        },
+        # What releases and bisect are shown, not a table for Snakemake's report.
+        unshown=("checks",),
+    ),
 )

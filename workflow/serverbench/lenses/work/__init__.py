@@ -3,7 +3,7 @@ request, counted rather than timed (docs/work.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Check, ForestPanel, Inputs, Layout, Lens, Place, Section, deferred
+from serverbench.lens import Check, ForestPanel, Inputs, Layout, Lens, MeasureJob, Place, Section, TableJob, deferred
 from serverbench.record.vocabulary import Outcome
 
 (work_section,) = deferred(f"{__name__}.report", "work_section")
@@ -82,4 +82,18 @@ LENS = Lens(
     before_rounds=True,
     checks=CHECKS,
     forest=FOREST,
+    # Its counts do not depend on the machine's speed, but its CPU use would disturb a timed cell beside it.
+    measure_job=MeasureJob(
+        entry=f"{__name__}.measure:run_work",
+        record="work/{profile}/{workload}/{server}.json",
+        message="counting the work {wildcards.server} does per request (profile {wildcards.profile})",
+        # Each life's raw outputs (h2load's, perf's, callgrind's gzipped), named in the record.
+        raw="work/{profile}/{workload}/{server}.raw",
+    ),
+    # Its verdicts (work_verdicts.csv) and its first answer (work_counted.txt): its own rules.smk.
+    table_job=TableJob(
+        entry=f"{__name__}.scripts.work_table:write_tables",
+        outputs={"work": "work.csv", "detail": "work_detail.csv"},
+        early=True,
+    ),
 )
