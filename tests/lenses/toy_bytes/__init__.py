@@ -6,6 +6,8 @@ from pathlib import Path
 
 from serverbench.lens import Inputs, Lens, Place, per_server
 
+from toy_bytes.settings import ToyBytesSettings
+
 
 def _section(tables: dict, inputs: Inputs) -> dict | None:
     from toy_bytes.report import context
@@ -35,4 +37,5 @@ LENS = Lens(
     section=_section,
     markdown=_markdown,
     console=_console,
+    settings=ToyBytesSettings,
 )

@@ -4,6 +4,7 @@ by side, under fast and slow clients (docs/front.md)."""
 from pathlib import Path
 
 from serverbench.lens import Inputs, Lens, Place, deferred, per_server
+from serverbench.lenses.front.settings import FrontSettings
 from serverbench.plan.fronts import is_fronted
 
 front_context, front_markdown, print_front = deferred(
@@ -13,7 +14,7 @@ front_context, front_markdown, print_front = deferred(
 
 def _wanted(config, matrix, cell) -> bool:
     """Each server of a profile with `front` that is not itself a deployment behind a front."""
-    return bool(matrix.profiles[cell.profile].front) and not is_fronted(config["catalogue"][cell.server])
+    return bool(matrix.profiles[cell.profile].settings("front")) and not is_fronted(config["catalogue"][cell.server])
 
 
 def _section(tables: dict, inputs: Inputs) -> dict | None:
@@ -25,6 +26,10 @@ LENS = Lens(
     question="Does the server need a reverse proxy in front of it?",
     folder=Path(__file__).parent,
     profile_key="front",
+    settings=FrontSettings,
+    # Its settings enter the timed cells' conditions digest, as they always have: taking them out
+    # would change every stored cell's digest and measure it again.
+    conditions=True,
     place=Place.LEAD,
     jobs=per_server("front", _wanted),
     tables=("front.csv", "front_verdicts.csv"),
