@@ -331,6 +331,13 @@ class Lens:
     # The jobs the core wires for it (workflow/rules/lenses.smk); its rules.smk holds only its own.
     measure_job: MeasureJob | None = None
     table_job: TableJob | None = None
+    # Its settings' typed class (its folder's settings.py, a frozen plan.shapes.LensSettings),
+    # parsed once in plan from the profile's validated settings (its folder's
+    # settings.schema.yaml) into Profile.lens_settings; None: they stay as validated.
+    settings: type | None = None
+    # Whether its settings shape the timed cells' measurement: they enter each cell's conditions
+    # digest, so a change to them measures the cells again (Profile.measuring_conditions).
+    conditions: bool = False
 
     def asked_by(self, profile: Mapping) -> bool:
         """Whether a profile (as written) asks for this lens: its key set, or the lens's own test."""

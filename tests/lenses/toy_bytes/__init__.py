@@ -6,6 +6,8 @@ from pathlib import Path
 
 from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, TableJob, per_server
 
+from toy_bytes.settings import ToyBytesSettings
+
 
 def _section(tables: dict, inputs: Inputs) -> Section | None:
     from toy_bytes.report import section
@@ -32,4 +34,5 @@ LENS = Lens(
         outputs={"table": "toy_bytes.csv", "verdicts": "toy_bytes_verdicts.csv"},
         unshown=("table", "verdicts"),
     ),
+    settings=ToyBytesSettings,
 )

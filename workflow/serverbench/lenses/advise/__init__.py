@@ -4,10 +4,11 @@ p99 objective within the memory budget (docs/advise.md)."""
 from pathlib import Path
 
 from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, TableJob, per_server
+from serverbench.lenses.advise.settings import AdviseSettings
 
 
 def _wanted(config, matrix, cell) -> bool:
-    return bool(matrix.profiles[cell.profile].advise)
+    return bool(matrix.profiles[cell.profile].settings("advise"))
 
 
 def _section(tables: dict, inputs: Inputs) -> Section | None:
@@ -22,6 +23,10 @@ LENS = Lens(
     question="Which server and settings serve my app the most requests within my p99 and memory?",
     folder=Path(__file__).parent,
     profile_key="advise",
+    settings=AdviseSettings,
+    # Its settings enter the timed cells' conditions digest, as they always have: taking them out
+    # would change every stored cell's digest and measure it again.
+    conditions=True,
     place=Place.LEAD,
     jobs=per_server("advice", _wanted),
     tables=("advice.csv", "advice_recommendations.csv"),

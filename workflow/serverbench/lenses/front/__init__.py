@@ -4,6 +4,7 @@ by side, under fast and slow clients (docs/front.md)."""
 from pathlib import Path
 
 from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, deferred, per_server
+from serverbench.lenses.front.settings import FrontSettings
 from serverbench.plan.fronts import is_fronted
 
 (front_section,) = deferred(f"{__name__}.report", "front_section")
@@ -11,7 +12,7 @@ from serverbench.plan.fronts import is_fronted
 
 def _wanted(config, matrix, cell) -> bool:
     """Each server of a profile with `front` that is not itself a deployment behind a front."""
-    return bool(matrix.profiles[cell.profile].front) and not is_fronted(config["catalogue"][cell.server])
+    return bool(matrix.profiles[cell.profile].settings("front")) and not is_fronted(config["catalogue"][cell.server])
 
 
 def _section(tables: dict, inputs: Inputs) -> Section | None:
@@ -23,6 +24,10 @@ LENS = Lens(
     question="Does the server need a reverse proxy in front of it?",
     folder=Path(__file__).parent,
     profile_key="front",
+    settings=FrontSettings,
+    # Its settings enter the timed cells' conditions digest, as they always have: taking them out
+    # would change every stored cell's digest and measure it again.
+    conditions=True,
     place=Place.LEAD,
     jobs=per_server("front", _wanted),
     tables=("front.csv", "front_verdicts.csv"),

@@ -4,6 +4,7 @@ graceful reloads under load (docs/operations.md)."""
 from pathlib import Path
 
 from serverbench.lens import Check, Inputs, Layout, Lens, MeasureJob, Place, Section, TableJob, deferred, per_server
+from serverbench.lenses.operations.settings import OperationsSettings
 
 (operations_section,) = deferred(f"{__name__}.report", "operations_section")
 
@@ -23,7 +24,7 @@ CHECKS = tuple(
 
 
 def _wanted(config, matrix, cell) -> bool:
-    return bool(matrix.profiles[cell.profile].operations)
+    return bool(matrix.profiles[cell.profile].settings("operations"))
 
 
 def _section(tables: dict, inputs: Inputs) -> Section | None:
@@ -37,6 +38,9 @@ LENS = Lens(
     question="How does the server start, weigh and reload under load?",
     folder=Path(__file__).parent,
     profile_key="operations",
+    settings=OperationsSettings,
+    # Its own jobs alone read its settings: the timed cells' conditions leave them out.
+    conditions=False,
     place=Place.AFTER,
     jobs=per_server("operations", _wanted),
     tables=("operations.csv", "operations_verdicts.csv"),

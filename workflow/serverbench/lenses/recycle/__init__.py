@@ -4,6 +4,7 @@
 from pathlib import Path
 
 from serverbench.lens import Check, Inputs, Layout, Lens, MeasureJob, Place, Section, TableJob, deferred, per_server
+from serverbench.lenses.recycle.settings import RecycleSettings
 
 (recycle_section,) = deferred(f"{__name__}.report", "recycle_section")
 
@@ -17,7 +18,7 @@ CHECKS = (
 
 
 def _wanted(config, matrix, cell) -> bool:
-    return bool(matrix.profiles[cell.profile].recycle)
+    return bool(matrix.profiles[cell.profile].settings("recycle"))
 
 
 def _section(tables: dict, inputs: Inputs) -> Section | None:
@@ -33,6 +34,9 @@ LENS = Lens(
     question="Do your workers restart, and what does it cost?",
     folder=Path(__file__).parent,
     profile_key="recycle",
+    settings=RecycleSettings,
+    # Its own jobs alone read its settings: the timed cells' conditions leave them out.
+    conditions=False,
     place=Place.AFTER,
     jobs=per_server("recycle", _wanted),
     tables=("recycle.csv", "recycle_verdicts.csv", "recycle_checks.csv", "recycle_capacity.csv"),
