@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import pandas as pd
 import pytest
 from conftest import REPO_ROOT, add_server, require
 from serverbench import registry
@@ -21,10 +22,12 @@ from serverbench.cell.wire import request
 from serverbench.lenses.shutdown.client import Clients
 from serverbench.lenses.shutdown.decide import shutdown_verdict_table
 from serverbench.lenses.shutdown.measure import planned_stops, run_shutdown
+from serverbench.lenses.shutdown.settings import ShutdownSettings
 from serverbench.lenses.shutdown.table import lost_after, shutdown_table
 from serverbench.lenses.shutdown.words import Client, How, Met
 from serverbench.record.vocabulary import Status
 from serverbench.report.index import write_index
+from serverbench.report.section import section_markdown
 
 STORED = REPO_ROOT / "tests" / "data" / "records-v1"
 STOPPING = ["python", "{root}/tests/apps/stopping.py", "{port}"]
@@ -133,7 +136,7 @@ def test_a_server_that_does_not_stop_is_killed_and_leaves_nothing_running(base_c
 
 
 def test_each_round_stops_gracefully_at_every_delay_and_fast_at_the_first():
-    plan = {"delays": [0, 1, 5], "fast": True}
+    plan = ShutdownSettings.from_dict({**PLAN, "delays": [0, 1, 5], "fast": True})
     assert planned_stops(plan, has_graceful=True) == [
         (How.GRACEFUL, 0.0), (How.GRACEFUL, 1.0), (How.GRACEFUL, 5.0), (How.FAST, 0.0)]  # fmt: skip
     # Without a graceful stop, the fast one takes the delays (what a deployer is left with).
@@ -166,9 +169,10 @@ def test_the_table_the_verdicts_and_the_section_read_the_stops_as_counted(base_c
     shutdown_table([tmp_path / "drops.json"]).to_csv(shutdown_csv, index=False)
     verdicts.to_csv(verdicts_csv, index=False)
     (section,) = [s for s in registry.sections(base_config, [shutdown_csv, verdicts_csv], {}) if s.lens == "shutdown"]
-    assert section.markdown.startswith("## Does a deploy drop requests?")
-    assert "| drops | graceful (TERM), routed 0 s after | 5 | 5.0 |" in section.markdown
-    assert "requests lost per stop lower, -1.0 [-1.0, -1.0] a stop" in section.markdown
+    answers = section_markdown(section)
+    assert answers.startswith("## Does a deploy drop requests?")
+    assert "| drops | graceful (TERM), routed 0 s after | 5 | 5.0 |" in answers
+    assert "requests lost per stop lower, -1.0 [-1.0, -1.0] a stop" in answers
     sections = registry.sections(base_config, [shutdown_csv, verdicts_csv], {})
     write_index(STORED / "summary.csv", STORED / "verdicts.csv", None, {}, tmp_path / "index.html", sections=sections)
     page = (tmp_path / "index.html").read_text()
@@ -186,3 +190,66 @@ def test_a_connection_refused_again_and_again_loses_one_request_not_one_a_try():
     queued = {"ended_s": 0.0, "met": Met.RESET_IN_QUEUE, "client": Client.KEEPALIVE, "connection": 0}
     lost = lost_after({"failures": [before, queued, *refused]})
     assert [one["met"] for one in lost] == [Met.RESET_IN_QUEUE, Met.REFUSED, Met.REFUSED]
+
+
+# Two servers as shutdown.csv holds them: one stopped each way, one whose catalogue declares no stop.
+PLANTED_ROWS = [
+    {"profile": "p", "server": "drains", "how": "graceful", "signal": "TERM", "delay_s": 1.0, "stops": 5,
+     "lost_per_stop": 0.0, "reset_in_the_accept_queue": 0.0, "reset_in_flight": 0.0, "refused": 0.0,
+     "keep-alive_closed": 0.0, "timed_out": 0.0, "listener_closed_s": 0.25, "last_answer_s": 0.5, "exited_s": 0.75,
+     "exit_codes": "0", "killed": 0, "long_request": None, "status": "ok", "reason": None},
+    {"profile": "p", "server": "drains", "how": "fast", "signal": "INT", "delay_s": 0.0, "stops": 5,
+     "lost_per_stop": 3.0, "reset_in_the_accept_queue": 2.0, "reset_in_flight": 1.0, "refused": 0.0,
+     "keep-alive_closed": 0.0, "timed_out": 0.0, "listener_closed_s": 0.125, "last_answer_s": None, "exited_s": 0.125,
+     "exit_codes": "-2", "killed": 2, "long_request": None, "status": "ok", "reason": None},
+    {"profile": "p", "server": "silent", "how": None, "signal": None, "delay_s": None, "stops": 0,
+     "lost_per_stop": None, "reset_in_the_accept_queue": None, "reset_in_flight": None, "refused": None,
+     "keep-alive_closed": None, "timed_out": None, "listener_closed_s": None, "last_answer_s": None, "exited_s": None,
+     "exit_codes": None, "killed": 0, "long_request": None, "status": "not_measured", "reason": "no stop declared"},
+]  # fmt: skip
+PLANTED_VERDICT = {"a": "drains graceful, 1 s routed", "b": "drains fast, 0 s routed", "outcome": "lower",
+                   "estimate": -3.0, "ci_low": -3.5, "ci_high": -2.5, "why": None}  # fmt: skip
+
+
+def test_the_core_writes_the_shutdown_section_from_planted_tables_to_the_page_answers_and_the_console(
+    base_config, tmp_path
+):
+    """The lens gives a typed section only (lens.Section): from a planted shutdown.csv and its
+    verdicts the core's three writers put the table and the judged pair on the page and in
+    answers.md, and a line per server on the console; a server not measured says why."""
+    results = tmp_path / "results"
+    results.mkdir()
+    pd.DataFrame(PLANTED_ROWS).to_csv(results / "shutdown.csv", index=False)
+    pd.DataFrame([PLANTED_VERDICT]).to_csv(results / "shutdown_verdicts.csv", index=False)
+    tables = sorted(results.glob("*.csv"))
+    page, answers = tmp_path / "index.html", tmp_path / "answers.md"
+    sections = registry.sections(base_config, tables, {})
+    write_index(STORED / "summary.csv", STORED / "verdicts.csv", None, {}, page,
+                answers_path=answers, sections=sections)  # fmt: skip
+    judged = (
+        "drains graceful, 1 s routed against drains fast, 0 s routed: "
+        "requests lost per stop lower, -3.0 [-3.5, -2.5] a stop."
+    )
+    shown = page.read_text()[page.read_text().index('<section id="shutdown">') :]
+    assert "<h3>Does a deploy drop requests?</h3>" in shown and f"<li>{judged}</li>" in shown
+    assert '<td data-label="notes">killed after the lens&#39;s wait in 2 of 5</td>' in shown  # escaped
+    assert '<td data-label="notes">not_measured: no stop declared</td>' in shown
+    counts = ["reset in the accept queue", "reset in flight", "refused", "keep-alive closed", "timed out"]
+    seconds = ["listener closed (s)", "last answer (s)", "exited (s)"]
+    rows = [
+        ["server", "stop", "requests lost per stop", *counts, *seconds, "exit code", "notes"],
+        ["---"] * 13,
+        ["drains", "graceful (TERM), routed 1 s after", "0", *["0.0"] * 5, "0.250", "0.500", "0.750", "0", ""],
+        ["drains", "fast (INT), routed 0 s after", "3", "2.0", "1.0", *["0.0"] * 3, "0.125", "", "0.125", "-2",
+         "killed after the lens's wait in 2 of 5"],
+        ["silent", *[""] * 11, "not_measured: no stop declared"],
+    ]  # fmt: skip
+    table = "\n".join("| " + " | ".join(cells) + " |" for cells in rows)
+    assert "## Does a deploy drop requests?\n\nEach server stopped under load" in answers.read_text()
+    assert f"a stop.\n\n{table}\n" in answers.read_text()
+    printed = registry.console_text(base_config, results, "shutdown")
+    assert printed == (
+        "\nDoes a deploy drop requests? (shutdown.csv)\n"
+        "  drains: graceful 1 s: 0 lost; fast 0 s: 3 lost\n"
+        "  silent: not_measured\n"
+    )

@@ -311,7 +311,7 @@ RUN_INSTALLS = run_installs()
 
 
 # The lenses (serverbench.registry): each one's job results and tables, below RESULTS. A
-# lens's rules (its folder's rules.smk, included by the Snakefile) read these by its name.
+# lens's rules (workflow/rules/lenses.smk, and its own rules.smk) read these by its name.
 LENSES = registry.lenses(config)
 LENS_RESULTS = {
     lens.name: [f"{RESULTS}/{path}" for path in lens.jobs(config, MATRIX)]
@@ -334,12 +334,12 @@ LENS_OUTPUTS = {
 }
 ALL_LENS_TABLES = [path for lens in LENSES for path in LENS_TABLES[lens.name]]
 ALL_LENS_OUTPUTS = [path for lens in LENSES for path in LENS_OUTPUTS[lens.name]]
-# Each lens's answer as it prints it (rule answered), for the lenses with console lines
-# whose tables the run makes.
+# Each lens's answer as it prints it (rule answered), for the lenses with a section whose
+# tables the run makes (its section says whether it has console lines).
 LENS_ANSWERS = [
     f"{RESULTS}/answers/{lens.name}.txt"
     for lens in LENSES
-    if lens.console is not None and LENS_TABLES[lens.name]
+    if lens.section is not None and LENS_TABLES[lens.name]
 ]
 # The checks the lenses offer to releases and bisect (their fields, as a rule's params), and
 # the tables they are read from where the run makes them.

@@ -15,7 +15,7 @@ from markupsafe import Markup
 from serverbench import files
 from serverbench.decide.seeds import claims_in_brief
 from serverbench.decide.verdicts import read_verdicts
-from serverbench.lens import Place, Section
+from serverbench.lens import Medium, Place, Section, Template
 from serverbench.record.flags import FLAG_HELP
 from serverbench.record.vocabulary import Status
 from serverbench.report import seeds as seed_report
@@ -31,6 +31,7 @@ from serverbench.report.answers import (
 from serverbench.report.conformance import framing_rows, met_column, truth
 from serverbench.report.machine import hosts_sentence, steadiness_sentence
 from serverbench.report.names import CHARTS
+from serverbench.report.section import section_markdown
 from serverbench.report.spread import spread_context
 
 # The summary's columns the page's table shows (summary.csv has them all).
@@ -45,6 +46,14 @@ TEMPLATES = jinja2.Environment(
     autoescape=jinja2.select_autoescape(default=True),
     undefined=jinja2.StrictUndefined,
 )
+
+
+def _lens_template(block: Template) -> Markup:
+    """A lens's own markup (a section's Template block), from its template by its absolute path."""
+    return Markup(TEMPLATES.get_template(str(block.template)).render(**block.context))
+
+
+TEMPLATES.globals.update(PAGE=Medium.PAGE, lens_template=_lens_template)
 
 
 def _table(frame: pd.DataFrame, columns: list[str], sortable: bool = False) -> Markup:
@@ -185,8 +194,9 @@ def seeds_context(side_csv, claims_csv) -> dict | None:
 def write_answers(path: Path, context: dict, verdicts, conformance, language_titles, sections) -> None:
     """answers.md: the page's sentences in the page's order: the lenses that lead, the Answers,
     then the lenses after them."""
-    lead = "".join(section.markdown for section in sections if section.place == Place.LEAD)
-    after = "".join(section.markdown for section in sections if section.place == Place.AFTER)
+    # A blank line after each leading section; those after the Answers follow on (as they always have).
+    lead = "".join(section_markdown(section) + "\n" for section in sections if section.place == Place.LEAD)
+    after = "".join(section_markdown(section) for section in sections if section.place == Place.AFTER)
     timed = answers_markdown(verdicts, conformance, language_titles, lead=context["headline"])
     files.write_atomic(path, lead + timed + after)
 

@@ -3,20 +3,19 @@ every request counted by what it met, the stop timed from its signal (docs/shutd
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, deferred, per_server
+from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, TableJob, deferred, per_server
+from serverbench.lenses.shutdown.settings import ShutdownSettings
 
-shutdown_context, shutdown_markdown, shutdown_console = deferred(
-    f"{__name__}.report", "shutdown_context", "shutdown_markdown", "shutdown_console"
-)
+(shutdown_section,) = deferred(f"{__name__}.report", "shutdown_section")
 PROFILE_KEY = "shutdown"
 
 
 def _wanted(config, matrix, cell) -> bool:
-    return bool(matrix.profiles[cell.profile].lens_settings.get(PROFILE_KEY))
+    return bool(matrix.profiles[cell.profile].settings(PROFILE_KEY))
 
 
-def _section(tables: dict, inputs: Inputs) -> dict | None:
-    return shutdown_context(tables.get("shutdown.csv"), tables.get("shutdown_verdicts.csv"))
+def _section(tables: dict, inputs: Inputs) -> Section | None:
+    return shutdown_section(tables.get("shutdown.csv"), tables.get("shutdown_verdicts.csv"))
 
 
 LENS = Lens(
@@ -24,10 +23,21 @@ LENS = Lens(
     question="Does a deploy drop requests?",
     folder=Path(__file__).parent,
     profile_key=PROFILE_KEY,
+    settings=ShutdownSettings,
+    # Its own jobs alone read its settings (a server stopped outside the timed cells): the
+    # cells' conditions leave them out.
+    conditions=False,
     place=Place.AFTER,
     jobs=per_server("shutdown", _wanted),
     tables=("shutdown.csv", "shutdown_verdicts.csv"),
     section=_section,
-    markdown=shutdown_markdown,
-    console=shutdown_console,
+    measure_job=MeasureJob(
+        entry=f"{__name__}.measure:run_shutdown",
+        record="shutdown/{profile}/{server}.json",
+        message="stopping {wildcards.server} under load (profile {wildcards.profile})",
+    ),
+    table_job=TableJob(
+        entry=f"{__name__}.decide:write_tables",
+        outputs={"table": "shutdown.csv", "verdicts": "shutdown_verdicts.csv"},
+    ),
 )

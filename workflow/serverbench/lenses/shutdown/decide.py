@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from serverbench import files
 from serverbench.decide import bootstrap, margins
 from serverbench.decide.judgement import HIGHER, LOWER, UNDETERMINED
-from serverbench.lenses.shutdown.table import lost_after
+from serverbench.lenses.shutdown.table import lost_after, write_shutdown
 from serverbench.lenses.shutdown.words import How
 from serverbench.record.vocabulary import Kind, Metric, Status
 
@@ -118,3 +119,11 @@ def shutdown_verdict_table(results: list[dict]) -> pd.DataFrame:
     for row in rows:
         row["estimate"] = row.pop("ratio")
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def write_tables(config: dict, records: list[str], outputs: dict[str, str]) -> None:
+    """The lens's table job (its TableJob's entry, called by workflow/scripts/lens_job.py): the
+    results merged into shutdown.csv and each server's stops judged, shutdown_verdicts.csv."""
+    write_shutdown(records, outputs["table"])
+    results = [files.read_json(path) for path in sorted(map(str, records))]
+    files.write_atomic(outputs["verdicts"], shutdown_verdict_table(results).to_csv(index=False))

@@ -23,6 +23,7 @@ from serverbench.cell import servers
 from serverbench.cell.errors import interruptible
 from serverbench.cell.session import ServerSession
 from serverbench.lenses.shutdown.record import SHUTDOWN_SCHEMA, ShutdownResult, Stop
+from serverbench.lenses.shutdown.settings import ShutdownSettings
 from serverbench.lenses.shutdown.stopping import Before, stop_under_load
 from serverbench.lenses.shutdown.words import NOT_DECLARED, How
 from serverbench.plan.catalogue import server_entry
@@ -33,13 +34,13 @@ from serverbench.record.vocabulary import Status
 PROFILE_KEY = "shutdown"
 
 
-def planned_stops(plan: dict, has_graceful: bool) -> list[tuple[How, float]]:
+def planned_stops(plan: ShutdownSettings, has_graceful: bool) -> list[tuple[How, float]]:
     """Each (how, delay) of one round: the graceful stop (the fast one where the server has no
     graceful stop) at every delay, and the fast stop at the first delay where both exist."""
     first = How.GRACEFUL if has_graceful else How.FAST
-    stops = [(first, float(delay)) for delay in plan["delays"]]
-    if has_graceful and plan["fast"]:
-        stops.append((How.FAST, float(plan["delays"][0])))
+    stops = [(first, float(delay)) for delay in plan.delays]
+    if has_graceful and plan.fast:
+        stops.append((How.FAST, float(plan.delays[0])))
     return stops
 
 
@@ -47,7 +48,7 @@ def planned_stops(plan: dict, has_graceful: bool) -> list[tuple[How, float]]:
 def run_shutdown(config: dict, profile_name: str, server: str, json_path, log_path, before_signal=None) -> dict:
     """Every stop of one server in a profile, written as one frozen record (returned as written)."""
     profile = effective_profile(config, profile_name)
-    plan = profile.lens_settings[PROFILE_KEY]
+    plan = profile.settings(PROFILE_KEY)
     spec = server_entry(config, server)
     workload = profile.workloads[0]
     log_path = Path(log_path)
@@ -76,7 +77,7 @@ def run_shutdown(config: dict, profile_name: str, server: str, json_path, log_pa
         seconds=round(time.monotonic() - started, 2),
         started_at=started_at,
         ended_at=round(time.time(), 4),
-        settings=dict(plan),
+        settings=plan.to_dict(),
     )
     files.write_json(json_path, result.to_dict())
     return result.to_dict()
@@ -86,7 +87,7 @@ def rounds_of(config, profile, server, workload, plan, log_path, before_signal) 
     """Every round's stops; a skipped one ends them (the others would be skipped alike)."""
     has_graceful = server_entry(config, server).stop.graceful is not None
     stops = []
-    for round_number in range(1, plan["rounds"] + 1):
+    for round_number in range(1, plan.rounds + 1):
         for how, delay in planned_stops(plan, has_graceful):
             which = (how, delay, round_number)
             stops.append(one_stop(config, profile, server, workload, which, log_path, before_signal))
@@ -108,7 +109,7 @@ def one_stop(
     )
     with session:
         launch = session.start()
-        found.append(stop_under_load(launch, profile.lens_settings[PROFILE_KEY], how, delay, round_number, before))
+        found.append(stop_under_load(launch, profile.settings(PROFILE_KEY), how, delay, round_number, before))
     ending = session.ending
     if found and ending.ok:
         return found[0]

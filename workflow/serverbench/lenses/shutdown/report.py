@@ -1,6 +1,6 @@
-"""The page's "Does a deploy drop requests?": shutdown.csv read as a row per (server, stop, delay)
-and the judged pairs in words, for the page, answers.md and the console. Small on purpose: the
-page's section model is being changed (docs/architecture.md), this renders today's."""
+"""The section "Does a deploy drop requests?": shutdown.csv read as a row per (server, stop, delay),
+the judged pairs in words, and a console line per server (the core writes the page, answers.md
+and the console from it)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from serverbench.lens import Link, Medium, Paragraph, Section, Sentences, Table
 from serverbench.record.vocabulary import Outcome, Status
 
 TITLE = "Does a deploy drop requests?"
@@ -59,48 +60,30 @@ def _sentence(row: pd.Series) -> str:
     return f"{a} against {b}: requests lost per stop {row['outcome']}, {figure}."
 
 
-def shutdown_context(shutdown_csv, verdicts_csv=None) -> dict | None:
-    if not shutdown_csv:
-        return None
-    table = pd.read_csv(shutdown_csv)
-    if table.empty:
-        return None
-    rows = shutdown_rows(table)
-    every = ["server", "profile", "stop", *COLUMNS, "notes"]
-    hidden = {"profile"} if table["profile"].nunique() == 1 else set()
-    hidden |= {column for column in every if not any(row.get(column) for row in rows)}
-    judged = pd.read_csv(verdicts_csv) if verdicts_csv and Path(verdicts_csv).stat().st_size else None
-    sentences = [_sentence(row) for _, row in judged.iterrows()] if judged is not None and not judged.empty else []
-    return {"columns": [c for c in every if c not in hidden], "rows": rows, "sentences": sentences}
+PAGE_LEAD = (
+    "Each server started afresh, loaded by closed-loop clients (kept-alive connections and a connection per "
+    "request) and stopped as its catalogue declares: its graceful stop with the clients still sending for each "
+    "delay (a balancer still routing to it), and its fast one (",
+    Link("shutdown.csv"),
+    "). Per stop, the requests lost by what they met — reset in the accept queue (connected at the kernel, never "
+    "accepted), reset in flight, refused once the listener had closed, a kept-alive connection closed under them, "
+    "timed out — and the seconds from the signal to the listener gone, the last answer and the exit. Medians over "
+    "the stops.",
+)
+MARKDOWN_LEAD = (
+    "Each server stopped under load as its catalogue declares, several times each way (shutdown.csv;"
+    " docs/shutdown.md); requests per stop, seconds from the signal."
+)
+JUDGED_LEAD = (
+    "Each server's stops judged against each other (",
+    Link("shutdown_verdicts.csv"),
+    "; a difference of the requests lost per stop with a 95% bootstrap interval, half a request a stop the margin):",
+)
 
 
-def shutdown_markdown(context: dict) -> str:
-    """answers.md's section: the page's table, as markdown."""
-    columns = context["columns"]
-    lines = [
-        f"## {TITLE}",
-        "",
-        "Each server stopped under load as its catalogue declares, several times each way (shutdown.csv;"
-        " docs/shutdown.md); requests per stop, seconds from the signal.",
-        "",
-        *(f"- {sentence}" for sentence in context["sentences"]),
-        *([""] if context["sentences"] else []),
-        "| " + " | ".join(columns) + " |",
-        "| " + " | ".join("---" for _ in columns) + " |",
-        *("| " + " | ".join(str(row.get(column, "")) for column in columns) + " |" for row in context["rows"]),
-    ]
-    return "\n".join([*lines, ""])
-
-
-def shutdown_console(results: Path, inputs=None) -> None:
-    """A line per server at the end of a run: requests lost per stop, each way it was stopped."""
-    path = Path(results) / "shutdown.csv"
-    if not path.is_file():
-        return
-    table = pd.read_csv(path)
-    if table.empty:
-        return
-    print(f"{TITLE} (shutdown.csv)")
+def console_lines(table: pd.DataFrame) -> list[str]:
+    """A line per server: requests lost per stop, each way it was stopped."""
+    lines = []
     for server, rows in table.groupby("server", sort=True):
         said = [
             f"{row['how']} {row['delay_s']:g} s: {row['lost_per_stop']:.0f} lost"
@@ -108,4 +91,42 @@ def shutdown_console(results: Path, inputs=None) -> None:
             else f"{row['status']}"
             for _, row in rows.iterrows()
         ]
-        print(f"  {server}: " + "; ".join(said))
+        lines.append(f"{server}: " + "; ".join(said))
+    return lines
+
+
+def shutdown_section(shutdown_csv, verdicts_csv=None) -> Section | None:
+    """A row per (server, stop, delay) (a profile named only where the run has several, a column
+    only where a row has it), the judged pairs in words, and the console's line per server."""
+    if not shutdown_csv:
+        return None
+    # The exit codes as written ("0 -9"): a server not measured leaves the column empty, which
+    # would otherwise read it as floats ("0.0").
+    table = pd.read_csv(shutdown_csv, dtype={"exit_codes": str})
+    if table.empty:
+        return None
+    rows = shutdown_rows(table)
+    every = ["server", "profile", "stop", *COLUMNS, "notes"]
+    hidden = {"profile"} if table["profile"].nunique() == 1 else set()
+    hidden |= {column for column in every if not any(row.get(column) for row in rows)}
+    columns = [column for column in every if column not in hidden]
+    judged = pd.read_csv(verdicts_csv) if verdicts_csv and Path(verdicts_csv).stat().st_size else None
+    sentences = [_sentence(row) for _, row in judged.iterrows()] if judged is not None and not judged.empty else []
+    return Section(
+        TITLE,
+        (
+            Paragraph(PAGE_LEAD, Medium.PAGE),
+            Paragraph(MARKDOWN_LEAD, Medium.MARKDOWN),
+            Paragraph(f"{TITLE} (shutdown.csv)", Medium.CONSOLE),
+            # answers.md reads the outcomes before the table, the page after it.
+            Sentences(sentences, Medium.MARKDOWN),
+            Sentences(console_lines(table), Medium.CONSOLE, marker=""),
+            Table(
+                columns,
+                [[str(row.get(column, "")) for column in columns] for row in rows],
+                classes="sortable comparisons shutdown",
+                labelled=True,
+            ),
+            *((Paragraph(JUDGED_LEAD, Medium.PAGE), Sentences(sentences, Medium.PAGE)) if sentences else ()),
+        ),
+    )

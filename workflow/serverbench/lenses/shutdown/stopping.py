@@ -20,6 +20,7 @@ from serverbench.cell.underload import workload_request
 from serverbench.cell.wire import request
 from serverbench.lenses.shutdown.client import Clients, Sent, cut, exchange
 from serverbench.lenses.shutdown.record import Request, Stop
+from serverbench.lenses.shutdown.settings import ShutdownSettings
 from serverbench.lenses.shutdown.watch import ServerSockets, Watcher
 from serverbench.lenses.shutdown.words import Client, How, Met
 from serverbench.plan.catalogue import Stop as StopSpec
@@ -103,13 +104,13 @@ def wait_gone(launch: Launch, limit: float) -> float | None:
     return None
 
 
-def _loads(launch: Launch, plan: dict, watcher: Watcher) -> list[Clients]:
+def _loads(launch: Launch, plan: ShutdownSettings, watcher: Watcher) -> list[Clients]:
     """The closed loops of the plan, started: kept-alive connections and a connection per request."""
     sent, status = workload_request(launch)
     return [
-        Clients(launch.host, launch.port, sent, status, plan[key], kind, watcher, plan["timeout_s"]).start()
-        for key, kind in (("keepalive", Client.KEEPALIVE), ("fresh", Client.FRESH))
-        if plan[key]
+        Clients(launch.host, launch.port, sent, status, connections, kind, watcher, plan.timeout_s).start()
+        for connections, kind in ((plan.keepalive, Client.KEEPALIVE), (plan.fresh, Client.FRESH))
+        if connections
     ]
 
 
@@ -127,7 +128,12 @@ def _signalled(launch: Launch, how: How, loads: list[Clients], delay_s: float, w
 
 
 def stop_under_load(
-    launch: Launch, plan: dict, how: How, delay_s: float, round_number: int, before_signal: Before | None = None
+    launch: Launch,
+    plan: ShutdownSettings,
+    how: How,
+    delay_s: float,
+    round_number: int,
+    before_signal: Before | None = None,
 ) -> Stop:
     """Load, stop, count (the module's docstring); the server is left to the session to end.
     ``before_signal``, called with the watcher once the load has run, starts further clients
@@ -135,10 +141,10 @@ def stop_under_load(
     behind a busy worker)."""
     watcher = Watcher(ServerSockets(launch.host, launch.port)).start()
     loads, long, gone = _loads(launch, plan, watcher), None, None
-    if plan.get("long_request"):
-        long = LongRequest(launch, plan["long_request"]["path"], plan["long_request"]["timeout_s"], watcher)
+    if plan.long_request is not None:
+        long = LongRequest(launch, plan.long_request.path, plan.long_request.timeout_s, watcher)
     try:
-        time.sleep(plan["load_s"])
+        time.sleep(plan.load_s)
         if long is not None:
             long.start()
             watcher.wait_for(lambda snapshot: long.port in snapshot.accepted, ACCEPTED_WITHIN_S)
@@ -146,7 +152,7 @@ def stop_under_load(
             loads += before_signal(watcher)
         origin, name, problem = _signalled(launch, how, loads, delay_s, watcher)
         if problem is None:
-            gone = wait_gone(launch, plan["exit_wait_s"])
+            gone = wait_gone(launch, plan.exit_wait_s)
         if gone is not None:  # the listener went at the latest with the processes: its last snapshot
             watcher.wait_for(lambda snapshot: not snapshot.listening, LISTENER_SEEN_WITHIN_S)
     finally:

@@ -1,0 +1,37 @@
+"""The shutdown lens's settings, typed (a profile's ``shutdown``: settings.schema.yaml beside this
+file): how many stops, the delays the clients keep sending after the signal, the closed loops'
+connections, the load before the signal, the waits, and a request longer than the graceful timeout."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from serverbench.plan.shapes import LensSettings
+
+
+@dataclass(frozen=True)
+class LongRequest(LensSettings):
+    """A request on its own connection, sent before the signal, answered slower than the server's
+    graceful timeout: a path of the profile's app and how long the client waits for it."""
+
+    path: str
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class ShutdownSettings(LensSettings):
+    rounds: int
+    delays: tuple[float, ...]
+    fast: bool
+    keepalive: int
+    fresh: int
+    load_s: float
+    timeout_s: float
+    exit_wait_s: float
+    long_request: LongRequest | None = None
+
+    @classmethod
+    def from_dict(cls, data) -> ShutdownSettings:
+        long = data.get("long_request")
+        return dataclasses.replace(super().from_dict(data), long_request=LongRequest.from_dict(long) if long else None)
