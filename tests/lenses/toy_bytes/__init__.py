@@ -2,9 +2,16 @@
 answer. One folder and one registry entry (config `lenses: [toy_bytes]`, this folder's
 parent on PYTHONPATH); nothing else in the repository names it."""
 
+from enum import StrEnum
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, per_server
+from serverbench.lens import Inputs, Lens, Place, Words, per_server
+
+
+class BytesMetric(StrEnum):
+    """What the toy judges its pairs on: a word of its own (``lens.Words``), not the core's."""
+
+    BYTES_PER_ANSWER = "bytes per answer"
 
 
 def _section(tables: dict, inputs: Inputs) -> dict | None:
@@ -35,4 +42,5 @@ LENS = Lens(
     section=_section,
     markdown=_markdown,
     console=_console,
+    words=Words(metrics=BytesMetric),
 )

@@ -3,7 +3,8 @@ by side, under fast and slow clients (docs/front.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, deferred, per_server
+from serverbench.lens import Inputs, Lens, Place, Words, deferred, per_server
+from serverbench.lenses.front.record import FrontKind, FrontMetric
 from serverbench.plan.fronts import is_fronted
 
 front_context, front_markdown, print_front = deferred(
@@ -31,4 +32,5 @@ LENS = Lens(
     section=_section,
     markdown=front_markdown,
     console=lambda results, inputs: print_front(results / "front_verdicts.csv"),
+    words=Words(kinds=FrontKind, metrics=FrontMetric),
 )

@@ -3,7 +3,8 @@ graceful reloads under load (docs/operations.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Check, Inputs, Layout, Lens, Place, deferred, per_server
+from serverbench.lens import Check, Inputs, Layout, Lens, Place, Words, deferred, per_server
+from serverbench.lenses.operations.record import OperationsMetric
 
 operations_context, operations_markdown = deferred(f"{__name__}.report", "operations_context", "operations_markdown")
 
@@ -43,4 +44,5 @@ LENS = Lens(
     section=_section,
     markdown=operations_markdown,
     checks=CHECKS,
+    words=Words(metrics=OperationsMetric),
 )

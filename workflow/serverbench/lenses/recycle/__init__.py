@@ -3,7 +3,8 @@
 
 from pathlib import Path
 
-from serverbench.lens import Check, Inputs, Layout, Lens, Place, deferred, per_server
+from serverbench.lens import Check, Inputs, Layout, Lens, Place, Words, deferred, per_server
+from serverbench.lenses.recycle.record import RecycleKind, RecycleMetric
 
 recycle_console, recycle_context, recycle_markdown = deferred(
     f"{__name__}.report", "recycle_console", "recycle_context", "recycle_markdown"
@@ -43,4 +44,5 @@ LENS = Lens(
     console=lambda results, inputs: recycle_console(results),
     checks=CHECKS,
     before_rounds=True,
+    words=Words(kinds=RecycleKind, metrics=RecycleMetric),
 )
