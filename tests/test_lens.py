@@ -95,6 +95,24 @@ def test_the_registry_refuses_a_lenss_word_the_core_or_another_lens_has_or_a_mal
         registry.check_words([*built_in, _toy_saying(monkeypatch, metrics=members)])
 
 
+def test_the_toy_lenss_offered_check_is_shown_for_each_release(monkeypatch):
+    """Its check (``Lens.checks``) reaches releases.csv through the registry, as work's and
+    operations' do: a row per release with the figure of its table's column."""
+    monkeypatch.syspath_prepend(str(LENSES))
+    from serverbench.lenses.releases.table import releases_table
+
+    checks = registry.offered_checks(registry.lenses({"lenses": [TOY]}))
+    (bytes_check,) = [check for check in checks if check.table == f"{TOY}.csv"]
+    assert (bytes_check.name, bytes_check.title, bytes_check.unit) == ("bytes", "bytes / answer", "B")
+    release = {"of": "toyserve", "package": "toyserve"}
+    config = {"catalogue": {f"toyserve@{v}": {"release": {**release, "version": v}} for v in ("1.0", "2.0")}}
+    servers = ["toyserve@1.0", "toyserve@2.0"]
+    sizes = pd.DataFrame({"profile": "p", "server": servers, "status": "ok", "reason": None, "bytes": [120, 180]})
+    table = releases_table(config, {}, checks, {f"{TOY}.csv": sizes}).set_index(["release", "check"])
+    assert table.loc[("toyserve@2.0", "bytes"), ["value", "unit", "status"]].tolist() == [180, "B", "ok"]
+    assert table.loc[("toyserve@1.0", "bytes"), "value"] == 120
+
+
 def test_only_its_folder_wires_the_toy_lens():
     """Beside its folder and the interface's tests (this one, test_lens_settings), only the docs name it
     (as the example of a whole lens)."""
@@ -164,7 +182,16 @@ def test_a_toy_lens_runs_through_the_workflow_to_its_table_verdicts_section_and_
     require("gunicorn", "starman", "wrk")
     results = tmp_path / "results"
     extra = tmp_path / "toy.yaml"
-    extra.write_text(yaml.safe_dump({"lenses": [TOY], "comparisons": {"pairs": [["starman", "gunicorn"]]}}))
+    # Its own setting given in the profile (its schema's default is 3 answers a server).
+    extra.write_text(
+        yaml.safe_dump(
+            {
+                "lenses": [TOY],
+                "comparisons": {"pairs": [["starman", "gunicorn"]]},
+                "profiles": {"default": {TOY: {"answers": 2}}},
+            }
+        )
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(LENSES), os.environ.get("PYTHONPATH")]))}
     matrix = ["servers=[gunicorn, starman]", "tools=[wrk]", "concurrency=[2]", "repeats=1", "duration=1"]
     done = run_snakemake(
@@ -177,6 +204,7 @@ def test_a_toy_lens_runs_through_the_workflow_to_its_table_verdicts_section_and_
     # Its jobs, each through the session (verified, stopped), and its table.
     table = pd.read_csv(results / f"{TOY}.csv").set_index("server")
     assert set(table.index) == {"gunicorn", "starman"} and (table["status"] == "ok").all()
+    assert (table["answers"] == 2).all()  # the profile's setting reached its job, typed
     assert (table["bytes"] > len("HTTP/1.1 200 OK\r\n\r\nHello World!")).all()
     # Its comparison by the one rule, in the vocabulary.
     judged = pd.read_csv(results / f"{TOY}_verdicts.csv")

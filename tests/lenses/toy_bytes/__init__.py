@@ -5,7 +5,7 @@ parent on PYTHONPATH); nothing else in the repository names it."""
 from enum import StrEnum
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, TableJob, Words, per_server
+from serverbench.lens import Check, Inputs, Layout, Lens, MeasureJob, Place, Section, TableJob, Words, per_server
 
 from toy_bytes.settings import ToyBytesSettings
 
@@ -42,5 +42,7 @@ LENS = Lens(
         unshown=("table", "verdicts"),
     ),
     settings=ToyBytesSettings,
+    # A figure a release is shown (releases.csv): its table's `bytes` column, a row per server.
+    checks=(Check("bytes", "bytes / answer", "toy_bytes.csv", Layout.COLUMN, unit="B"),),
     words=Words(metrics=BytesMetric),
 )
