@@ -22,7 +22,7 @@ from serverbench import REPO_ROOT
 from serverbench.host.runenv import run_env
 from serverbench.lenses.front.decide import front_verdicts
 from serverbench.lenses.front.measure import conditions, deployments_of, run_front
-from serverbench.lenses.front.record import EVERY_SLOW_KIND, FrontAnswer, Relative, SlowKind, load_front
+from serverbench.lenses.front.record import EVERY_SLOW_KIND, FrontAnswer, FrontMetric, Relative, SlowKind, load_front
 from serverbench.lenses.front.report import server_sentence, starved_cell
 from serverbench.lenses.front.table import Counted, front_table
 from serverbench.plan import config as cfg
@@ -109,9 +109,9 @@ def planted_table(bare_kept: list[float], fronted_kept: list[float] | None, alon
 def test_a_front_that_keeps_the_rate_bare_loses_is_needed():
     config = cfg.load(REPO_ROOT / "config.yaml")
     verdicts = front_verdicts(planted_table([0.0, 0.0, 0.02], [0.95, 0.97, 0.93]), Counted.nothing(), config)
-    saved = verdicts[(verdicts["metric"] == Metric.KEPT) & (verdicts["a"] == "planted+nginx")].iloc[0]
+    saved = verdicts[(verdicts["metric"] == FrontMetric.KEPT) & (verdicts["a"] == "planted+nginx")].iloc[0]
     assert saved["outcome"] == Outcome.HIGHER and (verdicts["answer"] == FrontAnswer.NEEDS).all()
-    bare = verdicts[(verdicts["metric"] == Metric.KEPT) & (verdicts["a"] == "planted")].iloc[0]
+    bare = verdicts[(verdicts["metric"] == FrontMetric.KEPT) & (verdicts["a"] == "planted")].iloc[0]
     assert bare["outcome"] == Outcome.LOWER
 
 
@@ -130,7 +130,7 @@ def test_a_server_starved_in_some_placements_needs_a_front_and_says_in_how_many(
     config = cfg.load(REPO_ROOT / "config.yaml")
     table = planted_table([1.0, 0.0, 0.98, 1.02, 0.0, 0.97], [0.95, 0.97, 0.93, 0.96, 0.94, 0.99])
     verdicts = front_verdicts(table, Counted.nothing(), config)
-    kept = verdicts[verdicts["metric"] == Metric.KEPT].set_index(["a", "slow"])
+    kept = verdicts[verdicts["metric"] == FrontMetric.KEPT].set_index(["a", "slow"])
     fronted = kept.loc[("planted+nginx", SlowKind.SENDERS)]
     assert fronted["outcome"] == Outcome.UNDETERMINED  # the interval alone could not tell
     assert (fronted["placements"], fronted["starved_a"], fronted["starved_b"]) == (6, 0, 2)

@@ -3,11 +3,14 @@ how many bytes each server sends per answer) added by one registry entry (config
 runs through the real workflow to its CSV, its comparisons, a section of the page, a
 paragraph of answers.md and the console, and no other file of the repository names it."""
 
+import dataclasses
+import importlib
 import json
 import os
 import re
 import subprocess
 import sys
+from enum import StrEnum
 
 import pandas as pd
 import pytest
@@ -16,9 +19,10 @@ from conftest import REPO_ROOT, require, run_snakemake
 from serverbench import registry
 from serverbench.drive import preview
 from serverbench.drive.preview import SMALL_JOBS_S
+from serverbench.lens import Words
 from serverbench.plan import config as cfg
 from serverbench.plan.matrix import Matrix
-from serverbench.record.vocabulary import Outcome
+from serverbench.record.vocabulary import Kind, Metric, Outcome
 
 pytestmark = pytest.mark.quick  # the edit-run loop's set: make test-quick
 
@@ -38,6 +42,75 @@ def test_the_registry_lists_the_built_in_lenses_and_those_a_config_adds(monkeypa
     assert not toy.rules.exists() and toy.measure_job and toy.table_rule == f"{TOY}_table"
     with pytest.raises(ValueError, match="two lenses are called"):
         registry.lenses({"lenses": [TOY, TOY]})
+
+
+def test_the_registry_takes_the_toy_lenss_own_word_and_it_reaches_its_verdict_table(monkeypatch):
+    """The toy judges on a metric of its own, declared through the interface (``lens.Words``), not
+    a core word: the registry loads it, and its comparisons' rows carry that word."""
+    monkeypatch.syspath_prepend(str(LENSES))
+    toy = registry.lenses({"lenses": [TOY]})[-1]
+    own = [word.value for word in toy.words.metrics]
+    assert own == ["bytes per answer"] and not set(own) & set(Metric)
+    decide = importlib.import_module(f"{TOY}.decide")
+    table = pd.DataFrame({"profile": "p", "server": ["big", "small"], "status": "ok", "bytes": [300, 100]})
+    verdicts = decide.verdicts(table, {"comparisons": {"pairs": [["big", "small"]]}})
+    row = verdicts.iloc[0]
+    assert (row["metric"], row["kind"], row["outcome"], row["ratio"]) == ("bytes per answer", Kind.NAMED, "higher", 3.0)
+
+
+def _toy_saying(monkeypatch, **words: dict[str, str]):
+    """The toy lens declaring, in each field given, the words given (member name → word)."""
+    monkeypatch.syspath_prepend(str(LENSES))
+    toy = registry.lenses({"lenses": [TOY]})[-1]
+    declared = {field: StrEnum(f"Toy{field.title()}", members) for field, members in words.items()}
+    return dataclasses.replace(toy, words=Words(**declared))
+
+
+@pytest.mark.parametrize(
+    ("words", "refused"),
+    [
+        # Another lens's word in the same field: the recycle lens's kind.
+        (
+            {"kinds": {"SETTING": "setting"}},
+            "the 'toy_bytes' lens declares 'setting' among its kinds: a word of the 'recycle' lens",
+        ),
+        # A core word: a table read back could not tell whose it holds.
+        ({"metrics": {"SPEED": "speed"}}, "declares 'speed' among its metrics: a word of the core vocabulary"),
+        # Malformed: a comma splits a CSV cell, an empty word reads back as no outcome.
+        (
+            {"outcomes": {"SPLIT": "more, less"}},
+            "the 'toy_bytes' lens declares malformed words \\(outcomes 'more, less'\\)",
+        ),
+        ({"outcomes": {"EMPTY": ""}}, "malformed words \\(outcomes ''\\)"),
+    ],
+)
+def test_the_registry_refuses_a_lenss_word_the_core_or_another_lens_has_or_a_malformed_one(monkeypatch, words, refused):
+    built_in = registry.lenses({})
+    saying = _toy_saying(monkeypatch, **words)
+    with pytest.raises(ValueError, match=refused):
+        registry.check_words([*built_in, saying])
+    # The same word in another field is no clash: a metric may be called as a kind is.
+    field, members = next(iter(words.items()))
+    if field == "kinds":
+        registry.check_words([*built_in, _toy_saying(monkeypatch, metrics=members)])
+
+
+def test_the_toy_lenss_offered_check_is_shown_for_each_release(monkeypatch):
+    """Its check (``Lens.checks``) reaches releases.csv through the registry, as work's and
+    operations' do: a row per release with the figure of its table's column."""
+    monkeypatch.syspath_prepend(str(LENSES))
+    from serverbench.lenses.releases.table import releases_table
+
+    checks = registry.offered_checks(registry.lenses({"lenses": [TOY]}))
+    (bytes_check,) = [check for check in checks if check.table == f"{TOY}.csv"]
+    assert (bytes_check.name, bytes_check.title, bytes_check.unit) == ("bytes", "bytes / answer", "B")
+    release = {"of": "toyserve", "package": "toyserve"}
+    config = {"catalogue": {f"toyserve@{v}": {"release": {**release, "version": v}} for v in ("1.0", "2.0")}}
+    servers = ["toyserve@1.0", "toyserve@2.0"]
+    sizes = pd.DataFrame({"profile": "p", "server": servers, "status": "ok", "reason": None, "bytes": [120, 180]})
+    table = releases_table(config, {}, checks, {f"{TOY}.csv": sizes}).set_index(["release", "check"])
+    assert table.loc[("toyserve@2.0", "bytes"), ["value", "unit", "status"]].tolist() == [180, "B", "ok"]
+    assert table.loc[("toyserve@1.0", "bytes"), "value"] == 120
 
 
 def test_only_its_folder_wires_the_toy_lens():
@@ -109,7 +182,16 @@ def test_a_toy_lens_runs_through_the_workflow_to_its_table_verdicts_section_and_
     require("gunicorn", "starman", "wrk")
     results = tmp_path / "results"
     extra = tmp_path / "toy.yaml"
-    extra.write_text(yaml.safe_dump({"lenses": [TOY], "comparisons": {"pairs": [["starman", "gunicorn"]]}}))
+    # Its own setting given in the profile (its schema's default is 3 answers a server).
+    extra.write_text(
+        yaml.safe_dump(
+            {
+                "lenses": [TOY],
+                "comparisons": {"pairs": [["starman", "gunicorn"]]},
+                "profiles": {"default": {TOY: {"answers": 2}}},
+            }
+        )
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(LENSES), os.environ.get("PYTHONPATH")]))}
     matrix = ["servers=[gunicorn, starman]", "tools=[wrk]", "concurrency=[2]", "repeats=1", "duration=1"]
     done = run_snakemake(
@@ -122,6 +204,7 @@ def test_a_toy_lens_runs_through_the_workflow_to_its_table_verdicts_section_and_
     # Its jobs, each through the session (verified, stopped), and its table.
     table = pd.read_csv(results / f"{TOY}.csv").set_index("server")
     assert set(table.index) == {"gunicorn", "starman"} and (table["status"] == "ok").all()
+    assert (table["answers"] == 2).all()  # the profile's setting reached its job, typed
     assert (table["bytes"] > len("HTTP/1.1 200 OK\r\n\r\nHello World!")).all()
     # Its comparison by the one rule, in the vocabulary.
     judged = pd.read_csv(results / f"{TOY}_verdicts.csv")

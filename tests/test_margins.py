@@ -133,7 +133,7 @@ def test_every_shipped_comparison_is_read_against_its_documented_margin():
     front = config["profiles"]["front"]["front"]
     assert (front["margin"], front["cost_margin"]) == (0.25, 0.05)  # docs/front.md: ±0.25 and ±5%
     # docs/operations.md: 10% for times, 5% for memory; a difference of half a request per reload.
-    operations = {name: (check.scale, check.margin) for name, check in operations_decide.CHECKS.items()}
+    operations = {name: (check.scale, check.margin) for name, check in operations_decide.JUDGED.items()}
     assert operations == {
         "cold_start_s": ("ratio", 0.10),
         "idle_uss_mb": ("ratio", 0.05),
@@ -142,5 +142,5 @@ def test_every_shipped_comparison_is_read_against_its_documented_margin():
         "reload_failed": ("difference", 0.5),
     }
     # docs/recycle.md: failed requests per second (a difference, 0.1), workers leaving at once (0.5).
-    recycle = {name: (check.scale, check.margin) for name, check in recycle_decide.CHECKS.items()}
+    recycle = {name: (check.scale, check.margin) for name, check in recycle_decide.JUDGED.items()}
     assert recycle == {"failed_per_s": ("difference", 0.1), "restarts_at_once": ("difference", 0.5)}

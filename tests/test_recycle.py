@@ -244,6 +244,7 @@ def test_the_recycle_profile_measures_a_users_app_on_its_own_workload(base_confi
     serves the app's workload, the record says no leak was planted, and the table says the leak
     it measured is the app's own, in bytes per answer."""
     from serverbench.lenses.recycle.measure import run_recycle
+    from serverbench.lenses.recycle.record import load_recycle
     from serverbench.lenses.recycle.report import table_rows
     from serverbench.lenses.recycle.table import recycle_table
 
@@ -264,6 +265,6 @@ def test_the_recycle_profile_measures_a_users_app_on_its_own_workload(base_confi
     record = run_recycle(config, "recycle", "gunicorn", tmp_path / "gunicorn.json", tmp_path / "gunicorn.log")
     assert record["status"] == "ok", record["reason"]
     assert record["workload"] == "orders" and record["leaks_bytes"] is None
-    rows = table_rows(recycle_table([record]))
+    rows = table_rows(recycle_table([load_recycle(record)]))
     own = [row for row in rows if row["recycling"] == "own"]
     assert own and own[0]["leak per answer (× planted)"].endswith(" B (the app's own)"), own

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import Flag, StrEnum, auto
 from pathlib import Path
 from typing import ClassVar
@@ -276,6 +277,37 @@ class Inputs:
     checks: tuple[Check, ...] = ()
 
 
+@dataclass(frozen=True)
+class Words:
+    """The words a lens adds to the project's vocabulary (``record.vocabulary`` holds the core's):
+    its own kinds of comparison, metrics and outcomes, each a ``StrEnum`` in its folder, written
+    to its tables as their words. The registry refuses, when it loads the lenses, a word the core
+    or another lens already has in the same field, and a malformed one (``malformed_words``)."""
+
+    kinds: type[StrEnum] | None = None
+    metrics: type[StrEnum] | None = None
+    outcomes: type[StrEnum] | None = None
+
+    def by_field(self) -> dict[str, tuple[StrEnum, ...]]:
+        """Its words per field (kinds, metrics, outcomes), each field's members in their order."""
+        return {item.name: tuple(getattr(self, item.name) or ()) for item in fields(self)}
+
+
+# A lens's word as a table holds it: lower case, digits and spaces (a slash, dot, hyphen or ± inside),
+# so that a CSV cell, a sentence and a `why` joined by "; " read it back as written.
+WORD = re.compile(r"[a-z0-9](?:[a-z0-9 /.±-]*[a-z0-9])?")
+
+
+def malformed_words(words: Words) -> list[str]:
+    """Its words that are not a word as a table holds it, each with its field."""
+    return [
+        f"{field} {member.value!r}"
+        for field, members in words.by_field().items()
+        for member in members
+        if not WORD.fullmatch(member.value) or "  " in member.value
+    ]
+
+
 # A lens's jobs in a run: their result files below the results directory (config, matrix).
 Jobs = Callable[[Mapping, object], list[str]]
 
@@ -362,6 +394,8 @@ class Lens:
     conditions: bool = False
     # What bisect reads of it, where it is the lens that judges a release against the one before.
     bisection: Bisection | None = None
+    # The words of its own it writes (kinds, metrics, outcomes), checked against every other's.
+    words: Words = Words()
 
     def asked_by(self, profile: Mapping) -> bool:
         """Whether a profile (as written) asks for this lens: its key set, or the lens's own test."""

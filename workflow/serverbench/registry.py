@@ -9,7 +9,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from serverbench.lens import Check, ForestPanel, Inputs, Lens, Section, section_of
+from serverbench.lens import Check, ForestPanel, Inputs, Lens, Section, malformed_words, section_of
+from serverbench.record.vocabulary import Kind, Metric, Outcome
 from serverbench.report.section import section_console
 
 if TYPE_CHECKING:  # pandas only where a panel's table is read: `serverbench --help` reads the lenses' checks
@@ -36,6 +37,7 @@ def lenses(config: Mapping | None = None) -> list[Lens]:
         if lens.name in seen:
             raise ValueError(f"two lenses are called {lens.name!r}")
         seen.add(lens.name)
+    check_words(found)
     return found
 
 
@@ -48,6 +50,30 @@ def wired_job(config: Mapping, rule: str) -> tuple[Lens, str]:
         if lens.table_job is not None and rule == lens.table_rule:
             return lens, "table"
     raise LookupError(f"no lens's job is wired as rule {rule!r}")
+
+
+# The core's words in each field a lens may add to (``lens.Words``).
+CORE_WORDS = {"kinds": Kind, "metrics": Metric, "outcomes": Outcome}
+
+
+def check_words(found: Iterable[Lens]) -> None:
+    """Refuse a lens's word that is malformed, or that the core or another lens has in the same
+    field: a table read back could not tell whose word it holds."""
+    owners = {(field, word.value): "the core vocabulary" for field, words in CORE_WORDS.items() for word in words}
+    for lens in found:
+        malformed = malformed_words(lens.words)
+        if malformed:
+            raise ValueError(
+                f"the {lens.name!r} lens declares malformed words ({', '.join(malformed)}): "
+                "a word is lower case, digits and single spaces, a / . - or ± inside"
+            )
+        for field, words in lens.words.by_field().items():
+            for word in words:
+                owner = owners.setdefault((field, word.value), f"the {lens.name!r} lens")
+                if owner != f"the {lens.name!r} lens":
+                    raise ValueError(
+                        f"the {lens.name!r} lens declares {word.value!r} among its {field}: a word of {owner} already"
+                    )
 
 
 def tables_of(lens: Lens, paths: Iterable[Path | str]) -> list[Path]:

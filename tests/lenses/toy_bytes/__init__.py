@@ -2,11 +2,18 @@
 answer. One folder and one registry entry (config `lenses: [toy_bytes]`, this folder's
 parent on PYTHONPATH); nothing else in the repository names it."""
 
+from enum import StrEnum
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, TableJob, per_server
+from serverbench.lens import Check, Inputs, Layout, Lens, MeasureJob, Place, Section, TableJob, Words, per_server
 
 from toy_bytes.settings import ToyBytesSettings
+
+
+class BytesMetric(StrEnum):
+    """What the toy judges its pairs on: a word of its own (``lens.Words``), not the core's."""
+
+    BYTES_PER_ANSWER = "bytes per answer"
 
 
 def _section(tables: dict, inputs: Inputs) -> Section | None:
@@ -35,4 +42,7 @@ LENS = Lens(
         unshown=("table", "verdicts"),
     ),
     settings=ToyBytesSettings,
+    # A figure a release is shown (releases.csv): its table's `bytes` column, a row per server.
+    checks=(Check("bytes", "bytes / answer", "toy_bytes.csv", Layout.COLUMN, unit="B"),),
+    words=Words(metrics=BytesMetric),
 )

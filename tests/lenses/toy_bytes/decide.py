@@ -6,7 +6,9 @@ from __future__ import annotations
 import pandas as pd
 from serverbench.decide import margins
 from serverbench.decide.judgement import Comparison
-from serverbench.record.vocabulary import Kind, Metric, Outcome
+from serverbench.record.vocabulary import Kind, Outcome
+
+from toy_bytes import BytesMetric
 
 MARGIN = 0.01
 
@@ -21,7 +23,7 @@ def comparisons(table: pd.DataFrame, config: dict) -> list[Comparison]:
             ratio = sizes[a] / sizes[b]
             side = margins.side(ratio, ratio, MARGIN, margins.Question.IN_ONE_RUN)
             judged.append(Comparison(
-                kind=Kind.NAMED, a=a, b=b, metric=Metric.OPERATIONS, condition=(("profile", profile),),
+                kind=Kind.NAMED, a=a, b=b, metric=BytesMetric.BYTES_PER_ANSWER, condition=(("profile", profile),),
                 outcome=margins.outcome(side, Outcome.HIGHER, Outcome.LOWER), estimate=ratio,
                 a_value=sizes[a], b_value=sizes[b], low=ratio, high=ratio, margin=MARGIN,
             ))  # fmt: skip

@@ -12,6 +12,7 @@ from serverbench.plan.shapes import Target
 
 from toy_bytes.record import SCHEMA, BytesRecord
 
+# Answers counted where the profile gives no `toy_bytes` settings (its schema's default).
 ANSWERS = 3
 
 
@@ -27,11 +28,13 @@ def answer_size(host: str, port: int, timeout: float) -> int:
 
 def run(config: dict, profile_name: str, server: str, json_path, log_path) -> None:
     profile = effective_profile(config, profile_name)
+    settings = profile.settings("toy_bytes")  # its own setting, typed (settings.py), or None
+    answers = settings.answers if settings else ANSWERS
     sizes: list[int] = []
     with ServerSession(config, Target(profile_name, server), profile, log_path) as session:
         launch = session.start()
         session.verify()
-        sizes = [answer_size(launch.host, launch.port, profile.timeout) for _ in range(ANSWERS)]
+        sizes = [answer_size(launch.host, launch.port, profile.timeout) for _ in range(answers)]
     ending = session.ending
     record = BytesRecord(SCHEMA, profile_name, server, ending.status, ending.reason, tuple(sizes))
     files.write_json(json_path, record.to_dict())

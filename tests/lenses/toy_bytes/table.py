@@ -10,7 +10,7 @@ import pandas as pd
 
 from toy_bytes.record import load
 
-COLUMNS = ["profile", "server", "status", "reason", "bytes"]
+COLUMNS = ["profile", "server", "status", "reason", "bytes", "answers"]
 
 
 def table(paths) -> pd.DataFrame:
@@ -19,5 +19,5 @@ def table(paths) -> pd.DataFrame:
         record = load(json.loads(Path(path).read_text()))
         size = statistics.median(record.sizes) if record.sizes else None
         rows.append({"profile": record.profile, "server": record.server, "status": str(record.status),
-                     "reason": record.reason, "bytes": size})  # fmt: skip
+                     "reason": record.reason, "bytes": size, "answers": len(record.sizes)})  # fmt: skip
     return pd.DataFrame(rows, columns=COLUMNS)

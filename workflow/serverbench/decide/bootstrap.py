@@ -4,7 +4,8 @@ seconds or restarts) read against their check's margin with the one rule (``deci
 
 A ratio reads the medians a/b; a difference reads the means a-b (failed requests, mostly none:
 a ratio of zeros says nothing). A side with fewer than ``min_figures`` figures gives no interval,
-and says why: a bootstrap of so few undercovers.
+and says why: a bootstrap of so few undercovers. ``judge`` reads one check's interval against its
+margin (``CheckRule``), as the operations and recycle lenses judge theirs.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from enum import StrEnum
 import numpy as np
 from scipy import stats
 
-from serverbench.decide.judgement import Comparison, Reason
+from serverbench.decide import margins
+from serverbench.decide.judgement import HIGHER, LOWER, UNDETERMINED, Comparison, Reason
 
 LEVEL = 0.95
 RESAMPLES = 4000
@@ -62,6 +64,60 @@ class CheckComparison(Comparison):
             "n_a": self.n_a,
             "n_b": self.n_b,
         }
+
+
+@dataclass(frozen=True)
+class CheckRule:
+    """How one check is judged: its unit, how a pair of its figures is read (``Read``) and its
+    margin, a share of b (ratio) or units (difference)."""
+
+    unit: str
+    scale: str
+    margin: float
+
+
+def judge(
+    rule: CheckRule,
+    check: str,
+    a: tuple[str, list],
+    b: tuple[str, list],
+    seed: int,
+    min_figures: int = MIN_FIGURES,
+    **made,
+) -> CheckComparison:
+    """One check of two sides, ``a`` and ``b`` each (label, its figures): the interval read against
+    the check's margin as two things measured in one run, *higher*, *lower*, *equivalent* or
+    *undetermined*. ``made`` holds the comparison's kind, metric and condition (the check added)."""
+    (label_a, values_a), (label_b, values_b) = a, b
+    made = {
+        **made,
+        "a": label_a,
+        "b": label_b,
+        "margin": rule.margin,
+        "condition": (*made["condition"], ("check", check)),
+        "check": check,
+        "unit": rule.unit,
+        "scale": rule.scale,
+        "n_a": len(values_a),
+        "n_b": len(values_b),
+        "level": LEVEL,
+    }
+    found = interval(values_a, values_b, Read(rule.scale), seed, min_figures)
+    if found.reason is not None:
+        return CheckComparison(
+            outcome=UNDETERMINED, a_value=found.a_value, b_value=found.b_value, reasons=(found.reason,), **made
+        )
+    scale = margins.Scale.DIFFERENCE if rule.scale == Read.DIFFERENCE else margins.Scale.RATIO
+    side = margins.side(found.low, found.high, rule.margin, margins.Question.IN_ONE_RUN, scale)
+    return CheckComparison(
+        outcome=margins.outcome(side, above=HIGHER, below=LOWER),
+        estimate=found.estimate,
+        a_value=found.a_value,
+        b_value=found.b_value,
+        low=found.low,
+        high=found.high,
+        **made,
+    )
 
 
 def _statistic(read: Read):

@@ -13,18 +13,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from serverbench.record.vocabulary import Kind, Metric, Outcome
 from serverbench.tables.columns import CONDITION
 
 # Short names for the vocabulary's members (record.vocabulary defines them, once).
-SPEED, FAIRNESS, WORK, LATENCY, OPERATIONS = (
-    Metric.SPEED,
-    Metric.FAIRNESS,
-    Metric.WORK,
-    Metric.LATENCY,
-    Metric.OPERATIONS,
-)
+SPEED, FAIRNESS, WORK, LATENCY = Metric.SPEED, Metric.FAIRNESS, Metric.WORK, Metric.LATENCY
 FASTER, SLOWER, EQUIVALENT, UNDETERMINED = Outcome.FASTER, Outcome.SLOWER, Outcome.EQUIVALENT, Outcome.UNDETERMINED
 PENDING, NOT_COMPARABLE = Outcome.PENDING, Outcome.NOT_COMPARABLE
 MORE_WORK, LESS_WORK = Outcome.MORE_WORK, Outcome.LESS_WORK
@@ -43,12 +38,12 @@ class Reason:
 
 @dataclass(frozen=True)
 class Comparison:
-    kind: Kind  # same server, family, A/A, variant, ceiling, named, ...
+    kind: Kind | StrEnum  # same server, family, A/A, variant, ceiling, named, ... or a lens's own
     a: str
     b: str
-    metric: Metric  # speed, fairness, work, latency, operations, ...
+    metric: Metric | StrEnum  # speed, fairness, work, latency, ... or a lens's own
     condition: tuple[tuple[str, str], ...]  # (column, value) pairs, e.g. (("profile", "default"), ...)
-    outcome: Outcome
+    outcome: Outcome | StrEnum
     estimate: float | None = None  # a / b
     a_value: float | None = None  # the figures compared (e.g. instructions per request)
     b_value: float | None = None
@@ -60,9 +55,12 @@ class Comparison:
     reasons: tuple[Reason, ...] = field(default_factory=tuple)
 
     def __post_init__(self):
-        # Typed end to end: a word of the vocabulary becomes its member, any other word is refused.
+        # Typed end to end: a word of the core vocabulary becomes its member, any other word is
+        # refused; a lens's own word comes as its member (``lens.Words``, checked by the registry).
         for name, vocabulary in (("kind", Kind), ("metric", Metric), ("outcome", Outcome)):
-            object.__setattr__(self, name, vocabulary(getattr(self, name)))
+            word = getattr(self, name)
+            if not isinstance(word, StrEnum):
+                object.__setattr__(self, name, vocabulary(word))
 
     @property
     def decided(self) -> bool:

@@ -5,6 +5,10 @@ it was judged on and its outcome. They are ``StrEnum``s, so a member *is* its wo
 it is written to CSV and JSON as that word, and a table read back compares equal to
 the member (``row["outcome"] == Outcome.FASTER``), so no record or table changes
 shape by using them.
+
+These are the core's words, those the stages below the lenses write. A lens's own kinds,
+metrics and outcomes are its own enumerations in its folder, declared through the interface
+(``lens.Words``), and the registry refuses one the core or another lens already has.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ class Status(StrEnum):
 
 
 class Kind(StrEnum):
-    """What a comparison compares (``decide.pairs`` declares the first six)."""
+    """What a comparison compares (``decide.pairs`` declares the first six; a lens may add its own)."""
 
     SAME_SERVER = "same server"  # one product serving two languages
     FAMILY = "family"  # one design in two languages
@@ -41,10 +45,8 @@ class Kind(StrEnum):
     KNEE_RATIO = "knee ratio"
     P99_AT_FRACTION = "p99 at fraction"
     P99_AT_EQUAL_LOAD = "p99 at equal load"
-    FRONT = "front"  # a server behind a front against itself bare (decide.front)
     RELEASE = "release"  # a server's release against its baseline release (plan.releases)
     RELEASE_STEP = "release step"  # a server's release against the release before it
-    SETTING = "setting"  # a server at one setting against itself at another (lenses.recycle)
 
 
 # The one order in which the page and the console list comparisons of several kinds: the
@@ -65,19 +67,15 @@ KIND_ORDER: dict[str, int] = {
         )
     )
 }
-LATENCY_KINDS = (Kind.KNEE, Kind.KNEE_RATIO, Kind.P99_AT_FRACTION, Kind.P99_AT_EQUAL_LOAD)
 
 
 class Metric(StrEnum):
-    """What a comparison was judged on."""
+    """What a comparison was judged on (a lens may add its own)."""
 
     SPEED = "speed"
     FAIRNESS = "fairness"
     WORK = "work"
     LATENCY = "latency"
-    OPERATIONS = "operations"
-    RECYCLING = "recycling"  # what a worker's restart costs the client (lenses.recycle)
-    KEPT = "rate kept beside slow clients"  # the normal clients' share of their rate alone (decide.front)
 
 
 class Outcome(StrEnum):

@@ -3,7 +3,8 @@ by side, under fast and slow clients (docs/front.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, deferred, per_server
+from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, Words, deferred, per_server
+from serverbench.lenses.front.record import FrontKind, FrontMetric
 from serverbench.lenses.front.settings import FrontSettings
 from serverbench.plan.fronts import is_fronted
 
@@ -39,4 +40,5 @@ LENS = Lens(
         message="{wildcards.server} bare and behind a front, under fast and slow clients (profile {wildcards.profile})",
         database=False,
     ),
+    words=Words(kinds=FrontKind, metrics=FrontMetric),
 )

@@ -44,10 +44,10 @@ from scipy import stats
 
 from serverbench.decide import margins
 from serverbench.decide.judgement import Comparison, Reason
-from serverbench.lenses.front.record import ALONE, EVERY_SLOW_KIND, FrontAnswer, SlowKind
+from serverbench.lenses.front.record import ALONE, EVERY_SLOW_KIND, FrontAnswer, FrontKind, FrontMetric, SlowKind
 from serverbench.lenses.front.table import Counted
 from serverbench.plan.catalogue import server_entry
-from serverbench.record.vocabulary import Kind, Metric, Outcome, Status
+from serverbench.record.vocabulary import Metric, Outcome, Status
 
 LEVEL = 0.95
 # What one slow-clients run of a deployment is measured under (front.csv columns).
@@ -72,7 +72,7 @@ def _paired(runs: pd.DataFrame, a: str, b: str, kind: str) -> pd.DataFrame:
 
 def _made(server_row, a: str, b: str, metric: str, condition: tuple, margin: float) -> dict:
     return {
-        "kind": Kind.FRONT,
+        "kind": FrontKind.FRONT,
         "a": a,
         "b": b,
         "metric": metric,
@@ -154,7 +154,7 @@ def saving(runs, a: str, b: str | None, condition: tuple, spec: dict, server_row
     kind, relative, count = condition
     margin, starving = float(spec["margin"]), float(spec["starved_share"])
     named = (("slow", kind), ("relative", relative), ("slow_count", int(count)))
-    made = _made(server_row, a, b or ALONE, Metric.KEPT, named, margin)
+    made = _made(server_row, a, b or ALONE, FrontMetric.KEPT, named, margin)
     share_a = pooled(runs, a, every) if every else kept(runs, a, kind, relative, count)
     share_b = pd.Series(1.0, index=share_a.index)
     if b:
@@ -217,7 +217,7 @@ def work(counted: Counted, a: str, b: str, config: dict, server_row) -> list[Com
 
 def answer(comparisons: list[Comparison], fronted: bool) -> FrontAnswer:
     """A server's answer from its comparisons of the share kept beside slow clients."""
-    kept_rows = [c for c in comparisons if c.metric == Metric.KEPT]
+    kept_rows = [c for c in comparisons if c.metric == FrontMetric.KEPT]
     if fronted and any(c.outcome == Outcome.HIGHER or spared(c) for c in kept_rows):
         return FrontAnswer.NEEDS
     every = [c for c in kept_rows if c.b == ALONE and dict(c.condition)["slow"] == EVERY_SLOW_KIND]

@@ -23,6 +23,18 @@ EVERY_SLOW_KIND = "every slow kind"
 FRONT_SCHEMA = "serverbench.front/1"
 
 
+class FrontKind(StrEnum):
+    """The lens's kind of comparison (its ``lens.Words``)."""
+
+    FRONT = "front"  # a server behind a front against itself bare (decide)
+
+
+class FrontMetric(StrEnum):
+    """What the lens judges a comparison on (its ``lens.Words``)."""
+
+    KEPT = "rate kept beside slow clients"  # the normal clients' share of their rate alone (decide)
+
+
 class SlowKind(StrEnum):
     """The clients beside the normal ones (docs/front.md says what each does on the wire)."""
 

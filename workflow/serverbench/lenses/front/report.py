@@ -9,7 +9,7 @@ import pandas as pd
 
 from serverbench.lens import Emphasis, Link, Medium, Paragraph, Section, Sentences, Table
 from serverbench.lenses.front.record import ALONE as BARE
-from serverbench.lenses.front.record import EVERY_SLOW_KIND, FrontAnswer, SlowKind
+from serverbench.lenses.front.record import EVERY_SLOW_KIND, FrontAnswer, FrontMetric, SlowKind
 from serverbench.record.vocabulary import Metric, Outcome
 
 SLOW_COLUMNS = (SlowKind.SENDERS, SlowKind.BODY, SlowKind.READERS, SlowKind.NEW_CONNECTIONS)
@@ -21,7 +21,7 @@ def _percent(value) -> str:
 
 
 def _kept(rows: pd.DataFrame, kind: str, relative: str = "as many") -> pd.DataFrame:
-    chosen = rows[(rows["metric"] == Metric.KEPT) & (rows["slow"] == kind)]
+    chosen = rows[(rows["metric"] == FrontMetric.KEPT) & (rows["slow"] == kind)]
     at = chosen[chosen["relative"] == relative]
     return at if len(at) else chosen
 
@@ -66,7 +66,7 @@ def _placements(rows: pd.DataFrame, front: bool) -> pd.Series | None:
     against bare: where its ``starved_*`` counts are (None in a table written before them)."""
     if "placements" not in rows.columns:
         return None
-    pooled = rows[(rows["metric"] == Metric.KEPT) & (rows["slow"] == EVERY_SLOW_KIND)]
+    pooled = rows[(rows["metric"] == FrontMetric.KEPT) & (rows["slow"] == EVERY_SLOW_KIND)]
     pooled = pooled[pooled["b"] != BARE] if front else pooled[pooled["b"] == BARE]
     return pooled.iloc[0] if len(pooled) and not pd.isna(pooled.iloc[0]["placements"]) else None
 
@@ -92,7 +92,7 @@ def _starved_clause(rows: pd.DataFrame) -> str:
 
 def _needs_clause(rows: pd.DataFrame, holds) -> str:
     """What the front saved: the clearest saving, else the placements it spared."""
-    kept_rows = rows[rows["metric"] == Metric.KEPT]
+    kept_rows = rows[rows["metric"] == FrontMetric.KEPT]
     saved = kept_rows[kept_rows["outcome"] == Outcome.HIGHER]
     if saved.empty and "starved_b" in rows.columns:
         saved = kept_rows[(kept_rows["starved_b"] > 0) & (kept_rows["starved_a"] == 0)]
@@ -121,7 +121,7 @@ def server_sentence(server: str, rows: pd.DataFrame, table: pd.DataFrame) -> str
     if said == FrontAnswer.NEEDS:
         head += _needs_clause(rows, holds) + _starved_clause(rows)
     elif said == FrontAnswer.NOT_NEEDED:
-        bare = rows[(rows["metric"] == Metric.KEPT) & (rows["b"] == BARE)]
+        bare = rows[(rows["metric"] == FrontMetric.KEPT) & (rows["b"] == BARE)]
         low, high = bare["a_value"].min(), bare["a_value"].max()
         kept = f"{_percent(low)}–{_percent(high)}"
         head += f": bare, beside every slow client measured, the normal clients kept {kept} of their rate"

@@ -36,6 +36,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
+from serverbench.lenses.front.record import SlowOutcome
+
 HEADER_PADDING = 160  # bytes of an X-Padding header: a request as long as a browser's
 BODY_CHUNK = 16
 READ_CHUNK = 1024
@@ -44,7 +46,7 @@ RECEIVE_BUFFER = 4096
 
 @dataclass
 class Ending:
-    outcome: str  # held, answered, closed, refused
+    outcome: SlowOutcome
     held_s: float
     status: int | None = None
     sent_bytes: int = 0
@@ -81,13 +83,13 @@ class SlowClient:
             reader, writer = await self._connect()
         except OSError:
             self.started.set()
-            return Ending("refused", 0.0)
+            return Ending(SlowOutcome.REFUSED, 0.0)
         try:
             outcome = await asyncio.wait_for(self._talk(reader, writer), max(0.0, until - time.monotonic()))
         except TimeoutError:
-            outcome = "held"
+            outcome = SlowOutcome.HELD
         except (ConnectionError, OSError):
-            outcome = "closed"
+            outcome = SlowOutcome.CLOSED
         finally:
             writer.close()
             self.started.set()
@@ -108,7 +110,7 @@ class SlowClient:
         self.sent += len(data)
         self.started.set()
 
-    async def _talk(self, reader, writer) -> str:
+    async def _talk(self, reader, writer) -> SlowOutcome:
         head = request_head(self.kind, self.host, self.path, self.body_bytes)
         if self.kind == "slow senders":
             for index in range(len(head)):
@@ -124,16 +126,16 @@ class SlowClient:
             while True:
                 chunk = await reader.read(READ_CHUNK)
                 if not chunk:
-                    return "closed" if status_of(self.answer) is None else "answered"
+                    return SlowOutcome.CLOSED if status_of(self.answer) is None else SlowOutcome.ANSWERED
                 self._got(chunk)
                 await asyncio.sleep(self.pace)
         while True:  # the whole request sent before the end: its answer
             chunk = await reader.read(65536)
             if not chunk:
-                return "answered" if status_of(self.answer) is not None else "closed"
+                return SlowOutcome.ANSWERED if status_of(self.answer) is not None else SlowOutcome.CLOSED
             self._got(chunk)
             if status_of(self.answer) is not None:
-                return "answered"
+                return SlowOutcome.ANSWERED
 
     def _got(self, chunk: bytes) -> None:
         self.read += len(chunk)
@@ -169,7 +171,7 @@ def summary(args, endings: list[Ending], wall_s: float) -> dict:
     outcomes: dict[str, int] = {}
     for ending in endings:
         outcomes[ending.outcome] = outcomes.get(ending.outcome, 0) + 1
-    closed = [e.held_s for e in endings if e.outcome == "closed"]
+    closed = [e.held_s for e in endings if e.outcome == SlowOutcome.CLOSED]
     return {
         "kind": args.kind,
         "count": args.count,

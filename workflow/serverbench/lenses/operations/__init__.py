@@ -3,7 +3,20 @@ graceful reloads under load (docs/operations.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Check, Inputs, Layout, Lens, MeasureJob, Place, Section, TableJob, deferred, per_server
+from serverbench.lens import (
+    Check,
+    Inputs,
+    Layout,
+    Lens,
+    MeasureJob,
+    Place,
+    Section,
+    TableJob,
+    Words,
+    deferred,
+    per_server,
+)
+from serverbench.lenses.operations.record import OperationsMetric
 from serverbench.lenses.operations.settings import OperationsSettings
 
 (operations_section,) = deferred(f"{__name__}.report", "operations_section")
@@ -55,4 +68,5 @@ LENS = Lens(
         entry=f"{__name__}.scripts.operations_table:write_tables",
         outputs={"table": "operations.csv", "verdicts": "operations_verdicts.csv"},
     ),
+    words=Words(metrics=OperationsMetric),
 )

@@ -14,13 +14,12 @@ better for every check here, so the outcome names the direction, not a winner.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pandas as pd
 
-from serverbench.decide import bootstrap, margins
-from serverbench.decide.judgement import HIGHER, LOWER, OPERATIONS, UNDETERMINED
+from serverbench.decide import bootstrap
+from serverbench.decide.bootstrap import CheckRule
 from serverbench.decide.pairs import declared_pairs
+from serverbench.lenses.operations.record import OperationsMetric
 from serverbench.lenses.operations.table import samples
 
 LEVEL = bootstrap.LEVEL
@@ -30,64 +29,29 @@ MIN_FIGURES = bootstrap.MIN_FIGURES
 SEED = 20261127
 RATIO, DIFFERENCE = bootstrap.Read.RATIO.value, bootstrap.Read.DIFFERENCE.value
 
-
-@dataclass(frozen=True)
-class Check:
-    """How one check is compared: its unit, the scale it is read on and its margin."""
-
-    unit: str
-    scale: str
-    margin: float  # a share of b (ratio) or units (difference)
-
-
-# The checks judged; memory per worker is a slope over lives, with its own interval, not compared.
-CHECKS = {
-    "cold_start_s": Check("s", RATIO, 0.10),
-    "idle_uss_mb": Check("MB", RATIO, 0.05),
-    "loaded_uss_mb": Check("MB", RATIO, 0.05),
-    "reload_longest_gap_s": Check("s", RATIO, 0.10),
-    "reload_failed": Check("requests per reload", DIFFERENCE, 0.5),
+# The checks judged, each by its rule; memory per worker is a slope over lives, with its own
+# interval, not compared. (The lens's ``CHECKS`` are those it offers to releases and bisect.)
+JUDGED = {
+    "cold_start_s": CheckRule("s", RATIO, 0.10),
+    "idle_uss_mb": CheckRule("MB", RATIO, 0.05),
+    "loaded_uss_mb": CheckRule("MB", RATIO, 0.05),
+    "reload_longest_gap_s": CheckRule("s", RATIO, 0.10),
+    "reload_failed": CheckRule("requests per reload", DIFFERENCE, 0.5),
 }
-
-
-def _outcome(check: Check, low: float, high: float) -> str:
-    """Two servers of one run on a check: its interval against the check's margin."""
-    scale = margins.Scale.DIFFERENCE if check.scale == DIFFERENCE else margins.Scale.RATIO
-    found = margins.side(low, high, check.margin, margins.Question.IN_ONE_RUN, scale)
-    return margins.outcome(found, above=HIGHER, below=LOWER)
 
 
 def judge(kind: str, profile: str, name: str, a: tuple[str, list], b: tuple[str, list]) -> bootstrap.CheckComparison:
     """One check of a pair: ``a`` and ``b`` are (server, its figures)."""
-    check = CHECKS[name]
-    (server_a, values_a), (server_b, values_b) = a, b
-    made = {
-        "kind": kind,
-        "a": server_a,
-        "b": server_b,
-        "metric": OPERATIONS,
-        "margin": check.margin,
-        "condition": (("profile", profile), ("check", name)),
-        "check": name,
-        "unit": check.unit,
-        "scale": check.scale,
-        "n_a": len(values_a),
-        "n_b": len(values_b),
-        "level": LEVEL,
-    }
-    found = bootstrap.interval(values_a, values_b, bootstrap.Read(check.scale), SEED, MIN_FIGURES)
-    if found.reason is not None:
-        return bootstrap.CheckComparison(
-            outcome=UNDETERMINED, a_value=found.a_value, b_value=found.b_value, reasons=(found.reason,), **made
-        )
-    return bootstrap.CheckComparison(
-        outcome=_outcome(check, found.low, found.high),
-        estimate=found.estimate,
-        a_value=found.a_value,
-        b_value=found.b_value,
-        low=found.low,
-        high=found.high,
-        **made,
+    return bootstrap.judge(
+        JUDGED[name],
+        name,
+        a,
+        b,
+        SEED,
+        MIN_FIGURES,
+        kind=kind,
+        metric=OperationsMetric.OPERATIONS,
+        condition=(("profile", profile),),
     )
 
 
@@ -99,7 +63,7 @@ def operations_comparisons(results: list[dict], config: dict) -> list[bootstrap.
         by_profile.setdefault(result["profile"], {})[result["server"]] = samples(result)
     for profile, servers in sorted(by_profile.items()):
         for kind, a, b in declared_pairs(config, sorted(servers)):
-            for name in CHECKS:
+            for name in JUDGED:
                 if servers[a].get(name) is not None and servers[b].get(name) is not None:
                     found.append(judge(kind, profile, name, (a, servers[a][name]), (b, servers[b][name])))
     return found

@@ -4,10 +4,17 @@ reloads under load), frozen and versioned (``OPERATIONS_SCHEMA``), written once 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 
 from serverbench.record.vocabulary import Status
 
 OPERATIONS_SCHEMA = "serverbench.operations/2"  # /2: scales, and a scaling server's step of load
+
+
+class OperationsMetric(StrEnum):
+    """What the lens judges a comparison on (its ``lens.Words``)."""
+
+    OPERATIONS = "operations"  # a check of a server in operation (decide.JUDGED)
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ def _lives(result: dict) -> tuple[list[dict], list[dict], list[dict]]:
 def samples(result: dict) -> dict[str, list[float]]:
     """The figures behind the checks that compare between servers (decide.operations): one
     per life (cold start, memory) or per reload, as the table's medians are taken over."""
-    if result["status"] in ("skipped", "failed"):
+    if result["status"] in (Status.SKIPPED, Status.FAILED):
         return {}
     _, at_profile, reloading = _lives(result)
     loaded = [life["reload"].get("loaded_memory") or {} for life in reloading]
@@ -110,7 +110,7 @@ def samples(result: dict) -> dict[str, list[float]]:
 
 def server_rows(result: dict) -> list[dict]:
     """The checks of one server's operations result."""
-    if result["status"] in ("skipped", "failed"):
+    if result["status"] in (Status.SKIPPED, Status.FAILED):
         return [_row(result, "cold_start_s", "s", status=result["status"], reason=result["reason"])]
     lives, at_profile, reloading = _lives(result)
     rows = [

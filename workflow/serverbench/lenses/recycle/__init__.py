@@ -3,7 +3,20 @@
 
 from pathlib import Path
 
-from serverbench.lens import Check, Inputs, Layout, Lens, MeasureJob, Place, Section, TableJob, deferred, per_server
+from serverbench.lens import (
+    Check,
+    Inputs,
+    Layout,
+    Lens,
+    MeasureJob,
+    Place,
+    Section,
+    TableJob,
+    Words,
+    deferred,
+    per_server,
+)
+from serverbench.lenses.recycle.record import RecycleKind, RecycleMetric
 from serverbench.lenses.recycle.settings import RecycleSettings
 
 (recycle_section,) = deferred(f"{__name__}.report", "recycle_section")
@@ -59,4 +72,5 @@ LENS = Lens(
         # What releases and bisect are shown, not a table for Snakemake's report.
         unshown=("checks",),
     ),
+    words=Words(kinds=RecycleKind, metrics=RecycleMetric),
 )

@@ -16,6 +16,18 @@ RECYCLE_SCHEMA = "serverbench.recycle/2"
 READ_SCHEMAS = ("serverbench.recycle/1", RECYCLE_SCHEMA)
 
 
+class RecycleKind(StrEnum):
+    """The lens's kind of comparison (its ``lens.Words``)."""
+
+    SETTING = "setting"  # a server at one setting against itself at another
+
+
+class RecycleMetric(StrEnum):
+    """What the lens judges a comparison on (its ``lens.Words``)."""
+
+    RECYCLING = "recycling"  # what a worker's restart costs the client
+
+
 class Client(StrEnum):
     """How the closed loop's connections are used (the profile's ``recycle.clients``)."""
 
@@ -40,8 +52,15 @@ class Setting:
     rss_mb: int | None = None  # a worker restarted once its resident memory passes this, where the server can
 
     @property
+    def is_own(self) -> bool:
+        """Whether it is the server's own recycling (a declared setting sets a limit: the profile's schema)."""
+        return self.max_requests is None and self.rss_mb is None
+
+    @property
     def label(self) -> str:
-        if self.max_requests is None and self.rss_mb is None:
+        """The setting as people read it (a table's `setting` column); ``is_own`` and the setting
+        itself are what a program tells settings apart by."""
+        if self.is_own:
             return "own"
         parts = []
         if self.max_requests is not None:
@@ -155,3 +174,45 @@ class RecycleResult:
             "runs": [asdict(run) for run in self.runs],
             "capacity": [asdict(life) for life in self.capacity],
         }
+
+
+def _run(data: dict) -> Run:
+    upstream = data.get("upstream")
+    return Run(
+        **{
+            **data,
+            "setting": Setting(**data["setting"]),
+            "client": Client(data["client"]),
+            "upstream": Upstream(upstream) if upstream else None,
+            "status": Status(data["status"]),
+            "restarts": [Restart(**restart) for restart in data.get("restarts") or []],
+        }
+    )
+
+
+def _life(data: dict) -> CapacityLife:
+    held_by = data.get("held_by")
+    return CapacityLife(
+        **{
+            **data,
+            "setting": Setting(**data["setting"]),
+            "status": Status(data["status"]),
+            "held_by": Limit(held_by) if held_by else None,
+            "steps": tuple(Step(**step) for step in data.get("steps") or ()),
+        }
+    )
+
+
+def load_recycle(data: dict) -> RecycleResult:
+    """A record as written (``to_dict``), typed again; one of ``serverbench.recycle/1`` gets no
+    upstream and no capacity."""
+    if data.get("schema") not in READ_SCHEMAS:
+        raise ValueError(f"not a recycle record of {' or '.join(READ_SCHEMAS)}: {data.get('schema')!r}")
+    return RecycleResult(
+        **{
+            **data,
+            "status": Status(data["status"]),
+            "runs": tuple(_run(run) for run in data["runs"]),
+            "capacity": tuple(_life(life) for life in data.get("capacity") or ()),
+        }
+    )

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from serverbench import files
-from serverbench.lenses.recycle.record import Setting
+from serverbench.lenses.recycle.record import RecycleResult, Run, load_recycle
 from serverbench.record.vocabulary import Status
 
 MB = 1e6
@@ -98,119 +98,128 @@ def _mb(value) -> float | None:
     return None if value is None else round(value / MB, 2)
 
 
-def run_row(result: dict, run: dict) -> dict:
-    """One run of a record as a row of recycle.csv."""
-    setting = run["setting"]
-    restarts = run.get("restarts") or []
-    answered = run.get("answered")
+def read_records(paths: Iterable[Path | str]) -> list[RecycleResult]:
+    """The records at ``paths``, typed (``record.load_recycle``), in the paths' sorted order."""
+    return [load_recycle(files.read_json(path)) for path in sorted(map(str, paths))]
+
+
+def run_row(result: RecycleResult, run: Run) -> dict:
+    """One run of a record as a row of recycle.csv, with ``own``: whether it ran at the server's
+    own recycling (not a column of the table: what check_rows tells the own runs by)."""
+    restarts = run.restarts
+    answered = run.answered
     # Every request that got no correct answer, a kept-alive connection's drop among them: a
     # worker that leaves may close one just as a request arrives on it (a client may retry those).
     failed = None
     if answered is not None:
-        failed = sum((run.get("failed_by_kind") or {}).values()) + (run.get("dropped_reused") or 0)
+        failed = sum(run.failed_by_kind.values()) + (run.dropped_reused or 0)
     # Each failure once, though restarts together share their windows: every failure not away from them.
-    near = failed - (run.get("failed_between") or 0) if failed is not None else 0
-    leak, planted = run.get("leak_bytes_per_request"), result.get("leaks_bytes")
-    label = Setting(**setting).label
+    near = failed - (run.failed_between or 0) if failed is not None else 0
+    leak, planted = run.leak_bytes_per_request, result.leaks_bytes
     return {
-        "profile": result["profile"],
-        "server": result["server"],
-        "language": result["language"],
-        "workload": result["workload"],
-        "setting": label,
-        "max_requests": setting.get("max_requests"),
-        "jitter": setting.get("jitter") or 0,
-        "client": run["client"],
-        "upstream": run.get("upstream"),
-        "status": run["status"],
-        "reason": run["reason"],
-        "declared": run.get("declared", True),
-        "limit": run.get("limit"),
-        "counts": run.get("counts"),
-        "argv": " ".join(run.get("argv") or []),
-        "load_s": run.get("load_s"),
+        "profile": result.profile,
+        "server": result.server,
+        "language": result.language,
+        "workload": result.workload,
+        "setting": run.setting.label,
+        "own": run.setting.is_own,
+        "max_requests": run.setting.max_requests,
+        "jitter": run.setting.jitter,
+        "client": run.client,
+        "upstream": run.upstream,
+        "status": run.status,
+        "reason": run.reason,
+        "declared": run.declared,
+        "limit": run.limit,
+        "counts": run.counts,
+        "argv": " ".join(run.argv),
+        "load_s": run.load_s,
         "answered": answered,
-        "answers_per_s": round(answered / run["load_s"], 1) if answered is not None and run.get("load_s") else None,
+        "answers_per_s": round(answered / run.load_s, 1) if answered is not None and run.load_s else None,
         "failed": failed,
-        "failed_by_kind": json.dumps(run.get("failed_by_kind") or {}, sort_keys=True),
-        "dropped_reused": run.get("dropped_reused"),
+        "failed_by_kind": json.dumps(run.failed_by_kind, sort_keys=True),
+        "dropped_reused": run.dropped_reused,
         "restarts": len(restarts) if answered is not None else None,
         "restarts_per_10k": round(len(restarts) * 1e4 / answered, 2) if answered else None,
         "failed_near_restarts": near if restarts else None,
         "failed_per_restart": round(near / len(restarts), 3) if restarts else None,
-        "most_restarts_at_once": max((r["restarts_in_window"] for r in restarts), default=None),
-        "most_away": run.get("most_away"),
-        "longest_gap_s": run.get("longest_gap_s"),
-        "p99_near_ms": run.get("p99_near_ms"),
-        "p99_between_ms": run.get("p99_between_ms"),
-        "failed_between": run.get("failed_between"),
+        "most_restarts_at_once": max((r.restarts_in_window for r in restarts), default=None),
+        "most_away": run.most_away,
+        "longest_gap_s": run.longest_gap_s,
+        "p99_near_ms": run.p99_near_ms,
+        "p99_between_ms": run.p99_between_ms,
+        "failed_between": run.failed_between,
         "leaks_bytes": planted,
         "leak_bytes_per_request": leak,
         "leak_against_planted": round(leak / planted, 4) if leak is not None and planted else None,
-        "leak_r2": run.get("leak_r2"),
-        "peak_first_half_mb": _mb(run.get("peak_first_half_bytes")),
-        "peak_second_half_mb": _mb(run.get("peak_second_half_bytes")),
-        "peak_growth_share": run.get("peak_growth_share"),
-        "bounded": run.get("bounded"),
-        "ceiling_mb": _mb(run.get("ceiling_bytes")),
+        "leak_r2": run.leak_r2,
+        "peak_first_half_mb": _mb(run.peak_first_half_bytes),
+        "peak_second_half_mb": _mb(run.peak_second_half_bytes),
+        "peak_growth_share": run.peak_growth_share,
+        "bounded": run.bounded,
+        "ceiling_mb": _mb(run.ceiling_bytes),
     }
 
 
-def recycle_table(results: Iterable[dict]) -> pd.DataFrame:
-    """recycle.csv from the records (a server that could not be started: one row saying why)."""
+def run_rows(results: Iterable[RecycleResult]) -> pd.DataFrame:
+    """Every run's row (``run_row``, ``own`` with them); a server that could not be started: one
+    row saying why."""
     rows = []
     for result in results:
-        if not result["runs"]:
-            keys = ("profile", "server", "language", "workload", "status", "reason")
-            rows.append({key: result[key] for key in keys})
-        rows.extend(run_row(result, run) for run in result["runs"])
-    return pd.DataFrame(rows, columns=COLUMNS)
+        if not result.runs:
+            rows.append({key: getattr(result, key) for key in ("profile", "server", "language", "workload")})
+            rows[-1].update(status=result.status, reason=result.reason)
+        rows.extend(run_row(result, run) for run in result.runs)
+    return pd.DataFrame(rows, columns=[*COLUMNS, "own"])
 
 
-def capacity_rows(result: dict) -> list[dict]:
+def recycle_table(results: Iterable[RecycleResult]) -> pd.DataFrame:
+    """recycle.csv from the records (a server that could not be started: one row saying why)."""
+    return run_rows(results)[COLUMNS]
+
+
+def capacity_life_rows(result: RecycleResult) -> list[dict]:
     """A record's capacity lives as rows of recycle_capacity.csv; each set life against the own
     life before it (its capacity over the own one's, where both met the objective)."""
     rows, own = [], None
-    for life in result.get("capacity") or []:
-        setting = life["setting"]
-        label = Setting(**setting).label
-        met = life.get("met_rps")
-        if label == "own":
+    for life in result.capacity:
+        met = life.met_rps
+        if life.setting.is_own:
             own = met
-        against = round(met / own, 3) if label != "own" and met is not None and own else None
+        against = round(met / own, 3) if not life.setting.is_own and met is not None and own else None
         rows.append(
             {
-                "profile": result["profile"],
-                "server": result["server"],
-                "language": result["language"],
-                "setting": label,
-                "max_requests": setting.get("max_requests"),
-                "jitter": setting.get("jitter") or 0,
-                "life": life["life"],
-                "status": life["status"],
-                "reason": life["reason"],
-                "declared": life["declared"],
-                "limit": life.get("limit"),
-                "counts": life.get("counts"),
-                "argv": " ".join(life.get("argv") or []),
-                "objective_p99_ms": life.get("objective_p99_ms"),
-                "connections": life.get("connections"),
-                "peak_rps": life.get("peak_rps"),
+                "profile": result.profile,
+                "server": result.server,
+                "language": result.language,
+                "setting": life.setting.label,
+                "max_requests": life.setting.max_requests,
+                "jitter": life.setting.jitter,
+                "life": life.life,
+                "status": life.status,
+                "reason": life.reason,
+                "declared": life.declared,
+                "limit": life.limit,
+                "counts": life.counts,
+                "argv": " ".join(life.argv),
+                "objective_p99_ms": life.objective_p99_ms,
+                "connections": life.connections,
+                "peak_rps": life.peak_rps,
                 "capacity_rps": met,
-                "missed_rps": life.get("missed_rps"),
-                "held_by": life.get("held_by"),
+                "missed_rps": life.missed_rps,
+                "held_by": life.held_by,
                 "against_own": against,
-                "workers_left": life.get("workers_left"),
-                "memory_mb": _mb(life.get("memory_bytes")),
-                "raw": life.get("raw"),
+                "workers_left": life.workers_left,
+                "memory_mb": _mb(life.memory_bytes),
+                "raw": life.raw,
             }
         )
     return rows
 
 
-def capacity_table(results: Iterable[dict]) -> pd.DataFrame:
+def capacity_table(results: Iterable[RecycleResult]) -> pd.DataFrame:
     """recycle_capacity.csv from the records."""
-    return pd.DataFrame([row for result in results for row in capacity_rows(result)], columns=CAPACITY_COLUMNS)
+    return pd.DataFrame([row for result in results for row in capacity_life_rows(result)], columns=CAPACITY_COLUMNS)
 
 
 def _check(keys: dict, name: str, value, unit: str, reason: str | None) -> dict:
@@ -228,12 +237,14 @@ def _check(keys: dict, name: str, value, unit: str, reason: str | None) -> dict:
 
 
 def check_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """recycle_checks.csv: per (profile, server) the figures offered to releases and bisect."""
+    """recycle_checks.csv: per (profile, server) the figures offered to releases and bisect, from
+    the runs' rows (``run_rows``: their ``own`` tells the server's own runs)."""
     rows = []
     for (profile, server), runs in table.groupby(["profile", "server"], sort=True):
         keys = {"profile": profile, "server": server, "language": runs["language"].iloc[0]}
-        measured = runs[runs["status"] == Status.OK.value]
-        own, set_ = measured[measured["setting"] == "own"], measured[measured["setting"] != "own"]
+        measured = runs[runs["status"] == Status.OK]
+        own_runs = measured["own"].astype(bool)
+        own, set_ = measured[own_runs], measured[~own_runs]
         restarts = set_["restarts"].sum()
         failed = set_["failed_near_restarts"].fillna(0).sum()
         per_restart = round(float(failed / restarts), 3) if restarts else None
@@ -258,9 +269,10 @@ def check_rows(table: pd.DataFrame) -> pd.DataFrame:
 
 def write_recycle(paths: Iterable[Path | str], table_csv, checks_csv, capacity_csv) -> pd.DataFrame:
     """The tables from the records at ``paths``; recycle.csv returned."""
-    results = [files.read_json(path) for path in sorted(map(str, paths))]
-    table = recycle_table(results)
+    results = read_records(paths)
+    rows = run_rows(results)
+    table = rows[COLUMNS]
     files.write_atomic(table_csv, table.to_csv(index=False))
     files.write_atomic(capacity_csv, capacity_table(results).to_csv(index=False))
-    files.write_atomic(checks_csv, check_rows(table).to_csv(index=False))
+    files.write_atomic(checks_csv, check_rows(rows).to_csv(index=False))
     return table

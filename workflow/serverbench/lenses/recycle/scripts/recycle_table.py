@@ -5,11 +5,11 @@ its records merged into recycle.csv, recycle_capacity.csv and recycle_checks.csv
 
 from serverbench import files
 from serverbench.lenses.recycle.decide import recycle_verdict_table
-from serverbench.lenses.recycle.table import write_recycle
+from serverbench.lenses.recycle.table import read_records, write_recycle
 
 
 def write_tables(config: dict, records: list[str], outputs: dict[str, str]) -> None:
     write_recycle(records, outputs["table"], outputs["checks"], outputs["capacity"])
-    results = [files.read_json(path) for path in sorted(map(str, records))]
+    results = read_records(sorted(map(str, records)))
     verdicts = recycle_verdict_table(results)
     files.write_atomic(outputs["verdicts"], verdicts.to_csv(index=False))
