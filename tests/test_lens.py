@@ -74,6 +74,11 @@ def _toy_saying(monkeypatch, **words: dict[str, str]):
             {"kinds": {"SETTING": "setting"}},
             "the 'toy_bytes' lens declares 'setting' among its kinds: a word of the 'recycle' lens",
         ),
+        # The shutdown lens's metric (its words.py).
+        (
+            {"metrics": {"SHUTDOWN": "shutdown"}},
+            "the 'toy_bytes' lens declares 'shutdown' among its metrics: a word of the 'shutdown' lens",
+        ),
         # A core word: a table read back could not tell whose it holds.
         ({"metrics": {"SPEED": "speed"}}, "declares 'speed' among its metrics: a word of the core vocabulary"),
         # Malformed: a comma splits a CSV cell, an empty word reads back as no outcome.

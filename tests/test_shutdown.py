@@ -165,6 +165,7 @@ def test_the_table_the_verdicts_and_the_section_read_the_stops_as_counted(base_c
     (judged,) = verdicts.to_dict("records")
     assert (judged["a"], judged["b"]) == ("drops graceful, 0 s routed", "drops fast, 0 s routed")
     assert judged["outcome"] == "lower" and judged["estimate"] == -1 and judged["n_a"] == 5
+    assert (judged["kind"], judged["metric"]) == ("stop", "shutdown")  # the lens's own words
     shutdown_csv, verdicts_csv = tmp_path / "shutdown.csv", tmp_path / "shutdown_verdicts.csv"
     shutdown_table([tmp_path / "drops.json"]).to_csv(shutdown_csv, index=False)
     verdicts.to_csv(verdicts_csv, index=False)

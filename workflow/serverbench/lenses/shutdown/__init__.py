@@ -3,8 +3,9 @@ every request counted by what it met, the stop timed from its signal (docs/shutd
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, TableJob, deferred, per_server
+from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, TableJob, Words, deferred, per_server
 from serverbench.lenses.shutdown.settings import ShutdownSettings
+from serverbench.lenses.shutdown.words import ShutdownKind, ShutdownMetric
 
 (shutdown_section,) = deferred(f"{__name__}.report", "shutdown_section")
 PROFILE_KEY = "shutdown"
@@ -31,6 +32,7 @@ LENS = Lens(
     jobs=per_server("shutdown", _wanted),
     tables=("shutdown.csv", "shutdown_verdicts.csv"),
     section=_section,
+    words=Words(kinds=ShutdownKind, metrics=ShutdownMetric),
     measure_job=MeasureJob(
         entry=f"{__name__}.measure:run_shutdown",
         record="shutdown/{profile}/{server}.json",

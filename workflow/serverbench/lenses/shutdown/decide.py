@@ -12,17 +12,17 @@ from __future__ import annotations
 import pandas as pd
 
 from serverbench import files
-from serverbench.decide import bootstrap, margins
-from serverbench.decide.judgement import HIGHER, LOWER, UNDETERMINED
+from serverbench.decide import bootstrap
 from serverbench.lenses.shutdown.table import lost_after, write_shutdown
-from serverbench.lenses.shutdown.words import How
-from serverbench.record.vocabulary import Kind, Metric, Status
+from serverbench.lenses.shutdown.words import How, ShutdownKind, ShutdownMetric
+from serverbench.record.vocabulary import Status
 
 SEED = 20261202
 MIN_FIGURES = bootstrap.MIN_FIGURES
 CHECK, UNIT = "lost_per_stop", "requests lost per stop"
 MARGIN = 0.5  # half a request a stop: a stop that loses one request more is told apart
-DIFFERENCE = bootstrap.Read.DIFFERENCE
+# A difference of the stops' means, read against the margin in requests.
+RULE = bootstrap.CheckRule(UNIT, bootstrap.Read.DIFFERENCE.value, MARGIN)
 
 
 def label(server: str, how: str, delay_s: float) -> str:
@@ -30,36 +30,17 @@ def label(server: str, how: str, delay_s: float) -> str:
 
 
 def judge(condition: tuple, a: tuple[str, list], b: tuple[str, list]) -> bootstrap.CheckComparison:
-    """``a`` against ``b``: each (label, its stops' lost requests)."""
-    (label_a, values_a), (label_b, values_b) = a, b
-    made = {
-        "kind": Kind.SETTING,
-        "a": label_a,
-        "b": label_b,
-        "metric": Metric.OPERATIONS,
-        "margin": MARGIN,
-        "condition": (*condition, ("check", CHECK)),
-        "check": CHECK,
-        "unit": UNIT,
-        "scale": DIFFERENCE.value,
-        "n_a": len(values_a),
-        "n_b": len(values_b),
-        "level": bootstrap.LEVEL,
-    }
-    found = bootstrap.interval(values_a, values_b, DIFFERENCE, SEED, MIN_FIGURES)
-    if found.reason is not None:
-        return bootstrap.CheckComparison(
-            outcome=UNDETERMINED, a_value=found.a_value, b_value=found.b_value, reasons=(found.reason,), **made
-        )
-    side = margins.side(found.low, found.high, MARGIN, margins.Question.IN_ONE_RUN, margins.Scale.DIFFERENCE)
-    return bootstrap.CheckComparison(
-        outcome=margins.outcome(side, above=HIGHER, below=LOWER),
-        estimate=found.estimate,
-        a_value=found.a_value,
-        b_value=found.b_value,
-        low=found.low,
-        high=found.high,
-        **made,
+    """``a`` against ``b``: each (label, its stops' lost requests), by the one bootstrap rule."""
+    return bootstrap.judge(
+        RULE,
+        CHECK,
+        a,
+        b,
+        SEED,
+        MIN_FIGURES,
+        condition=condition,
+        kind=ShutdownKind.STOP,
+        metric=ShutdownMetric.SHUTDOWN,
     )
 
 

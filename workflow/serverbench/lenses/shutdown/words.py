@@ -1,9 +1,23 @@
-"""The shutdown lens's own words: what a request met while its server was stopped, and how the
-server was stopped. Kept in the lens's folder (not record.vocabulary): no other part reads them."""
+"""The shutdown lens's own words: what a request met while its server was stopped, how the server
+was stopped, and its verdicts' kind and metric (declared in its ``lens.Words``, checked against
+every other lens's when the registry loads). Kept in the lens's folder (not record.vocabulary):
+no other part reads them."""
 
 from __future__ import annotations
 
 from enum import StrEnum
+
+
+class ShutdownKind(StrEnum):
+    """The lens's kind of comparison (its ``lens.Words``)."""
+
+    STOP = "stop"  # a server stopped one way against itself stopped another (decide)
+
+
+class ShutdownMetric(StrEnum):
+    """What the lens judges a comparison on (its ``lens.Words``)."""
+
+    SHUTDOWN = "shutdown"  # the requests lost per stop (decide.CHECK)
 
 
 class Met(StrEnum):
