@@ -27,6 +27,7 @@ from serverbench.lenses.work.decide import work_comparisons
 from serverbench.lenses.work.measure import run_work
 from serverbench.lenses.work.table import work_tables
 from serverbench.plan import config as cfg
+from serverbench.record.vocabulary import Kind
 
 # A server counted at SCHED_FIFO (NGINX Unit's entries, work_realtime) holds its CPU against every
 # other process on it (a test beside it stalled Unit's stop into a SIGKILL): make test runs those
@@ -255,6 +256,24 @@ def test_a_planted_one_percent_is_more_work(work_config, tmp_path):
     assert abs(twin.estimate - 1) < 0.001
     assert planted.outcome == MORE_WORK, planted
     assert 1.005 < planted.estimate < 1.02
+
+
+def test_the_default_runs_planted_five_percent_is_more_work(work_config, tmp_path):
+    """The default profile's positive control, as the catalogue ships it: gunicorn-gthread-plus5
+    (5% of the hello's cost added to every answer) against gunicorn-gthread, counted by the lens
+    that can see it whatever the machine's speed: more work, its interval beyond the margin."""
+    require(*LENS, "gunicorn")
+    work_config["comparisons"]["pairs"] = [["gunicorn-gthread-plus5", "gunicorn-gthread"]]
+    work, _ = work_tables(_measure(work_config, tmp_path, "gunicorn-gthread", "gunicorn-gthread-plus5"))
+    assert set(work["status"]) == {"ok"}, list(work["reason"])
+    # Judged as the variant it is and as the pair the config names: more work both times.
+    judged = [
+        c for c in work_comparisons(work, work_config) if (c.a, c.b) == ("gunicorn-gthread-plus5", "gunicorn-gthread")
+    ]
+    assert {c.kind for c in judged} == {Kind.VARIANT, Kind.NAMED}, judged
+    for planted in judged:
+        assert planted.outcome == MORE_WORK, planted
+        assert planted.low > 1 + planted.margin and planted.estimate < 1.5, planted
 
 
 def _collecting(work_config, **variants):
