@@ -49,7 +49,7 @@ def test_the_tree_shows_the_stages_and_the_lenses():
 def test_the_layering_contract_holds():
     done = lint_imports(PACKAGE.parent)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "4 kept, 0 broken" in done.stdout
+    assert "5 kept, 0 broken" in done.stdout
 
 
 def planted(tmp_path: Path, module: str, line: str) -> Path:
@@ -86,6 +86,15 @@ def test_inside_a_lens_the_stages_keep_their_order(tmp_path):
     )
     assert done.returncode != 0
     assert "Inside a lens the stages keep their order BROKEN" in done.stdout
+
+
+def test_bisect_reads_the_releases_lens_only_through_its_declaration(tmp_path):
+    """drive/bisect (and the CLI's checks for it) find what they read of the releases lens in its
+    ``Lens.bisection``, through the registry: importing the lens's modules is refused."""
+    planted_import = "from serverbench.lenses.releases import PREVIOUS  # noqa"
+    done = lint_imports(planted(tmp_path, "drive/bisect.py", planted_import))
+    assert done.returncode != 0
+    assert "bisect reaches the lenses through their declarations BROKEN" in done.stdout
 
 
 def test_the_host_is_the_cell_stages_alone(tmp_path):

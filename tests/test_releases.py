@@ -25,7 +25,8 @@ import pytest
 import yaml
 from conftest import QUICK_PROFILE, REPO_ROOT, run_snakemake
 from serverbench.decide.pairs import declared_pairs
-from serverbench.drive.bisect import SIMPLE_JSON, between, listed_versions, next_middle
+from serverbench.drive.bisect import SIMPLE_JSON, between, listed_versions, next_middle, overlay
+from serverbench.drive.usage import bisect_checks
 from serverbench.host.releases import install, not_installed_reason
 from serverbench.plan import config as cfg
 from serverbench.plan.catalogue import server_entry
@@ -326,6 +327,17 @@ def test_bisect_names_the_first_release_that_changed_a_check(tmp_path, bisect_wh
     assert lines[2].startswith("bisect step 1: tinyserve@1.2 against tinyserve@1.0; at most 3 more, about ")
     assert len([line for line in lines if line.startswith("bisect step")]) == 10
     assert "tinyserve@1.2 against tinyserve@1.0: not measured: its install" in done.stdout
+
+
+def test_a_bisect_step_asks_only_for_the_lens_its_check_needs(base_config):
+    """What bisect reads of the releases lens is its declaration (``Lens.bisection``): the checks
+    it makes itself (conformance's, config key ``conformance``) are bisect's checks beside the
+    judged ones the lenses offer, and a step's config turns on the probes only for that check."""
+    assert bisect_checks(base_config)[-1] == "conformance_met" and "reload_failed" in bisect_checks(base_config)
+    probes = overlay(base_config, "gunicorn", ["gunicorn@1", "gunicorn@2"], "conformance_met", "releases")
+    reloads = overlay(base_config, "gunicorn", ["gunicorn@1", "gunicorn@2"], "reload_failed", "releases")
+    assert probes["conformance"] is True and not {"operations", "work"} & set(probes["profiles"]["bisect"])
+    assert reloads["conformance"] is False and reloads["profiles"]["bisect"]["operations"]
 
 
 def test_bisect_lists_the_releases_between_from_an_index_and_from_a_wheel_directory(wheels, local_index):

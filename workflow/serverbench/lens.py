@@ -82,6 +82,28 @@ class ForestPanel:
 
 
 @dataclass(frozen=True)
+class Bisection:
+    """What ``serverbench bisect`` reads of the lens that judges a release against the one
+    before it (``Lens.bisection``), so that bisect names no lens: the table a step's run makes
+    and how its rows say a check changed, and the checks the lens makes itself."""
+
+    # The verdict table a step's run makes (a file name below its results directory), its
+    # column `relation`'s word for a release against the one before it, and the outcomes that
+    # say a check changed.
+    verdicts: str
+    previous: str
+    changed: frozenset[str]
+    # The lens's own table, whose `installed` check row says why a release has no verdict.
+    table: str
+    installed: str
+    # The checks the lens makes itself that bisect may look for, each with the config key that
+    # must be on for a step to make it (the others' checks are in ``Inputs.checks``).
+    own_checks: Mapping[str, str]
+    # The sentence naming a release's change: (its verdict row, every offered check) -> str.
+    sentence: Callable[[Mapping, tuple[Check, ...]], str]
+
+
+@dataclass(frozen=True)
 class Section:
     """What a lens gives the page and answers.md, made from its tables."""
 
@@ -138,6 +160,8 @@ class Lens:
     forest: ForestPanel | None = None
     # Whether a profile (as written) asks for it, where its profile_key does not say (releases).
     asks: Callable[[Mapping], bool] | None = None
+    # What bisect reads of it, where it is the lens that judges a release against the one before.
+    bisection: Bisection | None = None
 
     def asked_by(self, profile: Mapping) -> bool:
         """Whether a profile (as written) asks for this lens: its key set, or the lens's own test."""

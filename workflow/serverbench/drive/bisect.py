@@ -6,7 +6,7 @@ JSON API, PEP 691 — PyPI's unless ``index_url`` names another —, or the whee
 ``find_links`` directory), final releases only, a release whose every file is yanked left out. Every step is one run of
 the workflow (a profile ``bisect``: the ``releases`` profile's settings, with only the lens
 the check needs, two releases side by side) whose release_verdicts.csv says whether the newer
-of the two changed the check from the older, by that lens's rule (``lenses.releases.decide``). The
+of the two changed the check from the older, by that lens's rule (its ``Lens.bisection``: bisect names no lens). The
 first run measures GOOD against BAD: the change must be seen there, its direction is the one
 looked for. Then the range halves until two neighbouring releases are left; the last step
 measures those two, so the change named is one release's, with its figures. A release that
@@ -44,10 +44,7 @@ from packaging.version import InvalidVersion, Version
 
 from serverbench import REPO_ROOT, files, registry
 from serverbench.drive import configfiles
-from serverbench.lenses.releases.decide import CHANGED, PREVIOUS
-from serverbench.lenses.releases.report import change_sentence
-from serverbench.lenses.releases.table import CONFORMANCE_CHECK as CONFORMANCE
-from serverbench.lenses.releases.table import INSTALLED
+from serverbench.lens import Bisection
 from serverbench.plan import config as cfg
 from serverbench.plan.releases import distribution_of, package_of, release_name
 from serverbench.record.vocabulary import Outcome, Status
@@ -59,6 +56,14 @@ SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"  # PEP 691
 
 class BisectError(ValueError):
     """A usage error: said to the user, exit 2."""
+
+
+def bisection(config) -> Bisection:
+    """What the lens that judges a release against the one before it declares for bisect."""
+    found = [lens.bisection for lens in registry.lenses(config) if lens.bisection is not None]
+    if len(found) != 1:
+        raise BisectError(f"bisect needs one lens that judges releases, the run has {len(found)}")
+    return found[0]
 
 
 @dataclass
@@ -112,7 +117,7 @@ def between(versions: list[str], good: str, bad: str) -> list[str]:
 
 def overlay(config: dict, server: str, pair: list[str], check: str, base_profile: str) -> dict:
     """The config a step adds to config.yaml: a profile of the two releases and only the
-    lens the check needs (the lens that offers it; conformance is the core's)."""
+    lens the check needs (the lens that offers it; the releases lens's own, by its config key)."""
     profile = dict(cfg.requested_profile(config, base_profile))
     profile.update(description=f"serverbench bisect: {check} of {server}", servers=pair)
     for lens in registry.lenses(config):
@@ -122,7 +127,8 @@ def overlay(config: dict, server: str, pair: list[str], check: str, base_profile
             profile.setdefault(lens.profile_key, True)
         else:
             profile.pop(lens.profile_key, None)
-    return {"profiles": {PROFILE: profile}, "conformance": check == CONFORMANCE}
+    own = bisection(config).own_checks
+    return {"profiles": {PROFILE: profile}, **{key: check == name for name, key in own.items()}}
 
 
 def run_step(args, config: dict, pair: list[str], number: int) -> Step:
@@ -132,27 +138,28 @@ def run_step(args, config: dict, pair: list[str], number: int) -> Step:
     extra.write_text(yaml.safe_dump(overlay(config, args.server, pair, args.check, args.profile)))
     argv = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), "--configfile", str(args.config),
             *map(str, args.configfile), str(extra), "--config", f"profile={PROFILE}", f"results={results}",
-            "--", str(results / "release_verdicts.csv")]  # fmt: skip
+            "--", str(results / bisection(config).verdicts)]  # fmt: skip
     with (results / "snakemake.log").open("w") as log:
         done = subprocess.run(argv, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
     if done.returncode != 0:
         raise BisectError(f"the workflow failed for {' and '.join(pair)} (see {results / 'snakemake.log'})")
-    verdicts = pd.read_csv(results / "release_verdicts.csv")
-    mine = verdicts[(verdicts["release"] == pair[1]) & (verdicts["relation"] == PREVIOUS)]
+    read = bisection(config)
+    verdicts = pd.read_csv(results / read.verdicts)
+    mine = verdicts[(verdicts["release"] == pair[1]) & (verdicts["relation"] == read.previous)]
     mine = mine[mine["check"] == args.check]
     if mine.empty:
-        return Step(pair[0], pair[1], str(results), None, None, _not_measured(results, pair[1]))
+        return Step(pair[0], pair[1], str(results), None, None, _not_measured(results, pair[1], read))
     row = mine.iloc[0]
-    sentence = change_sentence(row, registry.offered_checks(registry.lenses(config)))
+    sentence = read.sentence(row, registry.offered_checks(registry.lenses(config)))
     return Step(pair[0], pair[1], str(results), str(row["outcome"]), sentence)
 
 
-def _not_measured(results: Path, release: str) -> str:
+def _not_measured(results: Path, release: str, read: Bisection) -> str:
     """Why a step's release has no verdict: its install's status and reason, where it failed."""
-    table = results / "releases.csv"
+    table = results / read.table
     if table.exists() and table.stat().st_size:
         rows = pd.read_csv(table)
-        installed = rows[(rows["release"] == release) & (rows["check"] == INSTALLED)]
+        installed = rows[(rows["release"] == release) & (rows["check"] == read.installed)]
         if not installed.empty and installed.iloc[0]["status"] != Status.OK:
             return f"its install {installed.iloc[0]['status']}: {installed.iloc[0]['reason']}"
     return "the check has no verdict for it"
@@ -206,7 +213,7 @@ def bisect(args, config: dict, candidates: list[str]) -> tuple[int, list[Step], 
     wanted = steps[0].outcome
     if wanted is None:
         raise BisectError(f"{names[-1]} against {names[0]} could not be measured: {steps[0].reason}")
-    if wanted not in CHANGED:
+    if wanted not in bisection(config).changed:
         return 3, steps, []
     low, high, skipped = 0, len(names) - 1, set()
     while (middle := next_middle(low, high, skipped)) is not None:

@@ -12,7 +12,6 @@ from enum import StrEnum
 from pathlib import Path
 
 from serverbench import REPO_ROOT, registry
-from serverbench.lenses.releases import CONFORMANCE_CHECK
 
 
 @dataclass(frozen=True)
@@ -122,9 +121,11 @@ def seeds_arguments(parser: argparse.ArgumentParser) -> None:
 
 # serverbench bisect
 def bisect_checks(config: Mapping | None = None) -> tuple[str, ...]:
-    """Every check bisect takes: those the lenses offer a release is judged on, and conformance's."""
-    offered = registry.offered_checks(registry.lenses(config))
-    return (*(check.name for check in offered if check.judged), CONFORMANCE_CHECK)
+    """Every check bisect takes: those the lenses offer a release is judged on, and the releases
+    lens's own (conformance's), as its ``Lens.bisection`` declares them."""
+    found = registry.lenses(config)
+    own = [name for lens in found if lens.bisection for name in lens.bisection.own_checks]
+    return (*(check.name for check in registry.offered_checks(found) if check.judged), *own)
 
 
 def bisect_arguments(parser: argparse.ArgumentParser) -> None:

@@ -3,14 +3,32 @@ the lenses that offer checks, each against the baseline and the release before (
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, deferred
+from serverbench.lens import Bisection, Inputs, Lens, Place, deferred
 from serverbench.plan.releases import install_record_name, releases_in, split_name
+from serverbench.record.vocabulary import DECIDED, Outcome
 
 # The checks this lens makes itself (releases.csv's `check`), here where reading them needs no pandas.
 INSTALLED, CONFORMANCE_CHECK = "installed", "conformance_met"
+# What a release is compared with (release_verdicts.csv's `relation`), and the outcomes that
+# say it changed a check.
+BASELINE, PREVIOUS = "baseline", "previous"
+CHANGED = frozenset({*DECIDED, Outcome.CHANGED})
 
-print_releases, releases_context, releases_markdown = deferred(
-    f"{__name__}.report", "print_releases", "releases_context", "releases_markdown"
+print_releases, releases_context, releases_markdown, change_sentence = deferred(
+    f"{__name__}.report", "print_releases", "releases_context", "releases_markdown", "change_sentence"
+)
+
+# What bisect reads of a step's run: the first release of a range whose check changed from the
+# release before it, in release_verdicts.csv; conformance's check needs the probes on (config
+# `conformance`).
+BISECTION = Bisection(
+    verdicts="release_verdicts.csv",
+    previous=PREVIOUS,
+    changed=CHANGED,
+    table="releases.csv",
+    installed=INSTALLED,
+    own_checks={CONFORMANCE_CHECK: "conformance"},
+    sentence=change_sentence,
 )
 
 
@@ -41,4 +59,5 @@ LENS = Lens(
     markdown=releases_markdown,
     console=lambda results, inputs: print_releases(results / "release_verdicts.csv", inputs.checks),
     asks=_asks,
+    bisection=BISECTION,
 )

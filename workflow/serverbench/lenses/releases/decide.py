@@ -21,12 +21,12 @@ import pandas as pd
 
 from serverbench.decide.margins import Scale
 from serverbench.lens import Check
+from serverbench.lenses.releases import BASELINE, CHANGED, PREVIOUS
 from serverbench.lenses.releases.table import CONFORMANCE_CHECK, INSTALLED, read_installs, read_optional, releases_table
 from serverbench.plan.releases import baseline_of, versions_of
 from serverbench.record.conformance import met
-from serverbench.record.vocabulary import DECIDED, Kind, Outcome, Status
+from serverbench.record.vocabulary import Kind, Outcome, Status
 
-BASELINE, PREVIOUS = "baseline", "previous"  # what a release is compared with
 VERDICT_COLUMNS = [
     "profile",
     "server",
@@ -52,7 +52,6 @@ TURNED = {
     Outcome.HIGHER: Outcome.LOWER,
     Outcome.LOWER: Outcome.HIGHER,
 }
-CHANGED = {*DECIDED, Outcome.CHANGED}
 
 
 def _pair_rows(table: pd.DataFrame | None, profile: str, a: str, b: str) -> tuple[pd.DataFrame, bool]:
