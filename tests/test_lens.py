@@ -28,7 +28,7 @@ TOY = "toy_bytes"
 def test_the_registry_lists_the_built_in_lenses_and_those_a_config_adds(monkeypatch):
     monkeypatch.syspath_prepend(str(LENSES))
     built_in = [lens.name for lens in registry.lenses({})]
-    assert built_in == ["advise", "front", "releases", "operations", "recycle", "work"]
+    assert built_in == ["http", "advise", "front", "releases", "operations", "recycle", "work"]
     added = registry.lenses({"lenses": [TOY]})
     assert [lens.name for lens in added] == [*built_in, TOY]
     toy = added[-1]

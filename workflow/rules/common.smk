@@ -16,6 +16,7 @@ from serverbench.plan.matrix import Matrix, kept_seed
 from serverbench.plan.shapes import CELL_PATH, RATE_CELL_PATH
 from serverbench.plan.tools import programs_of
 from serverbench import registry
+from serverbench.lens import Place
 from serverbench.report.answers import print_answers
 from serverbench.report.health import print_health
 from serverbench.report.names import CHARTS
@@ -133,23 +134,8 @@ def capacity_cells(wildcards):
     return [f"{RESULTS}/cells/{cell.relpath}.json" for cell in cells]
 
 
-def conformance_results(wildcards=None):
-    """Every (profile, server) of the run's conformance result (none with conformance off)."""
-    if not config["conformance"]:
-        return []
-    pairs = sorted(
-        {
-            (MATRIX.conformance_profile(cell.profile, cell.server), cell.server)
-            for cell in MATRIX.cells
-        }
-    )
-    return [
-        f"{RESULTS}/conformance/{profile}/{server}.json" for profile, server in pairs
-    ]
-
-
 def conformance_path(profile, server):
-    """The conformance result a server's cells in ``profile`` wait for."""
+    """The conformance result (the http lens's job) a server's cells in ``profile`` wait for."""
     probed_in = MATRIX.conformance_profile(profile, server)
     return f"{RESULTS}/conformance/{probed_in}/{server}.json"
 
@@ -335,11 +321,14 @@ LENS_OUTPUTS = {
 ALL_LENS_TABLES = [path for lens in LENSES for path in LENS_TABLES[lens.name]]
 ALL_LENS_OUTPUTS = [path for lens in LENSES for path in LENS_OUTPUTS[lens.name]]
 # Each lens's answer as it prints it (rule answered), for the lenses with console lines
-# whose tables the run makes.
+# whose tables the run makes; a closing lens's lines read the run's verdicts too, and print
+# at its end alone.
 LENS_ANSWERS = [
     f"{RESULTS}/answers/{lens.name}.txt"
     for lens in LENSES
-    if lens.console is not None and LENS_TABLES[lens.name]
+    if lens.console is not None
+    and lens.place != Place.CLOSING
+    and LENS_TABLES[lens.name]
 ]
 # The checks the lenses offer to releases and bisect (their fields, as a rule's params), and
 # the tables they are read from where the run makes them.

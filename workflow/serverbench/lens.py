@@ -22,6 +22,10 @@ class Place(StrEnum):
 
     LEAD = "lead"  # before the timed answers: what a deployer acts on first
     AFTER = "after"  # after the timed answers and their spread
+    # Its sentences close the Answers (the page's ``answers`` of its context; answers.md: its
+    # markdown right after the timed answers, before the lenses after them), its tables close
+    # the page, after the seed studies (the HTTP checks).
+    CLOSING = "closing"
 
 
 class Layout(StrEnum):

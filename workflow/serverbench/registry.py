@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # pandas only where a panel's table is read: `serverbench --h
 
 # The registry: a lens is a package of serverbench.lenses with LENS in its __init__.
 BUILT_IN = (
+    # First: its sentences follow the timed answers, before every other lens's console lines.
+    "serverbench.lenses.http",
     "serverbench.lenses.advise",
     "serverbench.lenses.front",
     "serverbench.lenses.releases",

@@ -1,6 +1,6 @@
 """One server's conformance job: start it as a cell of the profile would
 (same argv, isolation, network), probe its HTTP behaviour over raw sockets
-(serverbench.cell.probes), lint its app at the application interface
+(serverbench.lenses.http.probes), lint its app at the application interface
 (the apps' ``/lint`` path: wsgiref.validate or Plack::Middleware::Lint around
 the hello world), run an answer it gave through httplint, stop it,
 and write one result. A server that cannot be started is a recorded failure,
@@ -14,11 +14,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from serverbench import files
-from serverbench.cell import framing, probes
 from serverbench.cell.errors import interruptible
 from serverbench.cell.launch import Launch
 from serverbench.cell.session import ServerSession
 from serverbench.cell.wire import Wire, WireError, request
+from serverbench.lenses.http import framing, probes
 from serverbench.plan import apps
 from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import effective_profile

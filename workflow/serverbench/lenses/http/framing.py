@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from serverbench.cell.probes import HELLO, Check, Target, shown
 from serverbench.cell.wire import Answer, WireError, request
+from serverbench.lenses.http.probes import HELLO, Check, Target, shown
 from serverbench.record.conformance import met
 
 GROUP = "request framing"

@@ -1,6 +1,6 @@
-"""Probes one server's HTTP behaviour; the logic is in serverbench.cell.conformance."""
+"""Probes one server's HTTP behaviour; the logic is in serverbench.lenses.http.measure."""
 
-from serverbench.cell.conformance import run_conformance
+from serverbench.lenses.http.measure import run_conformance
 
 run_conformance(
     snakemake.config,  # noqa: F821 (injected by Snakemake)
