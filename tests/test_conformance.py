@@ -352,3 +352,25 @@ def test_the_http_lens_closes_the_answers_and_the_page(base_config, tmp_path):
     assert answers.index("## Not comparable") < answers.index("## Speaks HTTP differently")
     printed = registry.console_text(base_config, tmp_path, "http")
     assert printed == f"\nspeaks HTTP differently (1):\n  - {sentence}\n"
+
+
+def test_a_checks_outcome_is_written_as_its_word_and_read_back_as_its_member(tmp_path):
+    """A probe's outcome is a CheckOutcome: its result and conformance.csv hold the word, and the
+    table reads the word back as the member (an unknown word is refused, not carried along)."""
+    from dataclasses import asdict
+
+    from serverbench import files
+    from serverbench.lenses.http.record import CheckOutcome
+    from serverbench.record.conformance import MET_OUTCOMES
+
+    check = probes.Check("head", CheckOutcome.WARN, "a note")
+    result = {"profile": "p", "server": "s", "language": "python", "status": "ok", "checks": [asdict(check)]}
+    files.write_json(tmp_path / "s.json", result)
+    assert '"outcome": "warn"' in (tmp_path / "s.json").read_text()
+    (row,) = conformance_rows([tmp_path / "s.json"]).itertuples()
+    assert row.outcome is CheckOutcome.WARN
+    assert "head,warn,a note" in conformance_rows([tmp_path / "s.json"]).to_csv(index=False)
+    files.write_json(tmp_path / "s.json", {**result, "checks": [{**asdict(check), "outcome": "passed"}]})
+    with pytest.raises(ValueError, match="passed"):
+        conformance_rows([tmp_path / "s.json"])
+    assert set(MET_OUTCOMES) == {CheckOutcome.PASS, CheckOutcome.INFO}

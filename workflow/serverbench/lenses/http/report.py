@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from serverbench.decide.pairs import LATENCY_KINDS
+from serverbench.lenses.http.record import CheckOutcome
 from serverbench.record.conformance import met
 
 # The titles of its sentences (the page's `h3`, answers.md's `##`).
@@ -40,7 +41,7 @@ def protocol_differences(verdicts: pd.DataFrame, conformance: pd.DataFrame) -> l
             failed = [
                 f"{check} ({note})"
                 for check, (outcome, note) in mine.items()
-                if outcome == "fail" and theirs.get(check, ("",))[0] == "pass"
+                if outcome == CheckOutcome.FAIL and theirs.get(check, ("",))[0] == CheckOutcome.PASS
             ]
             if failed:
                 sentences.append(f"{failing} fails {'; '.join(failed)}, which {passing}, compared with it, passes.")
@@ -68,14 +69,14 @@ def framing_sentences(conformance: pd.DataFrame) -> list[str]:
         broken = musts[~met_column(musts)]
         desync = truth(broken["desynchronised"])
         broken = pd.concat([broken[desync], broken[~desync]])
-        took = checks[(checks["requirement"] == "SHOULD") & (checks["outcome"] == "warn")]
+        took = checks[(checks["requirement"] == "SHOULD") & (checks["outcome"] == CheckOutcome.WARN)]
         if broken.empty:
             text = f"{server} met all {len(musts)} MUSTs of RFC 9112/9110 on request framing"
         else:
             named = ", ".join(f"{row.check} ({_in_brief(row)})" for row in broken.head(3).itertuples())
             more = f" and {len(broken) - 3} more" if len(broken) > 3 else ""
             which = "among them" if len(broken) > 1 else "the one broken:"
-            silent = int((broken["outcome"] == "warn").sum())
+            silent = int((broken["outcome"] == CheckOutcome.WARN).sum())
             owed = f" ({silent} of them closed safely without the 400 owed)" if silent else ""
             text = (
                 f"{server} broke {len(broken)} of {len(musts)} MUSTs of RFC 9112/9110 on request framing{owed}, "
@@ -154,11 +155,11 @@ def framing_panel(table: pd.DataFrame) -> dict | None:
 def _framing_cell(checks: pd.DataFrame) -> dict:
     musts = checks[checks["requirement"] == "MUST"]
     broken = musts[~met_column(musts)]
-    loose = checks[(checks["requirement"] != "MUST") & (checks["outcome"] == "warn")]
+    loose = checks[(checks["requirement"] != "MUST") & (checks["outcome"] == CheckOutcome.WARN)]
     desync = truth(broken["desynchronised"]).any()
     shown = pd.concat([broken, loose])
     title = "; ".join(f"{row.check}: {row.did}" for row in shown.itertuples())
-    outcome = "fail" if len(broken) else ("warn" if len(loose) else "pass")
+    outcome = CheckOutcome.FAIL if len(broken) else (CheckOutcome.WARN if len(loose) else CheckOutcome.PASS)
     # A class with no MUST (a bare LF: MAY) shows what the server did instead of 0/0.
     text = f"{len(musts) - len(broken)}/{len(musts)}" if len(musts) else "/".join(sorted(set(checks["outcome"])))
     return {"text": text + (" ⚠" if desync else ""), "outcome": outcome, "title": title}
