@@ -117,7 +117,7 @@ def test_serverbench_list_reads_the_registry_and_the_config():
     )
     assert listed["plackup+nginx"]["compared_with"] == "plackup" and listed["gunicorn"]["compared_with"] is None
     one = subprocess.run([sys.executable, "-m", "serverbench.cli", "list", "lenses"], capture_output=True, text=True)
-    assert one.returncode == 0 and one.stdout.startswith("lenses (6):")
+    assert one.returncode == 0 and one.stdout.startswith("lenses (7):\n  http ")
 
 
 def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_records(tmp_path):
@@ -139,13 +139,13 @@ def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_reco
     plan = json.loads(done.stdout)
     config = cfg.load(REPO_ROOT / "config.yaml")
     assert plan["rounds"] == {"default": 5}
-    assert plan["servers"] == sorted(config["profiles"]["default"]["servers"]) and plan["lenses"] == ["work"]
+    assert plan["servers"] == sorted(config["profiles"]["default"]["servers"]) and plan["lenses"] == ["http", "work"]
     jobs = {job["name"]: job for job in plan["jobs"]}
     # config.yaml's default profile, by hand: 9 servers, 1 tool, 2 concurrencies, 5 rounds (90 cells),
     # each 0.5 s of warm-up and 2 s of load, plus the 1.5 s besides that the planted cell took.
     assert (plan["cells"], jobs["cells"]["jobs"], jobs["cells"]["seconds_each"]) == (90, 90, pytest.approx(4.0))
     assert (jobs["work lens"]["jobs"], jobs["work lens"]["seconds_each"]) == (9, 12)
-    assert plan["unknown"] == ["conformance probes"]  # no earlier probe here: said, not guessed
+    assert plan["unknown"] == ["http lens"]  # no earlier probe here: said, not guessed
     # 90 cells × 4 s, 9 work jobs × 12 s (their median), and the small jobs' allowance.
     expected = 90 * 4.0 + 9 * 12 + SMALL_JOBS_S
     assert plan["estimated_s"] == pytest.approx(expected, abs=0.1)
@@ -155,7 +155,7 @@ def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_reco
     assert plan["most_s"] == pytest.approx(expected + 144, abs=0.1)
     assert plan["most_rounds"] == {"default": 7}
     shown = subprocess.run([*argv[:-1]], capture_output=True, text=True, timeout=120)
-    assert "estimated: " in shown.stdout and "conformance probes not known here" in shown.stdout
+    assert "estimated: " in shown.stdout and "http lens not known here" in shown.stdout
     assert "default: up to 7 rounds, within its measuring budget of " in shown.stdout
     # What a finished run spent, kind by kind, from the same records (benchmarks/profile_times.py).
     assert preview.spent(tmp_path) == {"cells": 4.0, "work": 36.0}

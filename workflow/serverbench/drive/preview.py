@@ -1,8 +1,8 @@
 """``serverbench plan PROFILE [KEY=VALUE ...]``: what a run will do before it runs, and how long
 it will take here. From the config as the run reads it (``--configfile`` files of one's own
 merged over it and the overrides ``snakemake --config`` takes, ``drive.configfiles``), the cell
-matrix and the lens registry: the servers, the lenses and their jobs, the cells in their
-rounds (and the rounds precision may add), the conformance probes and the installs; then the
+matrix and the lens registry: the servers, the lenses and their jobs (the http lens's are the
+probes), the cells in their rounds (and the rounds precision may add) and the installs; then the
 time, job kind by job kind, from the records earlier runs on this host left in a results
 directory (each record's own seconds: the mean of its kind, the planned profiles' where there
 are any; a run spends the sum, so a median would leave out the slow tail every run has). A
@@ -178,9 +178,6 @@ def kinds(config: dict, matrix: Matrix, results: Path, recorded: dict | None = N
     """Every kind of job the run will have, with its count and time."""
     profiles = list(matrix.profiles)
     found = [cells_kind(matrix, results, recorded)]
-    if config["conformance"]:
-        probes = {(matrix.conformance_profile(c.profile, c.server), c.server) for c in matrix.cells}
-        found.append(kind("conformance probes", len(probes), earlier(results, "conformance", profiles), None, ""))
     for lens in registry.lenses(config):
         jobs = lens.jobs(config, matrix)
         if jobs:
