@@ -12,12 +12,15 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/database.smk"
 include: "workflow/rules/bench.smk"
 include: "workflow/rules/install.smk"
+# Every lens's measuring and table jobs, from what it declares, then each lens's own rules
+# from its folder, where it has any (serverbench.registry).
+include: "workflow/rules/lenses.smk"
 
 
-# Each lens's rules, from its folder (serverbench.registry).
 for lens in LENSES:
+    if lens.rules.is_file():
 
-    include: str(lens.rules)
+        include: str(lens.rules)
 
 
 include: "workflow/rules/collect.smk"

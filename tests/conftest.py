@@ -116,12 +116,14 @@ def server_processes() -> set[int]:
     too: their command names the app) or a load client."""
     found = set()
     markers = (str(REPO_ROOT / "apps"), str(REPO_ROOT / "tests" / "apps"), "serverbench-run-")
-    me = os.getpid()
+    # This test process and those above it (pytest's, xdist's) are never leftovers; anything else
+    # is judged by its tag, wherever it runs (a server of an app in pytest's tmp dir included).
+    ours = {os.getpid(), *(parent.pid for parent in psutil.Process().parents())}
     for process in psutil.process_iter(["cmdline"]):
         argv = process.info["cmdline"] or []
         cmdline = " ".join(argv)
         client = any(os.path.basename(part) in LOAD_CLIENTS for part in argv[:4])
-        if process.pid == me or "pytest" in cmdline or not (client or any(m in cmdline for m in markers)):
+        if process.pid in ours or not (client or any(m in cmdline for m in markers)):
             continue
         try:
             if process.environ().get("SERVERBENCH_TEST_SESSION") == SESSION_TAG:

@@ -346,7 +346,7 @@ def test_the_http_lens_closes_the_answers_and_the_page(base_config, tmp_path):
     page, answers = (tmp_path / "index.html").read_text(), (tmp_path / "answers.md").read_text()
     sentence = "starman fails date (no Date header), which gunicorn, compared with it, passes."
     assert page.index("<h3>Speaks HTTP differently</h3>") < page.index(sentence) < page.index('id="operations"')
-    assert page.index('id="operations"') < page.index('<h3 id="conformance">')
+    assert page.index('id="operations"') < page.index('<section id="conformance">')
     # Its markdown between the timed answers and the lenses after them (operations' follows at once).
     assert f"## Speaks HTTP differently\n\n- {sentence}\n## A server in operation" in answers
     assert answers.index("## Not comparable") < answers.index("## Speaks HTTP differently")

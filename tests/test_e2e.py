@@ -14,6 +14,7 @@ import pytest
 from conftest import TINY_MATRIX, require, run_snakemake, server_processes
 from serverbench import REPO_ROOT
 from serverbench.cell import parsers
+from serverbench.decide.verdicts import read_verdicts
 from serverbench.report import screenshots
 from serverbench.report.names import CHARTS
 
@@ -185,7 +186,12 @@ def test_work_per_request_is_counted_judged_and_shown(tiny_run):
     # not timed): the interval lies wholly above the band, whatever the machine's speed.
     assert family.metric == "work" and family.outcome == "more work", family
     assert family.ci_low > 1 + family.margin and family.ratio > 1.2, family
-    assert family.timed_at == "wrk c=10" and isinstance(family.timed_outcome, str)  # the timed lens beside
+    # The timed lens beside: the same pair's own verdict in verdicts.csv, as it is there.
+    timed = read_verdicts(results / "verdicts.csv")
+    timed = timed[(timed["a"] == family.a) & (timed["b"] == family.b) & (timed["workload"] == family.workload)]
+    assert family.timed_at == "wrk c=10" and set(zip(timed["tool"], timed["concurrency"], strict=True)) == {("wrk", 10)}
+    assert family.timed_outcome == timed["outcome"].iloc[0]
+    assert family.timed_ratio == pytest.approx(timed["ratio"].iloc[0], nan_ok=True)  # none where not comparable
     index = (results / "index.html").read_text()
     assert 'id="work"' in index and "user-space instructions per request" in index
     answers = (results / "answers.md").read_text()

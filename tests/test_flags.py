@@ -118,6 +118,12 @@ def test_backlog_small_judges_the_backlog_the_server_listens_with(record):
     assert "backlog_small" not in flagged(record)
 
 
+def test_a_server_process_killed_for_memory_flags_the_figure(record):
+    assert record.server.oom_kills in (None, 0) and "oom_killed" not in flagged(record)
+    record.server.oom_kills = 1
+    assert "oom_killed" in flagged(record)
+
+
 def test_a_failed_cell_has_no_flags(record):
     record = replace(record, status="failed")
     record.load.errors.non_2xx = 10

@@ -72,7 +72,9 @@ def test_every_deployment_behind_a_front_is_made_from_config():
 
 
 def test_the_slow_counts_are_stated_against_what_the_server_holds_at_once():
-    spec = {"kinds": ["slow senders", "slow readers"], "counts": {"slow senders": ["fewer", "as many", "more"]}}
+    shipped = cfg.effective_profile(cfg.load(REPO_ROOT / "config.yaml", {"profile": "front"}), "front")
+    counts = {"slow senders": ("fewer", "as many", "more")}
+    spec = dataclasses.replace(shipped.settings("front"), kinds=("slow senders", "slow readers"), counts=counts)
     found = conditions(spec, holds=2)
     assert [(c.kind, c.relative, c.count) for c in found] == [
         (SlowKind.NONE, None, 0),

@@ -17,6 +17,7 @@ from serverbench import registry
 from serverbench.drive import preview
 from serverbench.drive.preview import SMALL_JOBS_S
 from serverbench.plan import config as cfg
+from serverbench.plan.matrix import Matrix
 from serverbench.record.vocabulary import Outcome
 
 pytestmark = pytest.mark.quick  # the edit-run loop's set: make test-quick
@@ -32,7 +33,9 @@ def test_the_registry_lists_the_built_in_lenses_and_those_a_config_adds(monkeypa
     added = registry.lenses({"lenses": [TOY]})
     assert [lens.name for lens in added] == [*built_in, TOY]
     toy = added[-1]
-    assert toy.rules.is_file() and toy.template.is_file() and toy.question.endswith("?")
+    assert toy.section is not None and toy.question.endswith("?")
+    # Nothing of its own to wire: the core writes both its rules from its declaration.
+    assert not toy.rules.exists() and toy.measure_job and toy.table_rule == f"{TOY}_table"
     with pytest.raises(ValueError, match="two lenses are called"):
         registry.lenses({"lenses": [TOY, TOY]})
 
@@ -44,6 +47,61 @@ def test_only_its_folder_wires_the_toy_lens():
     named = [path for path in found.stdout.split() if not path.startswith("docs/")]
     own_tests = ("tests/test_lens.py", "tests/test_lens_settings.py")
     assert named and all(path.startswith(f"tests/lenses/{TOY}/") or path in own_tests for path in named), named
+
+
+def test_the_core_wires_each_lens_job_by_its_rule(monkeypatch):
+    """The one shim finds a lens's job by the rule the core named after it (workflow/rules/lenses.smk)."""
+    monkeypatch.syspath_prepend(str(LENSES))
+    config = {"lenses": [TOY]}
+    lens, kind = registry.wired_job(config, TOY)
+    assert (lens.name, kind) == (TOY, "measure")
+    lens, kind = registry.wired_job(config, f"{TOY}_table")
+    assert (lens.name, kind) == (TOY, "table")
+    # advise's table rule keeps its own name; front's table and releases' rules are their own (rules.smk).
+    assert registry.wired_job(config, "advice_table")[1] == "table"
+    for own in ("front_table", "releases_table", "work_counted", "advise_table"):
+        with pytest.raises(LookupError, match=own):
+            registry.wired_job(config, own)
+
+
+def test_the_toy_lens_without_rules_of_its_own_is_wired_by_the_core(tmp_path):
+    """A dry run (nothing measured) plans the toy's job per server and its table job from its declaration."""
+    results = tmp_path / "results"
+    extra = tmp_path / "toy.yaml"
+    extra.write_text(yaml.safe_dump({"lenses": [TOY]}))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(LENSES), os.environ.get("PYTHONPATH")]))}
+    matrix = ["servers=[gunicorn, starman]", "tools=[wrk]", "concurrency=[2]", "repeats=1", "duration=1"]
+    options = ["-n", "--detailed-summary", "--configfile", "config.yaml", str(extra)]
+    done = run_snakemake(options, [*matrix, f"results={results}"], timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # The summary's columns: output file, date, rule, ...
+    rows = [line.split("\t") for line in done.stdout.splitlines() if line.startswith(str(results))]
+    made_by = {fields[0]: fields[2] for fields in rows}
+    wired = {path.removeprefix(f"{results}/"): rule for path, rule in made_by.items() if TOY in rule}
+    assert wired == {
+        f"{TOY}/default/gunicorn.json": TOY,
+        f"{TOY}/default/starman.json": TOY,
+        f"{TOY}.csv": f"{TOY}_table",
+        f"{TOY}_verdicts.csv": f"{TOY}_table",
+    }
+
+
+@pytest.mark.parametrize("profile", ["default", "advise", "front", "operations", "recycle", "releases"])
+def test_each_lens_asks_for_the_records_its_wired_rule_writes(profile):
+    """A lens's jobs (LENS_RESULTS) are paths of its measuring job's record pattern, the output of
+    the rule the core writes for it: a lens that said otherwise would leave rule all without a rule."""
+    config = {**cfg.load(REPO_ROOT / "config.yaml", {"profile": profile}), "seed": 1}
+    matrix = Matrix(config)
+    asked = {}
+    for lens in registry.lenses(config):
+        if lens.measure_job is None:
+            continue
+        pattern = re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(lens.measure_job.record))
+        jobs = lens.jobs(config, matrix)
+        assert [path for path in jobs if not re.fullmatch(pattern, path)] == [], lens.name
+        asked[lens.name] = len(jobs)
+    # The profile asks its own lens (the default asks the work lens), and so the check read paths.
+    assert asked.get(profile if profile in asked else "work"), asked
 
 
 @pytest.mark.e2e
@@ -150,9 +208,9 @@ def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_reco
     expected = 90 * 4.0 + 9 * 12 + SMALL_JOBS_S
     assert plan["estimated_s"] == pytest.approx(expected, abs=0.1)
     # The default's precision may add rounds up to max_repeats (7), no round passing its measuring
-    # budget (600 s; the jobs before the rounds not counted against it here): 2 rounds more of 18
-    # cells × 4 s = 144 s, within the 600 − 90 × 4 = 240 s the planned rounds leave.
-    assert plan["most_s"] == pytest.approx(expected + 144, abs=0.1)
+    # budget (600 s), which the work jobs before the rounds count against, as the run counts them:
+    # 2 rounds more of 18 cells × 4 s = 144 s, cut to the 600 − 90 × 4 − 9 × 12 = 132 s left.
+    assert plan["most_s"] == pytest.approx(expected + 132, abs=0.1)
     assert plan["most_rounds"] == {"default": 7}
     shown = subprocess.run([*argv[:-1]], capture_output=True, text=True, timeout=120)
     assert "estimated: " in shown.stdout and "http lens not known here" in shown.stdout
@@ -163,3 +221,31 @@ def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_reco
     # stamp and warmup's are one).
     phases = {"setup": 1.0, "verify": 0.0, "warmup": 0.5, "load": 2.0, "stop": 0.5}
     assert preview.cell_phases(tmp_path) == phases
+
+
+def test_the_core_writes_the_toy_lens_section_to_the_page_answers_and_the_console(tmp_path, monkeypatch):
+    """The toy lens gives a typed section only; the core's three writers put it on the page, in
+    answers.md and on the console, from its tables (written here as its rules would)."""
+    monkeypatch.syspath_prepend(str(LENSES))
+    from serverbench.report.index import write_index
+
+    results = tmp_path / "results"
+    results.mkdir()
+    sizes = [{"profile": "p", "server": "gunicorn", "status": "ok", "reason": "", "bytes": 120.0},
+             {"profile": "p", "server": "starman", "status": "ok", "reason": "", "bytes": 150.5}]  # fmt: skip
+    pd.DataFrame(sizes).to_csv(results / f"{TOY}.csv", index=False)
+    verdict = {"a": "starman", "b": "gunicorn", "ratio": 150.5 / 120, "outcome": "higher"}
+    pd.DataFrame([verdict]).to_csv(results / f"{TOY}_verdicts.csv", index=False)
+    config = {"lenses": [TOY], "work_lens": {"margin": 0.005}}
+    stored = REPO_ROOT / "tests" / "data" / "records-v1"
+    tables = sorted(results.glob("*.csv"))
+    page, answers = tmp_path / "index.html", tmp_path / "answers.md"
+    sections = registry.sections(config, tables, {})
+    write_index(stored / "summary.csv", stored / "verdicts.csv", None, {}, page,
+                answers_path=answers, sections=sections)  # fmt: skip
+    said = "starman sends 1.254× the bytes of gunicorn per answer: higher"
+    section = page.read_text()[page.read_text().index('<section id="toy-bytes">') :]
+    assert "<h3>Bytes per answer</h3>" in section and f"<li>{said}</li>" in section
+    assert "<li>gunicorn: 120 bytes</li>" in section
+    assert f"## Bytes per answer\n\n- gunicorn: 120 bytes\n- starman: 150.5 bytes\n- {said}\n" in answers.read_text()
+    assert registry.console_text(config, results, TOY) == f"\nBytes per answer:\n  - {said}\n"

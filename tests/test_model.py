@@ -107,14 +107,14 @@ def test_unknown_field_is_refused():
 
 
 def test_profile_fields_are_the_schemas():
-    """The core's profile keys and the four older lenses' settings keys (their folders'
-    settings.schema.yaml) are Profile's fields; a newer lens's settings go in lens_settings."""
-    from serverbench.plan.schema import load_schema
+    """The core's profile keys are Profile's fields; every lens's settings (its folder's
+    settings.schema.yaml) go in lens_settings, by its profile key."""
+    from serverbench.plan.schema import lens_settings_schemas, load_schema
 
     declared = set(load_schema()["properties"]["profiles"]["additionalProperties"]["properties"])
-    fields = set(Profile.__dataclass_fields__) - {"name", "scaling", "lens_settings"}
+    fields = set(Profile.__dataclass_fields__) - {"name", "scaling", "lens_settings", "lens_conditions"}
     # `apps` makes a profile per app when the config is validated (plan.apps.expand_app_profiles).
-    assert fields == declared - {"apps"}
+    assert fields == declared - {"apps"} - set(lens_settings_schemas())
 
 
 def test_a_server_entrys_fields_are_the_catalogues_schema():

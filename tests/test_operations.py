@@ -27,7 +27,8 @@ EQUIVALENT, UNDETERMINED = Outcome.EQUIVALENT, Outcome.UNDETERMINED
 STORED = REPO_ROOT / "tests" / "data" / "records-v1"
 
 RELOADING = ["python", "{root}/tests/apps/reloading.py", "{port}"]
-PLAN = {"rounds": 1, "workers": [1, 2], "idle_s": 0.2, "reloads": 2, "reload_every": 1.5, "concurrency": 2}
+PLAN = {"rounds": 1, "workers": [1, 2], "slope_rounds": None, "idle_s": 0.2, "reloads": 2, "reload_every": 1.5,
+        "concurrency": 2, "step": None}  # fmt: skip
 
 
 def operate(config: dict, tmp_path, server: str, **plan) -> dict:

@@ -19,6 +19,7 @@ from serverbench import REPO_ROOT
 from serverbench.cell.rawlog import RawLog
 from serverbench.lenses.recycle.measure import capacity_lives, capacity_setting, one_run, settings, ways
 from serverbench.lenses.recycle.record import Client, Setting, Upstream
+from serverbench.lenses.recycle.settings import RecycleSettings
 from serverbench.plan import config as cfg
 from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import effective_profile
@@ -30,8 +31,13 @@ pytestmark = pytest.mark.serial
 
 RECYCLING = ["python", "{root}/tests/apps/recycling.py", "{port}", "{workers}"]
 PLANTED_RECYCLE = {"counts": "requests", "default": None, "limit": ["--max-requests", "{max_requests}"]}
-PLAN = {"workload": "leak", "settings": [{"max_requests": 40}], "clients": ["keepalive"], "load_s": 5,
-        "concurrency": 2, "sample_every_s": 0.05, "window_s": 0.15}  # fmt: skip
+PLAN = {"workload": "leak", "settings": [{"max_requests": 40}], "clients": ["keepalive"], "upstream": ["keepalive"],
+        "capacity": None, "load_s": 5, "concurrency": 2, "sample_every_s": 0.05, "window_s": 0.15}  # fmt: skip
+
+
+def typed(**plan) -> RecycleSettings:
+    """The recycle lens's settings of PLAN with ``plan``'s keys, as a profile's parse gives them."""
+    return RecycleSettings.from_dict({**PLAN, **plan})
 
 
 def measure(config: dict, tmp_path, server: str, setting: Setting, client: Client, upstream=None, **plan):
@@ -41,7 +47,9 @@ def measure(config: dict, tmp_path, server: str, setting: Setting, client: Clien
     if upstream is None and server_entry(config, server).fronted:
         upstream = Upstream.KEEPALIVE
     profile_now = effective_profile(config, "default")
-    run = one_run(config, profile_now, server, "leak", setting, client, tmp_path / "log", upstream)
+    run = one_run(
+        config, profile_now, server_entry(config, server), "leak", setting, client, tmp_path / "log", upstream
+    )
     assert run.status == Status.OK, run.reason
     return run
 
@@ -49,7 +57,7 @@ def measure(config: dict, tmp_path, server: str, setting: Setting, client: Clien
 def test_the_profiles_settings_are_read_as_declared_and_each_server_takes_only_its_own_argvs(base_config):
     """The shipped recycle profile's settings, each rendered against each server's catalogue
     entry: the argvs it declares, or the reason it cannot take the setting."""
-    plan = cfg.requested_profile(base_config, "recycle")["recycle"]
+    plan = cfg.effective_profile(base_config, "recycle").settings("recycle")
     found = settings(plan)
     assert [s.label for s in found] == ["own", "1000", "1000±100", "1000 ≥1s", "rss 64 MB ≥1s"]
     argv = {name: [recycling_argv(server_entry(base_config, name).recycle, s.max_requests, s.jitter,
@@ -67,7 +75,7 @@ def test_the_profiles_settings_are_read_as_declared_and_each_server_takes_only_i
     assert "template_vars" not in base_config["catalogue"]["unit-python"]
     # Capacity at the first setting each server can take: gunicorn spreads the limit, uWSGI's floor
     # is lowered (else it never recycles within a search), Starman and Unit take the limit alone.
-    asked = plan["capacity"]["settings"]
+    asked = plan.capacity.settings
     chosen = {name: capacity_setting(server_entry(base_config, name).recycle, asked).label
               for name in ("gunicorn", "uwsgi-debian", "starman", "unit-perl", "starman+nginx")}  # fmt: skip
     assert chosen == {"gunicorn": "1000±100", "uwsgi-debian": "1000 ≥1s", "starman": "1000", "unit-perl": "1000",
@@ -98,10 +106,11 @@ def test_starman_behind_nginx_recycles_only_when_nginx_opens_a_connection_per_re
     limit of 100 is never reached however many requests pass; with a connection per request
     upstream (no `keepalive` in the front's config) its workers restart every 100."""
     require_server("starman+nginx", base_config)
-    assert [(c.value, u.value) for c, u in ways(base_config, {"clients": ["keepalive", "fresh"],
-            "upstream": ["keepalive", "close"]}, "starman+nginx")] == [
+    both = typed(clients=["keepalive", "fresh"], upstream=["keepalive", "close"])
+    assert [(c.value, u.value) for c, u in ways(server_entry(base_config, "starman+nginx"), both)] == [
         ("keepalive", "keepalive"), ("fresh", "keepalive"), ("keepalive", "close")]  # fmt: skip
-    assert ways(base_config, {"clients": ["fresh"], "upstream": ["close"]}, "starman") == [(Client.FRESH, None)]
+    fresh = typed(clients=["fresh"], upstream=["close"])
+    assert ways(server_entry(base_config, "starman"), fresh) == [(Client.FRESH, None)]
     kept = measure(base_config, tmp_path, "starman+nginx", Setting(100), Client.KEEPALIVE, load_s=3)
     closed = measure(base_config, tmp_path, "starman+nginx", Setting(100), Client.KEEPALIVE, load_s=3,
                      upstream=Upstream.CLOSE)  # fmt: skip
@@ -130,7 +139,12 @@ def test_a_worker_that_takes_half_a_second_to_start_after_each_answer_bounds_the
     profile.update(workers=1, server_cpus=[0], client_cpus=[1], memory_limit=None, recycle=plan)
     raw = RawLog(str(tmp_path / "slow-boot.raw.txt"))
     own, recycled = capacity_lives(
-        base_config, effective_profile(base_config, "default"), "slow-boot", "leak", tmp_path / "log", raw
+        base_config,
+        effective_profile(base_config, "default"),
+        server_entry(base_config, "slow-boot"),
+        "leak",
+        tmp_path / "log",
+        raw,
     )
     assert own.status == recycled.status == Status.OK, (own.reason, recycled.reason)
     assert (own.setting.label, recycled.setting.label, recycled.limit) == ("own", "1", 1)

@@ -17,10 +17,17 @@ MEASURING = {"environment", "database_template"}
 def rules() -> dict[str, str]:
     """Each rule's (or checkpoint's) name and its text."""
     found = {}
-    for path in [*RULES.glob("*.smk"), *(lens.rules for lens in registry.lenses({}))]:
+    for path in [*RULES.glob("*.smk"), *(lens.rules for lens in registry.lenses({}) if lens.rules.is_file())]:
         text = path.read_text()
         parts = re.split(r"^(?:rule|checkpoint) (\w+):$", text, flags=re.MULTILINE)
         found.update(dict(zip(parts[1::2], parts[2::2], strict=True)))
+    # The lenses' measuring and table rules, written once in lenses.smk (`rule:` named in a loop).
+    measuring, table = re.split(r"^\s+rule:$", (RULES / "lenses.smk").read_text(), flags=re.MULTILINE)[1:]
+    for lens in registry.lenses({}):
+        if lens.measure_job:
+            found[lens.measure_rule] = measuring
+        if lens.table_job:
+            found[lens.table_rule] = table
     return found
 
 

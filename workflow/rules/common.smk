@@ -197,21 +197,13 @@ def rounds_so_far(wildcards):
 
 
 def measured_before_rounds(wildcards):
-    """A profile's records of the lenses that run before its rounds (the work lens) and its
-    conformance records."""
-    before = [
-        path
+    """A profile's records of the lenses whose jobs run before its rounds (the work lens's,
+    recycle's, the http lens's probes its servers' cells wait for)."""
+    return [
+        f"{RESULTS}/{path}"
         for lens in LENSES
-        if lens.before_rounds
-        for path in LENS_RESULTS[lens.name]
-        if path.startswith(f"{RESULTS}/{lens.name}/{wildcards.profile}/")
+        for path in lens.before_rounds_of(config, MATRIX, wildcards.profile)
     ]
-    if not config["conformance"]:
-        return before
-    servers = {
-        cell.server for cell in MATRIX.cells if cell.profile == wildcards.profile
-    }
-    return before + [conformance_path(wildcards.profile, s) for s in sorted(servers)]
 
 
 def cell_results(wildcards=None):
@@ -297,7 +289,7 @@ RUN_INSTALLS = run_installs()
 
 
 # The lenses (serverbench.registry): each one's job results and tables, below RESULTS. A
-# lens's rules (its folder's rules.smk, included by the Snakefile) read these by its name.
+# lens's rules (workflow/rules/lenses.smk, and its own rules.smk) read these by its name.
 LENSES = registry.lenses(config)
 LENS_RESULTS = {
     lens.name: [f"{RESULTS}/{path}" for path in lens.jobs(config, MATRIX)]
@@ -320,13 +312,13 @@ LENS_OUTPUTS = {
 }
 ALL_LENS_TABLES = [path for lens in LENSES for path in LENS_TABLES[lens.name]]
 ALL_LENS_OUTPUTS = [path for lens in LENSES for path in LENS_OUTPUTS[lens.name]]
-# Each lens's answer as it prints it (rule answered), for the lenses with console lines
-# whose tables the run makes; a closing lens's lines read the run's verdicts too, and print
-# at its end alone.
+# Each lens's answer as it prints it (rule answered), for the lenses with a section whose
+# tables the run makes (its section says whether it has console lines); a closing lens's
+# sentences join the Answers, which read the run's verdicts: they print at its end alone.
 LENS_ANSWERS = [
     f"{RESULTS}/answers/{lens.name}.txt"
     for lens in LENSES
-    if lens.console is not None
+    if lens.section is not None
     and lens.place != Place.CLOSING
     and LENS_TABLES[lens.name]
 ]

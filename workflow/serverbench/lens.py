@@ -3,18 +3,22 @@ and the console loop over lenses without naming one (docs/architecture.md).
 
 A lens is a folder of ``serverbench.lenses`` (or any importable package a config names in
 ``lenses``) whose ``__init__`` holds ``LENS``, a :class:`Lens`. Its folder keeps its rules
-(``rules.smk``, included by the Snakefile), its thin scripts and its page section
-(``section.html.j2``). The core imports no lens: the registry (``serverbench.registry``)
+(``rules.smk``, included by the Snakefile where it has rules of its own: the core wires its
+measuring and table jobs from ``measure_job`` and ``table_job``); its ``section`` says what it
+shows as a typed :class:`Section`, which the core writes to the page, answers.md and the
+console. The core imports no lens: the registry (``serverbench.registry``)
 collects them and hands their sections to the page.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Flag, StrEnum, auto
 from pathlib import Path
+from typing import ClassVar
 
 
 class Place(StrEnum):
@@ -22,9 +26,8 @@ class Place(StrEnum):
 
     LEAD = "lead"  # before the timed answers: what a deployer acts on first
     AFTER = "after"  # after the timed answers and their spread
-    # Its sentences close the Answers (the page's ``answers`` of its context; answers.md: its
-    # markdown right after the timed answers, before the lenses after them), its tables close
-    # the page, after the seed studies (the HTTP checks).
+    # Its blocks close the page, after the seed studies (the HTTP checks' tables): they read the
+    # run's verdicts, so no rule `answered` prints them before the run's end.
     CLOSING = "closing"
 
 
@@ -85,6 +88,148 @@ class ForestPanel:
     margin: Callable[[Mapping], float]
 
 
+class Medium(Flag):
+    """Where a block of a section is shown: a lens's three renderings read differently (the page
+    explains with links, answers.md says it shorter, the console prints its answer alone)."""
+
+    PAGE = auto()
+    MARKDOWN = auto()
+    CONSOLE = auto()
+
+
+WRITTEN = Medium.PAGE | Medium.MARKDOWN  # the page and answers.md
+EVERYWHERE = WRITTEN | Medium.CONSOLE
+
+
+@dataclass(frozen=True)
+class Link:
+    """A file of the results named in a paragraph: a link on the page, its name elsewhere."""
+
+    text: str
+    href: str = ""  # the text where empty (a table's file name)
+    kind: ClassVar[str] = "link"
+
+    @property
+    def target(self) -> str:
+        return self.href or self.text
+
+
+@dataclass(frozen=True)
+class Emphasis:
+    """A word the page sets apart (a column's name read in a paragraph)."""
+
+    text: str
+    kind: ClassVar[str] = "emphasis"
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """A paragraph: its text, in parts where a part is a link or an emphasis (a str: one part)."""
+
+    parts: tuple[str | Link | Emphasis, ...] | str
+    media: Medium = WRITTEN
+    kind: ClassVar[str] = "paragraph"
+
+    def __post_init__(self):
+        if isinstance(self.parts, str):
+            object.__setattr__(self, "parts", (self.parts,))
+
+    @property
+    def text(self) -> str:
+        return "".join(part if isinstance(part, str) else part.text for part in self.parts)
+
+
+@dataclass(frozen=True)
+class Sentences:
+    """A list of sentences; ``marker`` starts each in answers.md and on the console."""
+
+    items: tuple[str, ...]
+    media: Medium = EVERYWHERE
+    marker: str = "- "
+    kind: ClassVar[str] = "sentences"
+
+    def __post_init__(self):
+        object.__setattr__(self, "items", tuple(self.items))
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A table's cell, written; ``mark`` a class the page gives it (releases: ``changed``),
+    ``note`` what the page shows on hover (a check's evidence)."""
+
+    text: str
+    mark: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of written figures (a row's str is a cell); on the page ``classes`` style it and
+    ``labelled`` names each cell by its column (read on a narrow screen), ``caption`` names it,
+    ``headed``: each row's first cell names the row (a server)."""
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    media: Medium = WRITTEN
+    classes: str = ""
+    labelled: bool = False
+    caption: str = ""
+    headed: bool = False
+    kind: ClassVar[str] = "table"
+
+    def __post_init__(self):
+        object.__setattr__(self, "columns", tuple(self.columns))
+        cells = tuple(tuple(c if isinstance(c, Cell) else Cell(str(c)) for c in row) for row in self.rows)
+        object.__setattr__(self, "rows", cells)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A chart drawn in place on the page (id, title, its Vega-Lite spec, links)."""
+
+    chart: Mapping
+    media: Medium = Medium.PAGE
+    kind: ClassVar[str] = "figure"
+
+
+@dataclass(frozen=True)
+class Template:
+    """A lens's own markup for what no other block shows (the work lens's stacked bars), rendered
+    from its Jinja template with ``context``: the page only."""
+
+    template: Path
+    context: Mapping
+    media: Medium = Medium.PAGE
+    kind: ClassVar[str] = "template"
+
+
+@dataclass(frozen=True)
+class Group:
+    """Blocks under a heading of their own (a server's table; a condition's console lines);
+    ``anchor`` the page's id for its heading, where others link to it."""
+
+    heading: str
+    blocks: tuple[Block, ...]
+    media: Medium = EVERYWHERE
+    anchor: str = ""
+    kind: ClassVar[str] = "group"
+
+    def on(self, medium: Medium) -> list[Block]:
+        return [block for block in self.blocks if medium in block.media]
+
+
+Block = Paragraph | Sentences | Table | Figure | Template | Group
+
+
+@dataclass(frozen=True)
+class Lead:
+    """What a lens decided for the run's first paragraph: its sentences before what time could
+    tell, and those it could not decide, after it (the work lens)."""
+
+    decided: tuple[str, ...] = ()
+    undecided: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Bisection:
     """What ``serverbench bisect`` reads of the lens that judges a release against the one
@@ -109,15 +254,31 @@ class Bisection:
 
 @dataclass(frozen=True)
 class Section:
-    """What a lens gives the page and answers.md, made from its tables."""
+    """What a lens shows, made from its tables: the core writes the page, answers.md and the
+    console from it (``report.section``). ``lens`` and ``place`` are its lens's (``section_of``)."""
 
-    lens: str
-    place: Place
-    template: Path
-    context: dict
-    markdown: str
-    # Where the lens decided what the run's first paragraph leads with.
-    lead: dict | None = None
+    title: str
+    blocks: tuple[Block, ...]
+    lead: Lead | None = None
+    # The page's anchor (``#front``), the lens's name where not given.
+    anchor: str = ""
+    lens: str = ""
+    place: Place = Place.AFTER
+    # Its sentences the run's Answers list after the timed ones, wherever its place: each a
+    # Group of Sentences under its title (the page's h3 in the Answers, answers.md's ## right
+    # after the timed answers, the console's "title (n):" after theirs; the HTTP checks').
+    answers: tuple[Group, ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "blocks", tuple(self.blocks))
+        object.__setattr__(self, "answers", tuple(self.answers))
+
+    @property
+    def id(self) -> str:
+        return self.anchor or self.lens.replace("_", "-")
+
+    def on(self, medium: Medium) -> list[Block]:
+        return [block for block in self.blocks if medium in block.media]
 
 
 @dataclass(frozen=True)
@@ -135,6 +296,50 @@ Jobs = Callable[[Mapping, object], list[str]]
 
 
 @dataclass(frozen=True)
+class MeasureJob:
+    """A lens's measuring job, which the core wires as it wires a cell (workflow/rules/lenses.smk):
+    a rule named as the lens, a job per record its ``jobs`` lists, after every install, pinned to
+    the cell's CPUs and memory, run through the one shim (workflow/scripts/lens_job.py)."""
+
+    # What it runs, "module:function", called (config, profile, server, *the record's further
+    # wildcards in its order, json_path=, log_path=).
+    entry: str
+    # Its record's path pattern below the results directory ("front/{profile}/{server}.json");
+    # its log is the same below logs/, ending .log.
+    record: str
+    # The line Snakemake prints for it (str.format fields: wildcards).
+    message: str
+    # It waits for its profile's database template (a cell's `database` input).
+    database: bool = True
+    # It runs before every cell (a priority above theirs): its load would disturb a timed cell beside it.
+    before_cells: bool = True
+    # A directory of its raw outputs beside its record (the rule's output `raw`), its path pattern.
+    raw: str | None = None
+    # Its rule's name where not the lens's (the http lens's probes: conformance).
+    rule: str | None = None
+
+
+@dataclass(frozen=True)
+class TableJob:
+    """A lens's table job, which the core wires (workflow/rules/lenses.smk): a local rule reading
+    every record its measuring jobs wrote, run through the one shim."""
+
+    # What it runs, "module:function", called (config, records, outputs) with its records' paths
+    # and its outputs' paths by name; its log is the job's stderr.
+    entry: str
+    # Its outputs by name, each a file below the results directory ("table": "front.csv").
+    outputs: Mapping[str, str]
+    # Of those, the ones that are directories, and the ones Snakemake's report does not show (a
+    # table file is shown among its Tables).
+    directories: tuple[str, ...] = ()
+    unshown: tuple[str, ...] = ()
+    # Its rule's name where not "<lens>_table"; its log is logs/<rule>.log.
+    rule: str | None = None
+    # It runs as soon as its records are made, before any cell still waiting (a first answer reads it).
+    early: bool = False
+
+
+@dataclass(frozen=True)
 class Lens:
     """One question the workflow answers, and everything the core needs to wire it."""
 
@@ -149,21 +354,33 @@ class Lens:
     tables: tuple[str, ...]
     # Further outputs of its table rule (a directory of configurations, say).
     outputs: tuple[str, ...] = ()
-    # Its section from its tables (present ones, by file name), or None where nothing to show.
-    section: Callable[[Mapping[str, Path], Inputs], dict | None] | None = None
-    markdown: Callable[[dict], str] | None = None
-    # Its lines at the end of a run, from its tables in the results directory.
-    console: Callable[[Path, Inputs], None] | None = None
+    # Its section from its tables (present ones, by file name), or None where nothing to show:
+    # the core writes the page's part, answers.md's and the console's lines from it.
+    section: Callable[[Mapping[str, Path], Inputs], Section | None] | None = None
     # The profile key that asks for it (`front: {...}`), where a profile does; None: every run.
     profile_key: str | None = None
     # Its jobs run before a profile's timed rounds and count towards its measuring budget.
     before_rounds: bool = False
+    # Which of its jobs' records a profile's rounds wait for (config, matrix, profile); None:
+    # those below <its record folder>/<profile>/ (the work lens's). The http lens's probes of a
+    # server stand for every profile that runs it alike.
+    waited_for: Callable[[Mapping, object, str], list[str]] | None = None
     # The checks it offers to releases and bisect (its figures a release is shown, or judged, on).
     checks: tuple[Check, ...] = ()
     # A panel it adds to the forest of comparisons (the page's chart of every interval).
     forest: ForestPanel | None = None
     # Whether a profile (as written) asks for it, where its profile_key does not say (releases).
     asks: Callable[[Mapping], bool] | None = None
+    # The jobs the core wires for it (workflow/rules/lenses.smk); its rules.smk holds only its own.
+    measure_job: MeasureJob | None = None
+    table_job: TableJob | None = None
+    # Its settings' typed class (its folder's settings.py, a frozen plan.shapes.LensSettings),
+    # parsed once in plan from the profile's validated settings (its folder's
+    # settings.schema.yaml) into Profile.lens_settings; None: they stay as validated.
+    settings: type | None = None
+    # Whether its settings shape the timed cells' measurement: they enter each cell's conditions
+    # digest, so a change to them measures the cells again (Profile.measuring_conditions).
+    conditions: bool = False
     # What bisect reads of it, where it is the lens that judges a release against the one before.
     bisection: Bisection | None = None
 
@@ -173,13 +390,32 @@ class Lens:
             return self.asks(profile)
         return bool(self.profile_key and profile.get(self.profile_key))
 
+    def before_rounds_of(self, config: Mapping, matrix, profile: str) -> list[str]:
+        """Its jobs' records (below the results directory) that run before ``profile``'s rounds
+        and count against its measuring budget: none unless ``before_rounds``."""
+        if not self.before_rounds:
+            return []
+        if self.waited_for is not None:
+            return self.waited_for(config, matrix, profile)
+        return [job for job in self.jobs(config, matrix) if Path(job).parts[1] == profile]
+
     @property
     def rules(self) -> Path:
         return self.folder / "rules.smk"
 
     @property
-    def template(self) -> Path:
-        return self.folder / "section.html.j2"
+    def measure_rule(self) -> str | None:
+        """Its measuring job's rule name, where the core wires one."""
+        if self.measure_job is None:
+            return None
+        return self.measure_job.rule or self.name
+
+    @property
+    def table_rule(self) -> str | None:
+        """Its table job's rule name, where the core wires one."""
+        if self.table_job is None:
+            return None
+        return self.table_job.rule or f"{self.name}_table"
 
 
 def section_of(lens: Lens, tables: Iterable[Path | str], inputs: Inputs) -> Section | None:
@@ -187,11 +423,8 @@ def section_of(lens: Lens, tables: Iterable[Path | str], inputs: Inputs) -> Sect
     present = {Path(path).name: Path(path) for path in tables}
     if lens.section is None or not present:
         return None
-    context = lens.section(present, inputs)
-    if context is None:
-        return None
-    markdown = lens.markdown(context) if lens.markdown else ""
-    return Section(lens.name, lens.place, lens.template, context, markdown, context.get("lead"))
+    section = lens.section(present, inputs)
+    return None if section is None else dataclasses.replace(section, lens=lens.name, place=lens.place)
 
 
 def per_server(record_dir: str, wanted: Callable[[Mapping, object, object], bool]) -> Jobs:
@@ -218,3 +451,9 @@ def deferred(module: str, *names: str) -> tuple[Callable, ...]:
         return call
 
     return tuple(later(name) for name in names)
+
+
+def entry_point(entry: str) -> Callable:
+    """The function a lens's job names, "module:function", imported when its job runs."""
+    module, _, name = entry.partition(":")
+    return getattr(importlib.import_module(module), name)

@@ -4,14 +4,13 @@ console loop over these; nothing below this module names a lens."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import io
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from serverbench.lens import Check, ForestPanel, Inputs, Lens, Section, section_of
+from serverbench.report.section import section_console
 
 if TYPE_CHECKING:  # pandas only where a panel's table is read: `serverbench --help` reads the lenses' checks
     import pandas as pd
@@ -39,6 +38,17 @@ def lenses(config: Mapping | None = None) -> list[Lens]:
             raise ValueError(f"two lenses are called {lens.name!r}")
         seen.add(lens.name)
     return found
+
+
+def wired_job(config: Mapping, rule: str) -> tuple[Lens, str]:
+    """The lens whose job the core wired as ``rule`` (workflow/rules/lenses.smk), and its kind:
+    "measure" (its measuring job) or "table" (its table job)."""
+    for lens in lenses(config):
+        if lens.measure_job is not None and rule == lens.measure_rule:
+            return lens, "measure"
+        if lens.table_job is not None and rule == lens.table_rule:
+            return lens, "table"
+    raise LookupError(f"no lens's job is wired as rule {rule!r}")
 
 
 def tables_of(lens: Lens, paths: Iterable[Path | str]) -> list[Path]:
@@ -70,21 +80,15 @@ def forest_panels(config: Mapping, tables: Iterable[Path | str]) -> list[tuple[F
 
 
 def console_text(config: Mapping, results: Path | str, name: str) -> str:
-    """One lens's console lines, as the text they print (empty where it has none)."""
+    """One lens's console lines from its tables in the results directory (empty where it has none)."""
     found = lenses(config)
     lens = next(lens for lens in found if lens.name == name)
-    if lens.console is None:
-        return ""
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        lens.console(Path(results), Inputs(config, {}, offered_checks(found)))
-    return printed.getvalue()
+    made = [Path(results) / table for table in lens.tables if (Path(results) / table).exists()]
+    section = section_of(lens, made, Inputs(config, {}, offered_checks(found)))
+    return section_console(section) if section is not None else ""
 
 
 def print_consoles(config: Mapping, results: Path | str) -> None:
     """Every lens's lines at the end of a run."""
-    found = lenses(config)
-    inputs = Inputs(config, {}, offered_checks(found))
-    for lens in found:
-        if lens.console is not None:
-            lens.console(Path(results), inputs)
+    for lens in lenses(config):
+        print(console_text(config, results, lens.name), end="")

@@ -4,25 +4,15 @@ parent on PYTHONPATH); nothing else in the repository names it."""
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, per_server
+from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, TableJob, per_server
+
+from toy_bytes.settings import ToyBytesSettings
 
 
-def _section(tables: dict, inputs: Inputs) -> dict | None:
-    from toy_bytes.report import context
+def _section(tables: dict, inputs: Inputs) -> Section | None:
+    from toy_bytes.report import section
 
-    return context(tables["toy_bytes.csv"], tables["toy_bytes_verdicts.csv"])
-
-
-def _markdown(context: dict) -> str:
-    from toy_bytes.report import markdown
-
-    return markdown(context)
-
-
-def _console(results: Path, inputs) -> None:
-    from toy_bytes.report import console
-
-    console(results / "toy_bytes_verdicts.csv")
+    return section(tables["toy_bytes.csv"], tables["toy_bytes_verdicts.csv"])
 
 
 LENS = Lens(
@@ -33,6 +23,16 @@ LENS = Lens(
     jobs=per_server("toy_bytes", lambda config, matrix, cell: True),
     tables=("toy_bytes.csv", "toy_bytes_verdicts.csv"),
     section=_section,
-    markdown=_markdown,
-    console=_console,
+    # No rules of its own: the core wires both its jobs from these.
+    measure_job=MeasureJob(
+        entry="toy_bytes.measure:run",
+        record="toy_bytes/{profile}/{server}.json",
+        message="counting {wildcards.server}'s answers in bytes (profile {wildcards.profile})",
+    ),
+    table_job=TableJob(
+        entry="toy_bytes.scripts.table:write_tables",
+        outputs={"table": "toy_bytes.csv", "verdicts": "toy_bytes_verdicts.csv"},
+        unshown=("table", "verdicts"),
+    ),
+    settings=ToyBytesSettings,
 )

@@ -2,7 +2,7 @@
 rate whose p99 stays within the objective, as an interval (the highest rate that met it, the
 lowest that missed it).
 
-The client (the profile's ``tool``, by default ``oha-fresh``: constant rate, latency counted
+The client (the search's ``tool``, by default ``oha-fresh``: constant rate, latency counted
 from when each request was due, each request on a connection of its own, as many clients or
 a front opening one per request send it) may hold twice the requests the setting holds at
 once and a few more: the listen queue keeps every worker busy, and no connection waits
@@ -29,6 +29,7 @@ from serverbench.cell import loadgen, parsers
 from serverbench.cell.launch import Launch
 from serverbench.cell.rawlog import RawLog
 from serverbench.cell.underload import tree_pss
+from serverbench.plan.objective import ObjectiveSearch
 from serverbench.plan.shapes import Profile
 from serverbench.record.capacity import Limit, Step
 
@@ -60,21 +61,29 @@ class Found:
 
 
 class ObjectiveProbe:
-    """Runs the rates against ``launch`` for a setting of ``connections`` (the module's docstring).
-    ``spec``: the search's settings (advise's keys: ``objective_p99_ms``, ``peak_s``, ``peak_tool``,
-    ``tool``, ``rate_steps``, ``resolution``, ``step_s``, ``max_step_s``, ``tail_samples``)."""
+    """Runs the rates against ``launch`` for a setting of ``connections`` (the module's docstring),
+    as ``search`` says (the objective search's settings of the lens that asks)."""
 
-    def __init__(self, config: dict, profile: Profile, launch: Launch, path: str, raw: RawLog, label: str, spec: dict):
+    def __init__(
+        self,
+        config: dict,
+        profile: Profile,
+        launch: Launch,
+        path: str,
+        raw: RawLog,
+        label: str,
+        search: ObjectiveSearch,
+    ):
         self.config, self.profile, self.launch, self.raw, self.label = config, profile, launch, raw, label
-        self.spec = spec
+        self.search = search
         self.url = f"http://{launch.host}:{launch.port}{path}"
-        self.objective_ms = float(self.spec["objective_p99_ms"])
+        self.objective_ms = float(search.objective_p99_ms)
 
     def capacity(self, connections: int) -> Found:
         found = Found()
         found.peak_rps = self._peak(connections)
         rate = found.peak_rps
-        for _ in range(self.spec["rate_steps"] + 1):
+        for _ in range(self.search.rate_steps + 1):
             if rate is None or rate < 1:
                 break
             rate = round(rate, 1)
@@ -114,7 +123,7 @@ class ObjectiveProbe:
             return found.met * GROWTH_WHEN_ALL_MET
         if found.met == 0:
             return found.missed / 2
-        if found.missed / found.met - 1 <= self.spec["resolution"]:
+        if found.missed / found.met - 1 <= self.search.resolution:
             return None
         return (found.met + found.missed) / 2
 
@@ -142,8 +151,8 @@ class ObjectiveProbe:
         return parsed, sampled.get("pss"), line
 
     def _peak(self, connections: int) -> float | None:
-        duration = self.spec["peak_s"]
-        argv = self._tool(self.spec["peak_tool"], connections, duration)
+        duration = self.search.peak_s
+        argv = self._tool(self.search.peak_tool, connections, duration)
         parsed, _, _ = self._run(argv, duration, f"{self.label} closed loop, {connections} connections", False)
         if parsed is None or not parsed["requests_per_s"]:
             self.launch.check_alive("the closed loop")
@@ -151,12 +160,12 @@ class ObjectiveProbe:
         return round(parsed["requests_per_s"], 1)
 
     def _duration(self, rate: float) -> float:
-        wanted = self.spec["tail_samples"] / rate
-        return round(min(self.spec["max_step_s"], max(self.spec["step_s"], wanted)), 2)
+        wanted = self.search.tail_samples / rate
+        return round(min(self.search.max_step_s, max(self.search.step_s, wanted)), 2)
 
     def _step(self, rate: float, connections: int) -> Step:
         duration = self._duration(rate)
-        argv = self._tool(self.spec["tool"], connections, duration, rate)
+        argv = self._tool(self.search.tool, connections, duration, rate)
         header = f"{self.label} offered {rate:g} req/s for {duration:g} s, {connections} connections"
         parsed, pss, line = self._run(argv, duration, header, True)
         if parsed is None:

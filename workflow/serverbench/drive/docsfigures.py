@@ -31,6 +31,7 @@ import pandas as pd
 import yaml
 
 from serverbench import REPO_ROOT, files
+from serverbench.report.section import markdown_table
 
 DATA = REPO_ROOT / "docs" / "data"
 MARK = re.compile(r"<!-- (?P<kind>[a-z-]+):(?P<key>[A-Za-z0-9_.-]+) -->(?P<text>.*?)<!-- /(?P=kind) -->", re.DOTALL)
@@ -166,12 +167,8 @@ def table(view_name: str) -> str:
     data = view_data(view)
     columns = view["columns"]
     rows = data.to_dict("records") if view["rows"] == "all" else [_row(view_name, view, data, w) for w in view["rows"]]
-    lines = [
-        "| " + " | ".join(columns) + " |",
-        "| " + " | ".join(view.get("align", {}).get(c, "---") for c in columns) + " |",
-        *("| " + " | ".join(_written(form, row) for form in columns.values()) + " |" for row in rows),
-    ]
-    return "\n" + "\n".join(lines) + "\n"
+    written = ([_written(form, row) for form in columns.values()] for row in rows)
+    return "\n" + markdown_table(list(columns), written, view.get("align")) + "\n"
 
 
 def _row(view_name: str, view: dict, data: pd.DataFrame, wanted: dict) -> dict:

@@ -186,10 +186,22 @@ def kinds(config: dict, matrix: Matrix, results: Path, recorded: dict | None = N
     return found
 
 
-def added_rounds_seconds(matrix: Matrix, each: float) -> dict[str, float]:
+def before_rounds_seconds(config: dict, matrix: Matrix, found: list[Kind]) -> dict[str, float]:
+    """Per profile: the known seconds of the jobs that run before its rounds and count against
+    its measuring budget, as the run's precision checkpoint counts them (the lenses that say
+    ``before_rounds``: the work lens's, the http lens's probes)."""
+    each = {k.name: k.seconds_each or 0.0 for k in found}
+    spent = dict.fromkeys(matrix.profiles, 0.0)
+    for lens in registry.lenses(config):
+        for profile in spent:
+            spent[profile] += len(lens.before_rounds_of(config, matrix, profile)) * each.get(f"{lens.name} lens", 0.0)
+    return spent
+
+
+def added_rounds_seconds(matrix: Matrix, each: float, before: dict[str, float] | None = None) -> dict[str, float]:
     """Per profile whose precision may add rounds: the seconds of every round it may add (up to
     ``max_repeats``), its rounds kept within its measuring budget (no round is started that
-    would pass it; the jobs before its rounds are not counted against it here)."""
+    would pass it), which the jobs before its rounds (``before``, by profile) count against."""
     added = {}
     for name, profile in matrix.profiles.items():
         planned = sum(1 for cell in matrix.cells if cell.profile == name)
@@ -198,7 +210,8 @@ def added_rounds_seconds(matrix: Matrix, each: float) -> dict[str, float]:
             continue
         seconds = (possible - planned) * each
         if profile.measuring_budget:
-            seconds = min(seconds, max(0.0, profile.measuring_budget - planned * each))
+            spent = planned * each + (before or {}).get(name, 0.0)
+            seconds = min(seconds, max(0.0, profile.measuring_budget - spent))
         added[name] = seconds
     return added
 
@@ -237,7 +250,7 @@ def preview(config: dict, results: Path, recorded: dict | None = None) -> dict:
     found = from_recorded(kinds(config, matrix, results, recorded), recorded)
     known = [k.seconds for k in found if k.seconds is not None]
     estimated = sum(known) + SMALL_JOBS_S
-    added = added_rounds_seconds(matrix, found[0].seconds_each or 0.0)
+    added = added_rounds_seconds(matrix, found[0].seconds_each or 0.0, before_rounds_seconds(config, matrix, found))
     return {
         "profiles": list(matrix.profiles),
         "servers": servers,

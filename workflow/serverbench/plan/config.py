@@ -19,7 +19,13 @@ from serverbench import REPO_ROOT
 from serverbench.plan import apps, scaling
 from serverbench.plan.fronts import expand_fronts, is_fronted
 from serverbench.plan.releases import ReleaseError, expand_releases
-from serverbench.plan.schema import ConfigError, check_schema, load_schema  # noqa: F401 (ConfigError, load_schema: this module's names too)
+from serverbench.plan.schema import (  # noqa: F401 (ConfigError, load_schema: this module's names too)
+    ConfigError,
+    check_schema,
+    declared_settings,
+    lens_settings_schemas,
+    load_schema,
+)
 from serverbench.plan.shapes import DEFAULT_WORKLOAD, Profile
 from serverbench.plan.tools import is_open_loop, takes_whole_seconds
 
@@ -79,8 +85,9 @@ PROFILE_OVERRIDES = (
     "server_cpus",
     "memory_limit",
 )
-# Top-level keys that, when set, replace the same key of a profile's `advise`.
-ADVISE_OVERRIDES = ("objective_p99_ms", "memory_budget_mb")
+# Top-level keys that, when set, replace the same key of every lens's settings that take it
+# (their schema declares the key, at their top or in an object of them: recycle's `capacity`).
+LENS_OVERRIDES = ("objective_p99_ms", "memory_budget_mb")
 
 FD_RESERVE = 64
 
@@ -145,17 +152,34 @@ def requested_profile(config: dict, name: str) -> dict:
     if config.get("repeats") is not None:
         # Rounds asked for by number are exactly that many: none added for precision.
         profile.update(precision=None, min_repeats=None, max_repeats=None, measuring_budget=None)
-    if profile.get("advise"):
-        profile["advise"] = {
-            **profile["advise"],
-            **{key: config[key] for key in ADVISE_OVERRIDES if config.get(key) is not None},
-        }
+    overrides = {key: config[key] for key in LENS_OVERRIDES if config.get(key) is not None}
+    if overrides:
+        for key, settings_schema in lens_settings_schemas(_lens_packages(config)).items():
+            if profile.get(key):
+                profile[key] = _overridden(profile[key], settings_schema, overrides)
     if profile["servers"] == "all":  # the catalogue as written: deployments behind a front and releases are named
         made = [name for name, entry in config["catalogue"].items() if is_fronted(entry) or "release" in entry]
         profile["servers"] = [name for name in config["catalogue"] if name not in made]
     if config.get("workloads") is None:
         _own_workloads(config, name, profile)
     return profile
+
+
+def _lens_packages(config: dict) -> tuple:
+    """The lenses a config adds (its ``lenses``), as the schema reads them."""
+    added = config.get("lenses")
+    return tuple(added) if isinstance(added, list) else ()
+
+
+def _overridden(settings: dict, schema: dict, overrides: dict) -> dict:
+    """``settings`` with each override put where ``schema`` (settings of a lens) declares its key."""
+    objects = [schema, *schema.get("oneOf", []), *schema.get("anyOf", [])]
+    declared = {key: sub for alternative in objects for key, sub in alternative.get("properties", {}).items()}
+    out = {**settings, **{key: value for key, value in overrides.items() if key in declared}}
+    for key, sub in declared.items():
+        if isinstance(out.get(key), dict):
+            out[key] = _overridden(out[key], sub, overrides)
+    return out
 
 
 def _own_workloads(config: dict, name: str, profile: dict) -> None:
@@ -177,7 +201,7 @@ def _own_workloads(config: dict, name: str, profile: dict) -> None:
 def effective_profile(config: dict, name: str) -> Profile:
     """The profile scaled to this host: CPU lists, worker counts, memory in bytes."""
     resolved = scaling.resolve(requested_profile(config, name), sorted(available_cpus()), scaling.host_memory())
-    return Profile.from_dict(name, resolved)
+    return Profile.from_dict(name, resolved, declared_settings(_lens_packages(config)))
 
 
 def _number(value):

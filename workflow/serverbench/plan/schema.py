@@ -1,5 +1,6 @@
 """The config's schema: config.schema.yaml, the catalogue's own schema in its place and each
-lens's settings (its folder's ``settings.schema.yaml``) in a profile's; checked with the
+lens's settings (its folder's ``settings.schema.yaml``) in a profile's, the objective search's
+fragment where a lens places it; checked with the
 schema's defaults written in (the one place defaults live), every error naming its key path."""
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 import yaml
 
 from serverbench import REPO_ROOT
+from serverbench.plan import objective
+from serverbench.plan.shapes import LensDeclared
 
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 CATALOGUE_SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "catalogue.schema.yaml"
@@ -35,29 +38,78 @@ def _key_path(parts) -> str:
     return out
 
 
-def _lens_folders(packages) -> list[Path]:
-    """The built-in lenses' folders, then those of the packages config ``lenses`` names (found,
-    not imported: the plan stage runs no lens code)."""
-    folders = sorted(path for path in LENS_FOLDERS.iterdir() if path.is_dir())
+def _lens_folders(packages) -> list[tuple[str, Path]]:
+    """The built-in lenses' packages and folders, then those of the packages config ``lenses``
+    names (found, not imported)."""
+    built_in = sorted(path for path in LENS_FOLDERS.iterdir() if (path / "__init__.py").is_file())
+    folders = [(f"serverbench.lenses.{path.name}", path) for path in built_in]
     for name in packages:
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
             spec = None
-        folders += [Path(location) for location in (spec.submodule_search_locations or [])] if spec else []
+        folders += [(name, Path(location)) for location in (spec.submodule_search_locations or [])] if spec else []
     return folders
 
 
 def lens_settings_schemas(packages=()) -> dict[str, dict]:
     """Each lens's own settings, as its folder declares them (``settings.schema.yaml``: the
     profile key that asks for it and that key's schema), by profile key: read as files, so the
-    plan stage names no lens. ``packages``: the lenses a config adds (its ``lenses``)."""
+    schema names no lens. ``packages``: the lenses a config adds (its ``lenses``)."""
+    return {key: copy.deepcopy(schema) for key, (_, schema) in _declared_schemas(tuple(packages)).items()}
+
+
+def _declared_schemas(packages: tuple) -> dict[str, tuple[str, dict]]:
+    """Each lens folder's settings schema by profile key, with its lens's package."""
     found = {}
-    for path in (folder / LENS_SETTINGS_SCHEMA for folder in _lens_folders(packages)):
+    for package, folder in _lens_folders(packages):
+        path = folder / LENS_SETTINGS_SCHEMA
         if path.is_file():
-            declared = yaml.safe_load(path.read_text())
-            found[declared["profile_key"]] = declared["schema"]
+            key, schema = _read_declared(path)
+            found[key] = (package, schema)
     return found
+
+
+@functools.cache
+def _read_declared(path: Path) -> tuple[str, dict]:
+    declared = yaml.safe_load(path.read_text())
+    return declared["profile_key"], _with_objective_search(declared["schema"], path)
+
+
+def declared_settings(packages=()) -> dict[str, LensDeclared]:
+    """What each lens that declares settings says of them, by profile key: its entry's typed
+    class and whether they shape the timed cells (``Lens.settings``, ``Lens.conditions``). The
+    plan reads these two fields of the entry of a lens whose folder declares settings, and no
+    other lens code (a lens's settings class is a frozen dataclass of its folder's settings.py)."""
+    found = {}
+    for key, (package, _) in _declared_schemas(tuple(packages)).items():
+        entry = importlib.import_module(package).LENS
+        found[key] = LensDeclared(entry.settings, entry.conditions)
+    return found
+
+
+def _with_objective_search(schema, where: Path):
+    """A lens's schema with the objective search's one fragment (plan.objective) put where it
+    writes ``objective_search: {KEY: default}``: the fragment's properties beside the object's
+    own, with the lens's defaults where it gives them."""
+    if isinstance(schema, list):
+        return [_with_objective_search(item, where) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: _with_objective_search(value, where) for key, value in schema.items() if key != objective.KEYWORD}
+    if objective.KEYWORD in schema:
+        placed = copy.deepcopy(_objective_search_properties())
+        for key, default in (schema[objective.KEYWORD] or {}).items():
+            if key not in placed:
+                raise ConfigError("schema", f"{where}: {key!r} is no key of the objective search")
+            placed[key]["default"] = default
+        out["properties"] = {**placed, **out.get("properties", {})}
+    return out
+
+
+@functools.cache
+def _objective_search_properties() -> dict:
+    return yaml.safe_load(objective.SCHEMA_PATH.read_text())["properties"]
 
 
 def load_schema(packages=()) -> dict:

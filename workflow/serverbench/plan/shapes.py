@@ -6,6 +6,7 @@ validated)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 DEFAULT_WORKLOAD = "hello"
@@ -94,10 +95,6 @@ class Profile:
     measuring_budget: float | None  # seconds (with precision): no round started that would pass it
     rounds_at_once: int
     work: bool | list[str]  # every workload's work counted, or only these workloads'
-    advise: dict | None  # your deployment, decided (cell.advise): objective, budget, steps; None: not asked
-    front: dict | None  # does it need a front? (cell.front): clients, rounds, slow kinds; None: not asked
-    operations: dict | None  # a server in operation (cell.operations): its lives and reloads; None: not asked
-    recycle: dict | None  # workers that restart (lenses.recycle): settings, clients, load; None: not asked
     duration: float
     requests: int
     rate: float | None
@@ -129,17 +126,30 @@ class Profile:
     open_loop: dict | None
     scaling: dict
     expanded_from: str | None = None  # the profile of several `apps` this one (NAME-APP) came from
-    # The settings of every lens that declares its own (its folder's settings.schema.yaml) and
-    # has no field above, by its profile key: a new lens's settings need no field of the core's.
-    lens_settings: dict = dataclasses.field(default_factory=dict)
+    # Every lens's settings by its profile key (its folder's settings.schema.yaml): its typed
+    # class (``Lens.settings``) parsed from the validated settings, None where not asked.
+    lens_settings: Mapping[str, object] = dataclasses.field(default_factory=dict)
+    # The profile keys of the lenses whose settings shape the timed cells (``Lens.conditions``).
+    lens_conditions: tuple[str, ...] = ()
 
     @classmethod
-    def from_dict(cls, name: str, data: dict) -> Profile:
+    def from_dict(cls, name: str, data: dict, declared: Mapping[str, LensDeclared] | None = None) -> Profile:
+        """A resolved profile typed; ``declared``: each lens's settings class and conditions rule
+        by profile key (plan.schema.declared_settings), its settings parsed once here."""
         fields = {field.name for field in dataclasses.fields(cls)}
-        lens_settings = {key: value for key, value in data.items() if key not in fields}
-        return cls(
-            name=name, **{key: value for key, value in data.items() if key in fields}, lens_settings=lens_settings
-        )
+        declared = declared or {}
+        lens_settings = {
+            key: declared[key].parse(value) if key in declared else value
+            for key, value in data.items()
+            if key not in fields
+        }
+        conditions = tuple(sorted(key for key, lens in declared.items() if lens.conditions))
+        core = {key: value for key, value in data.items() if key in fields}
+        return cls(name=name, **core, lens_settings=lens_settings, lens_conditions=conditions)
+
+    def settings(self, key: str):
+        """The settings of the lens asked for by ``key`` (typed), None where this profile does not ask."""
+        return self.lens_settings.get(key)
 
     @property
     def planned_repeats(self) -> int:
@@ -183,8 +193,9 @@ class Profile:
         return self.work is True or (isinstance(self.work, list) and workload in self.work)
 
     def measuring_conditions(self) -> dict:
-        """What shapes a cell's measurement (the matrix's own lists left out)."""
-        out = dataclasses.asdict(self)
+        """What shapes a cell's measurement (the matrix's own lists left out): the core's keys and
+        the settings of each lens that declares they shape the cells (``Lens.conditions``)."""
+        out = dataclasses.asdict(dataclasses.replace(self, lens_settings={}))
         matrix_keys = (
             "servers",
             "tools",
@@ -196,12 +207,63 @@ class Profile:
             "measuring_budget",
             "rounds_at_once",
             "work",
-            "operations",
-            "recycle",
-            # A lens's own settings shape its own jobs, not the cells (a lens whose settings change a
-            # cell's measurement has a field above, as advise and front do).
             "lens_settings",
+            "lens_conditions",
         )
         for key in ("name", "description", "precision", *matrix_keys):
             out.pop(key)
+        for key in self.lens_conditions:
+            found = self.settings(key)
+            out[key] = found.to_dict() if isinstance(found, LensSettings) else found
         return out
+
+
+@dataclass(frozen=True)
+class LensDeclared:
+    """What a lens declares of its settings (its entry's ``settings`` and ``conditions``)."""
+
+    settings: type | None
+    conditions: bool
+
+    def parse(self, value):
+        """The validated settings typed (None: not asked; no class: as validated)."""
+        if value is None or self.settings is None:
+            return value
+        return self.settings.from_dict(value)
+
+
+class LensSettings:
+    """A lens's typed settings (its folder's settings.py, frozen dataclass fields named as its
+    schema's keys): parsed from the validated dict, lists as tuples, and written back as it (the
+    conditions digest hashes that dict). A nested shape overrides ``from_dict``/``to_dict``."""
+
+    @classmethod
+    def from_dict(cls, data: Mapping):
+        values = {}
+        for field in dataclasses.fields(cls):
+            if field.name in data:
+                values[field.name] = _frozen(data[field.name])
+        return cls(**values)
+
+    def to_dict(self) -> dict:
+        return {field.name: _thawed(getattr(self, field.name)) for field in dataclasses.fields(self)}
+
+
+def _frozen(value):
+    if isinstance(value, list):
+        return tuple(_frozen(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _frozen(item) for key, item in value.items()}
+    return value
+
+
+def _thawed(value):
+    if isinstance(value, tuple):
+        return [_thawed(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _thawed(item) for key, item in value.items()}
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if dataclasses.is_dataclass(value):
+        return _thawed(dataclasses.asdict(value))
+    return value

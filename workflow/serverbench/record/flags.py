@@ -42,6 +42,7 @@ FLAG_HELP = {
         "other processes used the server's CPUs during the load (more than flags.foreign_cpu_share of them): "
         "the server did not have its CPUs to itself"
     ),
+    "oom_killed": "the kernel killed a server process for memory during the cell: its figure includes the restart",
     "single_repeat": "one successful repeat: its spread, so its stability, is unknown",
     "no_keepalive": "the server closes each connection: the tool reconnects for every request",
     "close_delimited": (
@@ -121,6 +122,8 @@ def _resource_flags(record: CellRecord, thresholds: dict, ceiling: bool) -> list
     foreign = record.server.usage.foreign_cpu_share
     if foreign is not None and foreign > thresholds["foreign_cpu_share"]:
         flags.append("cpu_contended")
+    if record.server.oom_kills:
+        flags.append("oom_killed")
     share = record.server.usage.cpu_percent_of_allotment
     if share is not None and share < 100 * thresholds["server_idle_share"] and not client_bound:
         flags.append("server_idle")

@@ -9,6 +9,7 @@ import pandas as pd
 
 from serverbench.decide.margins import in_words, run_margins
 from serverbench.decide.pairs import FAIRNESS, LATENCY_KINDS
+from serverbench.lens import Lead
 from serverbench.record.vocabulary import Kind, Outcome
 from serverbench.report.panels import where_of
 from serverbench.report.sentences import confidence_label
@@ -292,13 +293,13 @@ def _ratio(row) -> str:
     return f"{row.ratio:.2f}× ({row.ci_low:.2f}–{row.ci_high:.2f}, {confidence_label(row.level)})".replace("inf", "∞")
 
 
-def lead_paragraph(timed: str, work_lead: dict | None) -> str:
-    """The Answers' first paragraph: the work lens's decided sentences first, then what time
-    could and could not tell (``headline``), then what work could not tell."""
-    if not work_lead:
+def lead_paragraph(timed: str, lead: Lead | None) -> str:
+    """The Answers' first paragraph: a lens's decided sentences first (the work lens's), then what
+    time could and could not tell (``headline``), then what the lens could not tell."""
+    if not lead:
         return timed
     by_time = f"By time (requests per second under load), {timed[0].lower()}{timed[1:]}" if timed else ""
-    return " ".join(part for part in (*work_lead["decided"], by_time, *work_lead["undecided"]) if part)
+    return " ".join(part for part in (*lead.decided, by_time, *lead.undecided) if part)
 
 
 def counts_sentence(verdicts: pd.DataFrame) -> str:

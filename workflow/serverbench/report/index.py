@@ -15,7 +15,7 @@ from markupsafe import Markup
 from serverbench import files
 from serverbench.decide.seeds import claims_in_brief
 from serverbench.decide.verdicts import read_verdicts
-from serverbench.lens import Place, Section
+from serverbench.lens import Medium, Place, Section, Template
 from serverbench.record.flags import FLAG_HELP
 from serverbench.record.vocabulary import Status
 from serverbench.report import seeds as seed_report
@@ -30,6 +30,7 @@ from serverbench.report.answers import (
 )
 from serverbench.report.machine import hosts_sentence, steadiness_sentence
 from serverbench.report.names import CHARTS
+from serverbench.report.section import answers_markdown_of, section_markdown
 from serverbench.report.spread import spread_context
 
 # The summary's columns the page's table shows (summary.csv has them all).
@@ -44,6 +45,14 @@ TEMPLATES = jinja2.Environment(
     autoescape=jinja2.select_autoescape(default=True),
     undefined=jinja2.StrictUndefined,
 )
+
+
+def _lens_template(block: Template) -> Markup:
+    """A lens's own markup (a section's Template block), from its template by its absolute path."""
+    return Markup(TEMPLATES.get_template(str(block.template)).render(**block.context))
+
+
+TEMPLATES.globals.update(PAGE=Medium.PAGE, lens_template=_lens_template)
 
 
 def _table(frame: pd.DataFrame, columns: list[str], sortable: bool = False) -> Markup:
@@ -127,13 +136,19 @@ def seeds_context(side_csv, claims_csv) -> dict | None:
 
 def write_answers(path: Path, context: dict, verdicts, language_titles, sections) -> None:
     """answers.md: the page's sentences in the page's order: the lenses that lead, the Answers
-    (the timed ones, then the closing lenses' sentences), then the lenses after them."""
-
-    def placed(place: Place) -> str:
-        return "".join(section.markdown for section in sections if section.place == place)
-
+    (the timed ones, then those the lenses add), the lenses after them, then those closing the page."""
+    # A blank line after each leading section; those after the Answers follow on (as they always have).
+    lead = "".join(section_markdown(section) + "\n" for section in sections if section.place == Place.LEAD)
     timed = answers_markdown(verdicts, language_titles, lead=context["headline"])
-    files.write_atomic(path, placed(Place.LEAD) + timed + placed(Place.CLOSING) + placed(Place.AFTER))
+    added = "".join(map(answers_markdown_of, sections))
+    after = "".join(section_markdown(section) for section in sections if section.place == Place.AFTER)
+    # A closing section's part where it has one for answers.md.
+    closing = "".join(
+        section_markdown(section)
+        for section in sections
+        if section.place == Place.CLOSING and section.on(Medium.MARKDOWN)
+    )
+    files.write_atomic(path, lead + timed + added + after + closing)
 
 
 def write_index(

@@ -1,9 +1,11 @@
-"""toy_bytes.csv and toy_bytes_verdicts.csv."""
+"""The toy lens's table job (its TableJob's entry): toy_bytes.csv and toy_bytes_verdicts.csv."""
 
 from serverbench import files
 from toy_bytes.decide import verdicts
 from toy_bytes.table import table
 
-made = table(snakemake.input.records)  # noqa: F821 (injected by Snakemake)
-files.write_atomic(snakemake.output.table, made.to_csv(index=False))  # noqa: F821
-files.write_atomic(snakemake.output.verdicts, verdicts(made, snakemake.config).to_csv(index=False))  # noqa: F821
+
+def write_tables(config: dict, records: list[str], outputs: dict[str, str]) -> None:
+    made = table(records)
+    files.write_atomic(outputs["table"], made.to_csv(index=False))
+    files.write_atomic(outputs["verdicts"], verdicts(made, config).to_csv(index=False))

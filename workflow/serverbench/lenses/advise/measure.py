@@ -30,12 +30,13 @@ from serverbench.cell.session import ServerSession
 from serverbench.cell.underload import reload_under_load
 from serverbench.lenses.advise import deploy, search
 from serverbench.lenses.advise.record import ADVICE_SCHEMA, AdviceRecord, Point, ReloadCheck, ReloadOutcome, Role
+from serverbench.lenses.advise.settings import AdviseSettings
 from serverbench.plan import apps
 from serverbench.plan.catalogue import SearchSpec, server_entry
 from serverbench.plan.config import effective_profile
 from serverbench.plan.recycling import recycling_argv, with_argv
 from serverbench.plan.shapes import Profile, Target
-from serverbench.record.units import MB, megabytes
+from serverbench.record.units import megabytes
 from serverbench.record.vocabulary import Status
 
 FAILURES = (OSError, servers.ServerError, loadgen.ToolMissing)
@@ -66,8 +67,8 @@ class Advising:
         self.workload = profile.workloads[0]
         self.log_path = Path(log_path)
         self.raw = RawLog(str(Path(json_path).with_suffix(".raw.txt")))
-        budget = profile.advise["memory_budget_mb"]
-        self.budget = None if budget is None else int(budget * MB)
+        self.settings: AdviseSettings = profile.settings("advise")
+        self.budget = self.settings.memory_budget_bytes
         self.points: list[Point] = []
         self.rules: set[search.Setting] = set()
         self.stopped_at_budget: list[str] = []  # the models whose search ran out of points still rising
@@ -82,10 +83,7 @@ class Advising:
         for model in models:
             space = space_of(self.config, model, cpus)
             self.rules.add(space.start)
-            spec = self.profile.advise
-            walk = search.Search(
-                space, self.measure, self.budget, spec["max_points"], spec["margin"], spec["extend_points"]
-            )
+            walk = search.Search.asked(space, self.measure, self.settings)
             measured.extend(walk.run())
             if walk.stopped_at_budget:
                 self.stopped_at_budget.append(model)
@@ -100,13 +98,13 @@ class Advising:
 
     def config_for(self, model: str) -> dict:
         """The config a model's settings run with: its command with the profile's fixed recycling."""
-        asked = self.profile.advise.get("recycle")
-        if not asked:
+        asked = self.settings.recycle
+        if asked is None:
             return self.config
         recycle = server_entry(self.config, model).recycle
-        argv, cannot = recycling_argv(recycle, asked["max_requests"], asked.get("jitter") or 0)
+        argv, cannot = recycling_argv(recycle, asked.max_requests, asked.jitter)
         self.recycling[model] = {"argv": argv, "reason": cannot}
-        return with_argv(self.config, model, argv, None if cannot else asked["max_requests"])
+        return with_argv(self.config, model, argv, None if cannot else asked.max_requests)
 
     def _verified(self, session: ServerSession) -> str:
         """The workload's path, once its answer is checked (a wrong answer fails the setting)."""
@@ -119,7 +117,7 @@ class Advising:
         """One reading of a setting, a fresh start of the server: from the catalogue's command,
         or (``deployed``: its recommendation row) from its deployed file as a user starts it."""
         started = time.monotonic()
-        connections = connections_for(setting.workers, setting.threads, self.profile.advise["max_connections"])
+        connections = connections_for(setting.workers, setting.threads, self.settings.search.max_connections)
         found = Found()
         session = self._session(setting)
         read_before = any(p.role is not Role.REPRODUCE and self._setting_of(p) == setting for p in self.points)
@@ -130,7 +128,7 @@ class Advising:
             launch = session.start()
             path = self._verified(session)
             label = f"{setting.label()} ({role})"
-            probe = ObjectiveProbe(self.config, self.profile, launch, path, self.raw, label, self.profile.advise)
+            probe = ObjectiveProbe(self.config, self.profile, launch, path, self.raw, label, self.settings.search)
             found = probe.capacity(connections)
         ending = session.ending
         point = Point(
@@ -184,20 +182,20 @@ class Advising:
                 "workers": setting.workers,
                 "threads": setting.threads,
                 "capacity_rps": found.capacity.met,
-                "objective_p99_ms": self.profile.advise["objective_p99_ms"],
+                "objective_p99_ms": self.settings.search.objective_p99_ms,
                 "cpus": len(self.profile.server_cpus),
                 "memory_mb": megabytes(found.memory_bytes),
             }
             self.measure(setting, deployed=row)
 
     def reload_check(self, setting: search.Setting | None) -> ReloadCheck:
-        spec = self.profile.advise
+        spec = self.settings
         if setting is None:
             return ReloadCheck("", 0, 0, ReloadOutcome.NOT_MEASURED, 0, 0, 0, 0, None, "no setting met the objective")
         plan = {
-            "reloads": spec["reloads"],
-            "reload_every": spec["reload_every"],
-            "concurrency": connections_for(setting.workers, setting.threads, spec["reload_concurrency"]),
+            "reloads": spec.reloads,
+            "reload_every": spec.reload_every,
+            "concurrency": connections_for(setting.workers, setting.threads, spec.reload_concurrency),
         }
         found: dict = {}
         session = self._session(setting)
@@ -205,7 +203,7 @@ class Advising:
             found = reload_under_load(session.start(), plan)
         if not session.ending.ok:
             found = {"status": "broken", "reason": session.ending.reason, "reloads": []}
-        return reload_from(setting, found, spec["reloads"])
+        return reload_from(setting, found, spec.reloads)
 
 
 def reload_from(setting: search.Setting, found: dict, asked: int) -> ReloadCheck:
@@ -255,7 +253,7 @@ def run_advise(config: dict, profile_name: str, server: str, json_path, log_path
     advising.log_path.write_bytes(b"")
     Path(advising.raw.path).write_bytes(b"")
     pooled = search.pool(advising.search_all(models))
-    margin = profile.advise["margin"]
+    margin = advising.settings.margin
     chosen = search.best(pooled, advising.budget, margin)
     if chosen is not None:
         advising.reproduce(chosen, search.runner_up(pooled, chosen, advising.budget, margin))
@@ -269,9 +267,9 @@ def run_advise(config: dict, profile_name: str, server: str, json_path, log_path
         language=entry.language,
         app=apps.app_name(config, profile_name),
         workload=advising.workload,
-        objective_p99_ms=float(profile.advise["objective_p99_ms"]),
+        objective_p99_ms=float(advising.settings.search.objective_p99_ms),
         memory_budget_bytes=advising.budget,
-        margin=profile.advise["margin"],
+        margin=margin,
         cpus=len(profile.server_cpus),
         memory_limit_bytes=profile.memory_limit,
         models=models,

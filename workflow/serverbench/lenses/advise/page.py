@@ -8,11 +8,16 @@ import altair as alt
 import pandas as pd
 from markupsafe import Markup
 
+from serverbench.lens import WRITTEN, Figure, Link, Medium, Paragraph, Section, Sentences
 from serverbench.lenses.advise.report import ranking_sentence, server_sentence
 from serverbench.record.vocabulary import Status
 
 CHART_ID = "chart-advice"
 CHART_TITLE = "The settings searched: capacity at the objective and memory, by workers × threads"
+TITLE = "Your deployment"
+CONSOLE_HEADING = (
+    "Your deployment (results/advice_recommendations.csv, configurations in results/advice/configurations):"
+)
 
 
 def advice_chart(points: pd.DataFrame) -> dict:
@@ -36,19 +41,46 @@ def advice_chart(points: pd.DataFrame) -> dict:
     return {"id": CHART_ID, "title": CHART_TITLE, "spec": Markup(spec.replace("</", "<\\/")), "links": {}}
 
 
-def advice_context(points_csv, recommendations_csv) -> dict:
-    """What the page's "Your deployment" shows."""
-    ranked = pd.read_csv(recommendations_csv)
-    rows = ranked.to_dict("records")
-    first = rows[0] if rows else {}
+def _inputs(first: dict) -> str:
+    """The objective and the limits the search kept to, in words."""
     budget = first.get("memory_budget_mb")
-    return {
-        "inputs": (
-            f"p99 ≤ {first.get('objective_p99_ms', float('nan')):g} ms, "
-            + (f"at most {budget:g} MB of PSS" if not pd.isna(budget) else "no memory budget")
-            + f", {first.get('cpus')} CPU(s) for the server"
+    return (
+        f"p99 ≤ {first.get('objective_p99_ms', float('nan')):g} ms, "
+        + (f"at most {budget:g} MB of PSS" if not pd.isna(budget) else "no memory budget")
+        + f", {first.get('cpus')} CPU(s) for the server"
+    )
+
+
+def advice_section(points_csv, recommendations_csv) -> Section:
+    """The section "Your deployment": what to run per server, the ranking, the points searched."""
+    rows = pd.read_csv(recommendations_csv).to_dict("records")
+    inputs = _inputs(rows[0] if rows else {})
+    sentences = [server_sentence(row) for row in rows]
+    ranking = ranking_sentence(rows)
+    return Section(
+        TITLE,
+        (
+            Paragraph(CONSOLE_HEADING, Medium.CONSOLE),
+            Paragraph(
+                (
+                    f"For this app on this machine ({inputs}): each server's settings searched from the rule of "
+                    "thumb, the setting with the most requests per second at the objective within the budget (of "
+                    "those the intervals do not tell apart, the one using the least memory), reloaded under load (",
+                    Link("advice_recommendations.csv"),
+                    ", every point in ",
+                    Link("advice.csv"),
+                    ", each server's configuration in ",
+                    Link("advice/configurations/"),
+                    ").",
+                ),
+                Medium.PAGE,
+            ),
+            Paragraph(f"Objective and limits: {inputs}.", Medium.MARKDOWN),
+            Sentences(sentences, WRITTEN),
+            # On the console a line per server, no more.
+            Sentences(sentences, Medium.CONSOLE, marker=""),
+            Paragraph(ranking or ""),
+            *([Figure(advice_chart(pd.read_csv(points_csv)))] if rows else []),
         ),
-        "sentences": [server_sentence(row) for row in rows],
-        "ranking": ranking_sentence(rows),
-        "chart": advice_chart(pd.read_csv(points_csv)) if rows else None,
-    }
+        anchor="your-deployment",
+    )

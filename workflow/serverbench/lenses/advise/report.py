@@ -1,7 +1,6 @@
 """The advice in words: per server the recommended setting or why none is, the servers
-ranked, what the rule of thumb gave; its lines in answers.md and on the console. The page's
-section and its chart are ``report.advice_page`` (the workflow imports this module when it
-is parsed, and parsing loads no charting library)."""
+ranked, what the rule of thumb gave. Its section and its chart are ``page`` (the workflow
+imports this module when it is parsed, and parsing loads no charting library)."""
 
 from __future__ import annotations
 
@@ -80,22 +79,3 @@ def ranking_sentence(rows: list[dict]) -> str | None:
     for row, after in zip(ranked, ranked[1:], strict=False):
         words.append(("≈ " if row["vs_next"] == Outcome.EQUIVALENT else "> ") + after["server"])
     return "Ranked by capacity at the objective (≈: their intervals overlap): " + " ".join(words) + "."
-
-
-def advice_markdown(context: dict) -> str:
-    lines = ["## Your deployment", "", f"Objective and limits: {context['inputs']}.", ""]
-    lines += [f"- {text}" for text in context["sentences"]]
-    if context["ranking"]:
-        lines += ["", context["ranking"]]
-    return "\n".join(lines) + "\n\n"
-
-
-def print_advice(recommendations_csv) -> None:
-    """The console's lines after an advise run: one per server."""
-    try:
-        rows = pd.read_csv(recommendations_csv).to_dict("records")
-    except FileNotFoundError:
-        return
-    print("\nYour deployment (results/advice_recommendations.csv, configurations in results/advice/configurations):")
-    for row in rows:
-        print(f"  {server_sentence(row)}")

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from serverbench.decide import margins
 from serverbench.decide.margins import Question, Side
+from serverbench.lenses.advise.settings import AdviseSettings
 from serverbench.plan import scaling
 
 DEFAULT_RESOLUTION = 0.05  # a capacity whose missed rate is unknown: its upper end this share above the met one
@@ -199,6 +200,13 @@ class Search:
         self.points: dict[Setting, Measured] = {}
         self.readings: list[Measured] = []  # every reading, in order
         self.stopped_at_budget = False
+
+    @classmethod
+    def asked(cls, space: Space, measure: Callable[[Setting], Measured], settings: AdviseSettings) -> Search:
+        """The walk a profile's ``advise`` asks for: its memory budget, points and margin."""
+        return cls(
+            space, measure, settings.memory_budget_bytes, settings.max_points, settings.margin, settings.extend_points
+        )
 
     def run(self) -> list[Measured]:
         """Every reading of the search (``pool`` reads them a setting each)."""

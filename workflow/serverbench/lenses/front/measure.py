@@ -45,6 +45,7 @@ from serverbench.lenses.front.record import (
     SlowAccount,
     SlowKind,
 )
+from serverbench.lenses.front.settings import FrontSettings
 from serverbench.plan import apps
 from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import effective_profile
@@ -64,11 +65,11 @@ def slow_count(relative: Relative, holds: int) -> int:
     return {Relative.FEWER: max(1, holds - 1), Relative.AS_MANY: holds, Relative.MORE: 2 * holds}[relative]
 
 
-def conditions(spec: dict, holds: int) -> list[Condition]:
+def conditions(spec: FrontSettings, holds: int) -> list[Condition]:
     """Fast clients only, then every slow kind at each of its counts (``as many`` by default)."""
     found = [Condition(SlowKind.NONE)]
-    for kind in map(SlowKind, spec["kinds"]):
-        for relative in map(Relative, (spec["counts"] or {}).get(kind, [Relative.AS_MANY])):
+    for kind in map(SlowKind, spec.kinds):
+        for relative in map(Relative, spec.counts.get(kind, [Relative.AS_MANY])):
             found.append(Condition(kind, relative, slow_count(relative, holds)))
     return found
 
@@ -101,7 +102,7 @@ class Fronting:
 
     def __init__(self, config: dict, profile: Profile, server: str, json_path, log_path):
         self.config, self.profile, self.server = config, profile, server
-        self.spec = profile.front
+        self.spec: FrontSettings = profile.settings("front")
         self.workload = profile.workloads[0]
         self.log_path = Path(log_path)
         self.raw = RawLog(str(Path(json_path).with_suffix(".raw.txt")))
@@ -122,7 +123,7 @@ class Fronting:
 
     def measure_all(self, lives: list[Live]) -> None:
         plan = conditions(self.spec, self.holds)
-        for round_number in range(1, self.spec["rounds"] + 1):
+        for round_number in range(1, self.spec.rounds + 1):
             order = lives if round_number % 2 else lives[::-1]
             for condition in plan:
                 for live in order:
@@ -136,8 +137,8 @@ class Fronting:
     def measure(self, live: Live, condition: Condition, round_number: int) -> Run:
         launch = live.launch
         spec = self.spec
-        duration = spec["duration_s"]
-        hold = spec["settle_s"] + duration + HOLD_AFTER_S
+        duration = spec.duration_s
+        hold = spec.settle_s + duration + HOLD_AFTER_S
         path = apps.workloads(self.config, self.profile.name)[self.workload]["path"]
         label = f"{live.name} round {round_number}, {condition.label()}"
         ready = self.log_path.with_name(f".{self.server}.slow-ready")
@@ -146,7 +147,7 @@ class Fronting:
         try:
             if slow_thread and condition.kind is not SlowKind.NEW_CONNECTIONS:
                 wait_ready(ready, slow_thread, hold + READY_TIMEOUT_S)
-            time.sleep(spec["settle_s"] if slow_thread else 0)
+            time.sleep(spec.settle_s if slow_thread else 0)
             argv = self._normal_argv(launch, path, duration)
             deadline = duration + self.profile.timeout + 30
             ran = loadgen.run(argv, self.profile.client_cpus, deadline, cpu_quota=self.profile.client_cpu_quota)
@@ -169,8 +170,8 @@ class Fronting:
         self, launch: Launch, path: str, duration: float, tool: str | None = None, clients: int | None = None
     ):
         url = f"http://{launch.host}:{launch.port}{path}"
-        values = loadgen.tool_values(self.profile, clients or self.spec["clients"], url, duration)
-        return loadgen.build_argv(self.config["load_tools"][tool or self.spec["tool"]], values)
+        values = loadgen.tool_values(self.profile, clients or self.spec.clients, url, duration)
+        return loadgen.build_argv(self.config["load_tools"][tool or self.spec.tool], values)
 
     def _slow(self, launch: Launch, condition: Condition, hold: float, path: str, ready: Path):
         """The slow clients started in a thread of their own (None where there are none). The
@@ -197,9 +198,9 @@ class Fronting:
                 "--hold",
                 f"{hold:g}",
                 "--pace",
-                f"{self.spec['pace_s']:g}",
+                f"{self.spec.pace_s:g}",
                 "--body-bytes",
-                str(self.spec["body_bytes"]),
+                str(self.spec.body_bytes),
                 "--ready",
                 str(ready),
             ]
@@ -313,9 +314,9 @@ def run_front(config: dict, profile_name: str, server: str, json_path, log_path)
         threads=profile.threads,
         holds_at_once=fronting.holds,
         cpus=list(profile.server_cpus),
-        clients=fronting.spec["clients"],
+        clients=fronting.spec.clients,
         client_timeout_s=float(profile.timeout),
-        pace_s=fronting.spec["pace_s"],
+        pace_s=fronting.spec.pace_s,
         deployments=tuple(deployments),
         runs=tuple(fronting.runs),
         status=status,

@@ -1,13 +1,13 @@
-"""Does it need a front? The page's section (a row per server, both languages), its sentences
-in answers.md and the console's lines, from front_verdicts.csv and front.csv."""
+"""Does it need a front? Its section (a row per server, both languages, its answer in a sentence
+each), from front_verdicts.csv and front.csv."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 
+from serverbench.lens import Emphasis, Link, Medium, Paragraph, Section, Sentences, Table
 from serverbench.lenses.front.record import ALONE as BARE
 from serverbench.lenses.front.record import EVERY_SLOW_KIND, FrontAnswer, SlowKind
 from serverbench.record.vocabulary import Metric, Outcome
@@ -150,59 +150,64 @@ def timeouts_sentence(table: pd.DataFrame) -> str | None:
     return "Timeouts (s): " + "; ".join(parts) + "." if parts else None
 
 
-def front_context(table_csv, verdicts_csv) -> dict | None:
-    table = pd.read_csv(table_csv)
-    verdicts = pd.read_csv(verdicts_csv)
-    if verdicts.empty:
-        return None
-    rows, sentences = [], []
-    for server, mine in verdicts.groupby("server", sort=True):
-        rows.append(
-            {
-                "server": server,
-                "language": mine.iloc[0].get("language"),
-                "answer": mine.iloc[0]["answer"],
-                "cost": cost_cell(mine),
-                "work": work_cell(mine),
-                **{str(kind): kept_cell(mine, kind) for kind in SLOW_COLUMNS},
-                STARVED_COLUMN: starved_cell(mine),
-            }
-        )
-        sentences.append(server_sentence(server, mine, table))
+TITLE = "Does it need a front?"
+
+
+def _conditions(table: pd.DataFrame) -> str:
+    """What the normal and the slow clients were, and the server's workers, in words."""
     first = table.dropna(subset=["kind"]).iloc[0] if len(table.dropna(subset=["kind"])) else table.iloc[0]
-    conditions = (
+    return (
         f"{int(first['clients'])} normal clients (closed loop, keep-alive), {int(first['workers'])} workers × "
         f"{int(first['threads'])} thread{'s' * (int(first['threads']) != 1)} on {int(first['cpus'])} "
         f"CPU{'s' * (int(first['cpus']) != 1)}, the front on the same CPUs; slow clients "
         f"send or read once every {first['pace_s']:g} s"
     )
-    columns = ["server", "language", "answer", "cost", "work", *map(str, SLOW_COLUMNS), STARVED_COLUMN]
-    return {
-        "rows": rows,
-        "columns": columns,
-        "sentences": sentences,
-        "conditions": conditions,
-        "timeouts": timeouts_sentence(table),
-    }
 
 
-def front_markdown(context: dict) -> str:
-    lines = ["## Does it need a front?", "", f"Measured with {context['conditions']}.", ""]
-    lines += [f"- {text}" for text in context["sentences"]]
-    if context.get("timeouts"):
-        lines += ["", context["timeouts"]]
-    return "\n".join(lines) + "\n\n"
+def _row(server: str, mine: pd.DataFrame) -> tuple[str, ...]:
+    """The table's row of one server, in COLUMNS' order."""
+    first = mine.iloc[0]
+    kinds = tuple(kept_cell(mine, kind) for kind in SLOW_COLUMNS)
+    figures = (cost_cell(mine), work_cell(mine), *kinds, starved_cell(mine))
+    return (server, str(first.get("language")), str(first["answer"]), *figures)
 
 
-def print_front(verdicts_csv) -> None:
-    """The console's lines at the end of a run that asked whether a front is needed."""
-    path = Path(verdicts_csv)
-    if not path.exists():
-        return
-    verdicts = pd.read_csv(path)
+COLUMNS = ("server", "language", "answer", "cost", "work", *map(str, SLOW_COLUMNS), STARVED_COLUMN)
+
+
+def front_section(table_csv, verdicts_csv) -> Section | None:
+    """The section: a row per server, its answer in a sentence, the conditions and timeouts."""
+    table = pd.read_csv(table_csv)
+    verdicts = pd.read_csv(verdicts_csv)
     if verdicts.empty:
-        return
-    table = pd.read_csv(path.with_name("front.csv"))
-    print("\nDoes it need a front?")
-    for server, mine in verdicts.groupby("server", sort=True):
-        print(f"  - {server_sentence(server, mine, table)}")
+        return None
+    by_server = list(verdicts.groupby("server", sort=True))
+    conditions = _conditions(table)
+    timeouts = timeouts_sentence(table)
+    return Section(
+        TITLE,
+        (
+            Paragraph(
+                (
+                    "Each server bare and behind nginx (a buffering reverse proxy), both alive side by side and "
+                    f"measured in alternating rounds, with {conditions}. ",
+                    Emphasis("cost"),
+                    ": the normal clients' rate behind the front over bare with fast clients only; ",
+                    Emphasis("work"),
+                    ": instructions per request, the front's included; each slow kind: the share of their rate "
+                    "alone the normal clients kept beside as many slow clients as the server holds requests at "
+                    "once, bare → behind the front (",
+                    Link("front_verdicts.csv"),
+                    ", every run in ",
+                    Link("front.csv"),
+                    ").",
+                ),
+                Medium.PAGE,
+            ),
+            Paragraph(f"Measured with {conditions}.", Medium.MARKDOWN),
+            Paragraph(TITLE, Medium.CONSOLE),
+            Table(COLUMNS, [_row(server, mine) for server, mine in by_server], Medium.PAGE),
+            Sentences([server_sentence(server, mine, table) for server, mine in by_server]),
+            Paragraph(timeouts or ""),
+        ),
+    )

@@ -1,29 +1,6 @@
-# Does the server need a front? (serverbench.lenses.front.measure): one job per (profile,
-# server) of a profile with `front`, for each server not itself behind a front,
-# before that profile's cells. The server runs bare and behind each front the
-# profile lists for it, side by side, under fast and slow clients; a deployment
-# that fails is a finding in its result, never a failed job.
-
-
-rule front:
-    input:
-        # Every release the run measures and the app's own requirements, installed first.
-        installs=RUN_INSTALLS,
-    output:
-        f"{RESULTS}/front/{{profile}}/{{server}}.json",
-    log:
-        f"{RESULTS}/logs/front/{{profile}}/{{server}}.log",
-    # Before every cell, after the probes: its load would disturb a timed cell beside it.
-    priority: len(MATRIX.order) + 1
-    conda:
-        "../../../../envs/workflow.yaml"
-    threads: cell_threads
-    resources:
-        mem_mb=cell_mem_mb,
-    message:
-        "{wildcards.server} bare and behind a front, under fast and slow clients (profile {wildcards.profile})"
-    script:
-        "scripts/front.py"
+# Does the server need a front? Its measuring jobs (serverbench.lenses.front.measure) are
+# wired by the core from its LENS; its table job, which also reads the counted checks other
+# lenses offer, is its own.
 
 
 # Every run (front.csv) and, per server, the front's cost with fast clients and

@@ -9,9 +9,9 @@ same server start and land in the same table (conformance.csv, framing's rows in
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, Place, deferred
+from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, deferred
 
-http_context, http_markdown, print_http = deferred(f"{__name__}.report", "http_context", "http_markdown", "print_http")
+(http_section,) = deferred(f"{__name__}.report", "http_section")
 
 TABLE = "conformance.csv"
 
@@ -26,20 +26,40 @@ def _jobs(config, matrix) -> list[str]:
     return [f"conformance/{profile}/{server}.json" for profile, server in sorted(pairs)]
 
 
-def _section(tables: dict, inputs: Inputs) -> dict | None:
+def _waited_for(config, matrix, profile: str) -> list[str]:
+    """The probes a profile's cells wait for: each server it runs, probed in the profile that
+    stands for it (perhaps another)."""
+    if not config["conformance"]:
+        return []
+    servers = sorted({cell.server for cell in matrix.cells if cell.profile == profile})
+    return [f"conformance/{matrix.conformance_profile(profile, server)}/{server}.json" for server in servers]
+
+
+def _section(tables: dict, inputs: Inputs) -> Section | None:
     # The pairs the run compared are in its verdicts, beside the lens's table in the results directory.
-    return http_context(tables[TABLE], tables[TABLE].with_name("verdicts.csv"))
+    return http_section(tables[TABLE], tables[TABLE].with_name("verdicts.csv"))
 
 
 LENS = Lens(
     name="http",
     question="Does each server speak HTTP as the RFCs ask, and read a malformed request safely?",
     folder=Path(__file__).parent,
+    # Its sentences join the Answers; its tables close the page, after the seed studies.
     place=Place.CLOSING,
     jobs=_jobs,
     tables=(TABLE,),
     section=_section,
-    markdown=http_markdown,
-    # At the run's end only (no rule `answered`: a closing lens's lines read the run's verdicts).
-    console=lambda results, inputs: print_http(results / TABLE, results / "verdicts.csv"),
+    # A server's cells wait for its probes (bench.smk's conformance input), so they run before
+    # the profile's rounds and count against its measuring budget.
+    before_rounds=True,
+    waited_for=_waited_for,
+    # Its rule keeps the probes' name; its table rule is its own (rules.smk: its log is
+    # logs/conformance.log, not the wired logs/conformance_table.log).
+    measure_job=MeasureJob(
+        entry="serverbench.lenses.http.measure:run_conformance",
+        record="conformance/{profile}/{server}.json",
+        message="probing how {wildcards.server} speaks HTTP (profile {wildcards.profile})",
+        database=False,
+        rule="conformance",
+    ),
 )

@@ -1,7 +1,7 @@
 """The HTTP lens's section: what it adds to the Answers (where a compared server fails an
 HTTP check that the server it is compared with passes; how each server reads a malformed
-request), the conformance matrix and the request framing panel that close the page, and its
-markdown for answers.md. The checks never change a verdict; they say what a req/s figure does not."""
+request), and the conformance matrix and the request framing panel that close the page. The
+checks never change a verdict; they say what a req/s figure does not."""
 
 from __future__ import annotations
 
@@ -10,11 +10,16 @@ from pathlib import Path
 import pandas as pd
 
 from serverbench.decide.pairs import LATENCY_KINDS
+from serverbench.lens import Block, Cell, Group, Link, Medium, Paragraph, Section, Sentences, Table
 from serverbench.lenses.http.record import CheckOutcome
 from serverbench.record.conformance import met
 
 # The titles of its sentences (the page's `h3`, answers.md's `##`).
 PROTOCOL, FRAMING_TITLE = "Speaks HTTP differently", "Request framing"
+# Its tables' headings on the page.
+MATRIX_HEADING = "Does it speak HTTP?"
+FRAMING_HEADING = "Request framing: what a server does with a malformed or ambiguous request"
+TABLE = "conformance.csv"
 
 
 def outcomes(conformance: pd.DataFrame) -> dict[tuple[str, str], dict[str, tuple[str, str]]]:
@@ -172,45 +177,79 @@ def _read(path: Path) -> pd.DataFrame | None:
         return None
 
 
-def http_context(conformance_csv: Path, verdicts_csv: Path) -> dict | None:
-    """The section: ``answers``, the sentences the page's Answers list under their title (a
-    compared server failing what its counterpart passes); the framing sentences, under its
-    panel; the matrix per language and the framing panel. None where the run probed no server
-    (conformance.csv without rows)."""
+def _matrix_tables(matrix: dict[str, dict]) -> list[Table]:
+    """A table per language: servers as rows, checks as columns, each cell its outcome (its
+    evidence on hover)."""
+    return [
+        Table(
+            ("server", *found["checks"]),
+            [
+                (row["server"], *(Cell(c["outcome"], c["outcome"], c["note"]) for c in row["cells"]))
+                for row in found["rows"]
+            ],
+            media=Medium.PAGE,
+            classes="conformance",
+            caption=language,
+            headed=True,
+        )
+        for language, found in matrix.items()
+    ]
+
+
+def _framing_blocks(panel: dict, sentences: list[str]) -> list[Block]:
+    """The request framing panel: its paragraph, its table (a class of request a column, the
+    MUSTs met last), and the framing sentences under it."""
+    explained = Paragraph(
+        (
+            "A server that reads a request's length differently from the proxy in front of it can be made to answer a "
+            f"request hidden in another's body (request smuggling). Each server got {panel['checks']} malformed or "
+            f"ambiguous requests in {len(panel['kinds'])} classes, each followed on the same connection by a marker "
+            "request; a cell counts the MUSTs of RFC 9112 and RFC 9110 it met (⚠: desynchronised: a request hidden "
+            "in a body was answered, or the marker was read as body). Hover a cell for what broke; ",
+            Link(TABLE),
+            " has every check with the RFC's words.",
+        ),
+        media=Medium.PAGE,
+    )
+    cells = [
+        (row["server"], *(Cell(c["text"], c["outcome"], c["title"]) for c in [*row["cells"], row["total"]]))
+        for row in panel["rows"]
+    ]
+    table = Table(
+        ("server", *panel["kinds"], "MUSTs met"), cells, media=Medium.PAGE, classes="conformance framing", headed=True
+    )
+    return [explained, table, Sentences(sentences, media=Medium.PAGE)]
+
+
+def http_section(conformance_csv: Path, verdicts_csv: Path) -> Section | None:
+    """The section: the sentences the Answers list (a compared server failing what its
+    counterpart passes; how each server reads a malformed request), and, closing the page, the
+    matrix per language and the request framing panel with its sentences. None where the run
+    probed no server (conformance.csv without rows)."""
     conformance = pd.read_csv(conformance_csv)
     verdicts = _read(verdicts_csv)
     protocol = protocol_differences(verdicts, conformance) if verdicts is not None else []
-    context = {
-        "answers": {PROTOCOL: protocol},
-        "framing_sentences": framing_sentences(conformance),
-        "matrix": conformance_matrix(conformance),
-        "framing": framing_panel(conformance),
-    }
-    shown = context["matrix"] or context["framing"] or protocol or context["framing_sentences"]
-    return context if shown else None
-
-
-def http_markdown(context: dict) -> str:
-    """answers.md: its sentences as the Answers' last sections, each after a blank line (they
-    follow the timed answers' last list)."""
-    sections = {**context["answers"], FRAMING_TITLE: context["framing_sentences"]}
-    blocks = [
-        "\n".join(["", f"## {title}", "", *(f"- {text}" for text in sentences), ""])
-        for title, sentences in sections.items()
-        if sentences
-    ]
-    return "".join(blocks)
-
-
-def print_http(conformance_csv: Path, verdicts_csv: Path) -> None:
-    """Its sentences at the end of a run, after the timed answers' (as they read in answers.md),
-    where the run has its verdicts."""
-    conformance, verdicts = _read(conformance_csv), _read(verdicts_csv)
-    if conformance is None or verdicts is None:
-        return
-    found = {PROTOCOL: protocol_differences(verdicts, conformance), FRAMING_TITLE: framing_sentences(conformance)}
-    for title, sentences in found.items():
-        if sentences:
-            print(f"\n{title[0].lower()}{title[1:]} ({len(sentences)}):")
-            for text in sentences:
-                print(f"  - {text}")
+    framing = framing_sentences(conformance)
+    matrix, panel = conformance_matrix(conformance), framing_panel(conformance)
+    if not (matrix or panel or protocol or framing):
+        return None
+    answers = (
+        Group(PROTOCOL, (Sentences(protocol),)),
+        # On the page its sentences stand under the framing panel instead.
+        Group(FRAMING_TITLE, (Sentences(framing),), media=Medium.MARKDOWN | Medium.CONSOLE),
+    )
+    blocks: list[Block] = []
+    if matrix:
+        explained = (
+            "Each server of the run probed over raw sockets before its cells (",
+            Link(TABLE),
+            " has what was sent and what came back); a failed check never changes a req/s figure. "
+            "Hover a cell for its evidence.",
+        )
+        blocks += [Paragraph(explained, media=Medium.PAGE), *_matrix_tables(matrix)]
+    if panel and matrix:
+        framed = tuple(_framing_blocks(panel, framing))
+        blocks.append(Group(FRAMING_HEADING, framed, media=Medium.PAGE, anchor="request-framing"))
+    elif panel:
+        return Section(FRAMING_HEADING, _framing_blocks(panel, framing), anchor="request-framing", answers=answers)
+    return Section(MATRIX_HEADING, blocks, anchor="conformance", answers=answers)

@@ -3,9 +3,10 @@ graceful reloads under load (docs/operations.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Check, Inputs, Layout, Lens, Place, deferred, per_server
+from serverbench.lens import Check, Inputs, Layout, Lens, MeasureJob, Place, Section, TableJob, deferred, per_server
+from serverbench.lenses.operations.settings import OperationsSettings
 
-operations_context, operations_markdown = deferred(f"{__name__}.report", "operations_context", "operations_markdown")
+(operations_section,) = deferred(f"{__name__}.report", "operations_section")
 
 
 # What it offers to releases and bisect, each judged by its interval against its margin
@@ -23,11 +24,11 @@ CHECKS = tuple(
 
 
 def _wanted(config, matrix, cell) -> bool:
-    return bool(matrix.profiles[cell.profile].operations)
+    return bool(matrix.profiles[cell.profile].settings("operations"))
 
 
-def _section(tables: dict, inputs: Inputs) -> dict | None:
-    return operations_context(
+def _section(tables: dict, inputs: Inputs) -> Section | None:
+    return operations_section(
         tables["operations.csv"], tables.get("operations_verdicts.csv"), titles=inputs.language_titles
     )
 
@@ -37,10 +38,21 @@ LENS = Lens(
     question="How does the server start, weigh and reload under load?",
     folder=Path(__file__).parent,
     profile_key="operations",
+    settings=OperationsSettings,
+    # Its own jobs alone read its settings: the timed cells' conditions leave them out.
+    conditions=False,
     place=Place.AFTER,
     jobs=per_server("operations", _wanted),
     tables=("operations.csv", "operations_verdicts.csv"),
     section=_section,
-    markdown=operations_markdown,
     checks=CHECKS,
+    measure_job=MeasureJob(
+        entry=f"{__name__}.measure:run_operations",
+        record="operations/{profile}/{server}.json",
+        message="starting, reloading and weighing {wildcards.server} (profile {wildcards.profile})",
+    ),
+    table_job=TableJob(
+        entry=f"{__name__}.scripts.operations_table:write_tables",
+        outputs={"table": "operations.csv", "verdicts": "operations_verdicts.csv"},
+    ),
 )

@@ -40,6 +40,7 @@ from serverbench.cell.session import ServerSession
 from serverbench.cell.underload import memory, reload_under_load, workload_request
 from serverbench.cell.wire import request
 from serverbench.lenses.operations.record import OPERATIONS_SCHEMA, Life, OperationsResult
+from serverbench.lenses.operations.settings import OperationsSettings
 from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import effective_profile
 from serverbench.plan.shapes import Target
@@ -91,18 +92,18 @@ def run_operations(config: dict, profile_name: str, server: str, json_path, log_
 def lives_of(config, profile, server, workload, workers_vary: bool, scales: bool, log_path) -> list[Life]:
     """The rounds of lives: each worker count in the first ``slope_rounds``, then the loaded one
     alone; a skipped life ends them (the others would be skipped alike)."""
-    plan = profile.operations
-    counts = sorted(set(plan["workers"])) if workers_vary else [profile.workers]
+    settings: OperationsSettings = profile.settings("operations")
+    counts = sorted(set(settings.workers)) if workers_vary else [profile.workers]
     # The life that is loaded and reloaded: the profile's own worker count, else the most.
     loaded_at = profile.workers if profile.workers in counts else counts[-1]
     # The other worker counts only give a worker's cost, a slope over every life: a few rounds
     # of them suffice, where the checks compared between servers need five lives or more.
-    slope_rounds = plan.get("slope_rounds") or plan["rounds"]
+    slope_rounds = settings.slope_rounds or settings.rounds
     lives = []
-    for round_number in range(1, plan["rounds"] + 1):
+    for round_number in range(1, settings.rounds + 1):
         for workers in counts if round_number <= slope_rounds else [loaded_at]:
             loaded = workers == loaded_at
-            asked = {"reload": loaded, "step": loaded and scales and bool(plan.get("step"))}
+            asked = {"reload": loaded, "step": loaded and scales and settings.step is not None}
             lives.append(one_life(config, profile, server, workload, workers, round_number, asked, log_path))
             if lives[-1].status == Status.SKIPPED:
                 return lives
@@ -114,6 +115,7 @@ def one_life(config, profile, server, workload, workers, round_number, asked: di
     ``asked['step']`` follow its workers over a step of load, where ``asked['reload']`` reload
     it under load; always stop it."""
     found: dict = {}
+    settings: OperationsSettings = profile.settings("operations")
     lived = dataclasses.replace(profile, workers=workers)
     with log_path.open("a") as log:
         log.write(f"serverbench: life {round_number} at {workers} workers\n")
@@ -123,13 +125,13 @@ def one_life(config, profile, server, workload, workers, round_number, asked: di
     with session:
         launch = session.start(ready=False)  # first_answer times readiness itself
         found["cold_start_s"], found["listening_s"] = first_answer(launch)
-        time.sleep(profile.operations["idle_s"])
+        time.sleep(settings.idle_s)
         found["processes"], found["pss_bytes"], found["uss_bytes"] = memory(launch)
         if asked["step"]:
-            found["step"] = step_load(launch, profile.operations)
+            found["step"] = step_load(launch, settings)
         if asked["reload"]:
-            found["balance"] = balance(launch, profile.operations)
-            found["reload"] = reload_under_load(launch, profile.operations)
+            found["balance"] = balance(launch, settings)
+            found["reload"] = reload_under_load(launch, settings.reload_plan)
     ending = session.ending
     return Life(round_number, workers, **found, status=ending.status, reason=ending.reason)
 
@@ -155,13 +157,13 @@ def first_answer(launch: Launch) -> tuple[float, float]:
     raise CellFailed(f"no correct answer within {launch.profile.ready_timeout:g} s of the start")
 
 
-def balance(launch: Launch, plan: dict) -> dict:
+def balance(launch: Launch, settings: OperationsSettings) -> dict:
     """How evenly the server's workers share the answers: the closed loop asks the app which
     process answered (``/pid``) for ``BALANCE_S``; each worker's share, and Jain's index over
     the profile's worker count (a worker that answered nothing counts as 0)."""
     host = f"{launch.host}:{launch.port}"
     sent = request("GET", PID_PATH, headers=[("Host", host)])
-    client = reloads.ClosedLoop(launch.host, launch.port, sent, 200, plan["concurrency"], keep_bodies=True)
+    client = reloads.ClosedLoop(launch.host, launch.port, sent, 200, settings.concurrency, keep_bodies=True)
     client.start()
     time.sleep(BALANCE_S)
     outcomes = client.stop()
@@ -174,7 +176,7 @@ def balance(launch: Launch, plan: dict) -> dict:
     return {
         "status": "ok",
         "reason": None,
-        "connections": plan["concurrency"],
+        "connections": settings.concurrency,
         "workers": workers,
         "answers_by_pid": dict(by_pid),
         "busiest_share": round(counts[0] / total, 4),
@@ -191,26 +193,26 @@ def _sample(launch: Launch, origin: float) -> list:
     return [round(time.monotonic() - origin, 3), len(found), pss]
 
 
-def step_load(launch: Launch, plan: dict) -> dict:
+def step_load(launch: Launch, settings: OperationsSettings) -> dict:
     """A scaling server's processes and PSS over a step of load: idle ``idle_s``, the closed
-    loop (``plan['concurrency']`` kept-alive connections) for ``load_s``, idle ``after_s``,
+    loop (``concurrency`` kept-alive connections) for ``load_s``, idle ``after_s``,
     sampled every ``every_s``; the idle count, the peak, how long the rise to it and the fall
     back took (None: it did not fall back within ``after_s``)."""
-    step = plan["step"]
+    step = settings.step
     sent, status = workload_request(launch)
     origin = time.monotonic()
-    load_at, idle_at = step["idle_s"], step["idle_s"] + step["load_s"]
+    load_at, idle_at = step.idle_s, step.idle_s + step.load_s
     samples, client, loading = [], None, False
     try:
-        while (now := time.monotonic() - origin) < idle_at + step["after_s"]:
+        while (now := time.monotonic() - origin) < idle_at + step.after_s:
             if client is None and now >= load_at:
-                client = reloads.ClosedLoop(launch.host, launch.port, sent, status, plan["concurrency"]).start()
+                client = reloads.ClosedLoop(launch.host, launch.port, sent, status, settings.concurrency).start()
                 loading = True
             if loading and now >= idle_at:
                 client.stop()
                 loading = False
             samples.append(_sample(launch, origin))
-            time.sleep(step["every_s"])
+            time.sleep(step.every_s)
     finally:
         if loading:
             client.stop()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from serverbench.lens import Link, Medium, Paragraph, Section, Sentences, Table
 from serverbench.record.vocabulary import KIND_ORDER, Outcome, Status
 
 # A scaling server's processes idle and at the peak of a step of load, written "2 → 6".
@@ -60,8 +61,11 @@ def operations_rows(table: pd.DataFrame, titles: dict | None = None) -> list[dic
     return rows
 
 
-def operations_context(operations_csv, verdicts_csv=None, titles: dict | None = None) -> dict | None:
-    """The section's rows and columns (a profile named only where the run has several; notes
+TITLE = "A server in operation"
+
+
+def operations_section(operations_csv, verdicts_csv=None, titles: dict | None = None) -> Section | None:
+    """The section: a row per server (a profile named only where the run has several; notes
     only where a check could not be made), and the declared pairs' outcomes in words."""
     if not operations_csv:
         return None
@@ -71,12 +75,52 @@ def operations_context(operations_csv, verdicts_csv=None, titles: dict | None = 
     rows = operations_rows(table, titles)
     hidden = {"profile"} if table["profile"].nunique() == 1 else set()
     hidden |= {column for column in rows[0] if not any(row[column] for row in rows)}
-    judged = pd.read_csv(verdicts_csv) if verdicts_csv else None
-    return {
-        "columns": [column for column in rows[0] if column not in hidden],
-        "rows": rows,
-        "sentences": judged_sentences(judged) if judged is not None else [],
-    }
+    columns = [column for column in rows[0] if column not in hidden]
+    sentences = judged_sentences(pd.read_csv(verdicts_csv)) if verdicts_csv else []
+    judged = [
+        Paragraph(
+            (
+                "Each declared pair compared check by check (",
+                Link("operations_verdicts.csv"),
+                "; lower is better for each, a ratio of medians or a difference of failed requests, with a 95% "
+                "bootstrap interval; five figures a side or more decide):",
+            ),
+            Medium.PAGE,
+        ),
+        Sentences(sentences, Medium.PAGE),
+    ]
+    return Section(
+        TITLE,
+        (
+            Paragraph(
+                (
+                    "Each server started several times and reloaded under load (",
+                    Link("operations.csv"),
+                    "): the time from its start to its first correct answer; every process's proportional memory "
+                    "once idle and under load, and what one more worker costs in memory private to it (the slope "
+                    "over 1, 2 and 4 workers); how evenly its workers share the answers (Jain's index: 1 even, ½ one "
+                    "of two workers answers all); and per graceful reload under a closed loop of connections, the "
+                    "requests that failed, the idle keep-alive connections it dropped (a client may retry those), "
+                    "and the longest time no correct answer came, against the same client without a reload. "
+                    "Medians over the rounds, with their intervals where the rounds give one.",
+                ),
+                Medium.PAGE,
+            ),
+            Paragraph(
+                "Medians over the rounds, intervals where the rounds give one (operations.csv; docs/operations.md).",
+                Medium.MARKDOWN,
+            ),
+            # answers.md reads the outcomes before the table, the page after it.
+            Sentences(sentences, Medium.MARKDOWN),
+            Table(
+                columns,
+                [[str(row[column]) for column in columns] for row in rows],
+                classes="sortable comparisons operations",
+                labelled=True,
+            ),
+            *(judged if sentences else []),
+        ),
+    )
 
 
 # How each judged check is named in a sentence (decide.operations.CHECKS).
@@ -123,20 +167,3 @@ def judged_sentences(judged: pd.DataFrame) -> list[str]:
     if left:
         sentences.append(f"{left} other comparisons undetermined (operations_verdicts.csv).")
     return sentences
-
-
-def operations_markdown(context: dict) -> str:
-    """answers.md's "A server in operation": the page's table, as markdown."""
-    columns = context["columns"]
-    lines = [
-        "## A server in operation",
-        "",
-        "Medians over the rounds, intervals where the rounds give one (operations.csv; docs/operations.md).",
-        "",
-        *(f"- {sentence}" for sentence in context.get("sentences", [])),
-        *([""] if context.get("sentences") else []),
-        "| " + " | ".join(columns) + " |",
-        "| " + " | ".join("---" for _ in columns) + " |",
-        *("| " + " | ".join(str(row[column]) for column in columns) + " |" for row in context["rows"]),
-    ]
-    return "\n".join([*lines, ""])

@@ -45,10 +45,12 @@ from serverbench.lenses.recycle.record import (
     Setting,
     Upstream,
 )
+from serverbench.lenses.recycle.settings import Capacity, RecycleSettings
 from serverbench.plan import apps
-from serverbench.plan.catalogue import server_entry
+from serverbench.plan.catalogue import ServerEntry, server_entry
 from serverbench.plan.config import effective_profile
 from serverbench.plan.fronts import without_upstream_keepalive
+from serverbench.plan.objective import ObjectiveSearch
 from serverbench.plan.recycling import limit_in_force, recycling_argv, with_argv
 from serverbench.plan.shapes import Target
 from serverbench.record.vocabulary import Status
@@ -58,16 +60,16 @@ from serverbench.record.vocabulary import Status
 def run_recycle(config: dict, profile_name: str, server: str, json_path, log_path) -> dict:
     """Every run of one server in a profile, written as one frozen record (returned as written)."""
     profile = effective_profile(config, profile_name)
-    plan = profile.recycle
-    spec = server_entry(config, server)
-    workload = plan.get("workload") or profile.workloads[0]
+    asked: RecycleSettings = profile.settings("recycle")
+    entry = server_entry(config, server)
+    workload = asked.workload or profile.workloads[0]
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_bytes(b"")
     started, started_at = time.monotonic(), round(time.time(), 4)
-    runs = runs_of(config, profile, server, workload, log_path)
+    runs = runs_of(config, profile, entry, workload, log_path)
     raw = RawLog(str(Path(json_path).with_suffix(".raw.txt")))
-    lives = capacity_lives(config, profile, server, workload, log_path, raw)
+    lives = capacity_lives(config, profile, entry, workload, log_path, raw)
     measured = [run for run in runs if run.declared]
     status, reason = Status.OK, None
     if measured and measured[-1].status == Status.SKIPPED:
@@ -78,7 +80,7 @@ def run_recycle(config: dict, profile_name: str, server: str, json_path, log_pat
         schema=RECYCLE_SCHEMA,
         profile=profile_name,
         server=server,
-        language=spec.language,
+        language=entry.language,
         workload=workload,
         leaks_bytes=apps.workloads(config, profile_name)[workload].get("leaks_bytes"),
         recycle=config["catalogue"][server].get("recycle"),
@@ -94,45 +96,40 @@ def run_recycle(config: dict, profile_name: str, server: str, json_path, log_pat
     return result.to_dict()
 
 
-def runs_of(config, profile, server, workload, log_path) -> list[Run]:
+def runs_of(config, profile, entry: ServerEntry, workload, log_path) -> list[Run]:
     """Each setting with each client (and, behind a front, each upstream); a run the server could
     not be started for ends them (the others would be skipped alike)."""
     runs = []
-    for setting in settings(profile.recycle):
-        for client, upstream in ways(config, profile.recycle, server):
-            runs.append(one_run(config, profile, server, workload, setting, client, log_path, upstream))
+    asked: RecycleSettings = profile.settings("recycle")
+    for setting in settings(asked):
+        for client, upstream in ways(entry, asked):
+            runs.append(one_run(config, profile, entry, workload, setting, client, log_path, upstream))
             if runs[-1].declared and runs[-1].status == Status.SKIPPED:
                 return runs
     return runs
 
 
-def ways(config: dict, plan: dict, server: str) -> list[tuple[Client, Upstream | None]]:
+def ways(entry: ServerEntry, asked: RecycleSettings) -> list[tuple[Client, Upstream | None]]:
     """The (client, upstream) pairs a server is loaded with: every client; behind a front, every
     client over kept upstream connections and the first client over one per request."""
-    clients = [Client(client) for client in plan["clients"]]
-    if not server_entry(config, server).fronted:
+    clients = [Client(client) for client in asked.clients]
+    if not entry.fronted:
         return [(client, None) for client in clients]
     found = []
-    for upstream in map(Upstream, plan["upstream"]):
+    for upstream in map(Upstream, asked.upstream):
         found += [(client, upstream) for client in (clients if upstream == Upstream.KEEPALIVE else clients[:1])]
     return found
 
 
-def settings(plan: dict) -> list[Setting]:
+def settings(asked: RecycleSettings) -> list[Setting]:
     """The server's own recycling first, then the profile's settings."""
-    return [
-        Setting(),
-        *(
-            Setting(s.get("max_requests"), s.get("jitter") or 0, s.get("min_lifetime_s"), s.get("rss_mb"))
-            for s in plan["settings"]
-        ),
-    ]
+    return [Setting(), *asked.settings]
 
 
 def one_run(
     config,
     profile,
-    server,
+    entry: ServerEntry,
     workload,
     setting: Setting,
     client: Client,
@@ -140,18 +137,18 @@ def one_run(
     upstream: Upstream | None = None,
 ) -> Run:
     """Start the server at ``setting``, verify it, load it with ``client`` while sampling it; always stop it."""
-    spec = server_entry(config, server)
+    server = entry.name
     argv, cannot = recycling_argv(
-        spec.recycle, setting.max_requests, setting.jitter, setting.min_lifetime_s, setting.rss_mb
+        entry.recycle, setting.max_requests, setting.jitter, setting.min_lifetime_s, setting.rss_mb
     )
-    limit = limit_in_force(spec.recycle, setting.max_requests)
+    limit = limit_in_force(entry.recycle, setting.max_requests)
     made = {
         "setting": setting,
         "client": client,
         "upstream": upstream,
         "limit": limit,
         "argv": argv,
-        "counts": spec.recycle.counts.value if spec.recycle else None,
+        "counts": entry.recycle.counts.value if entry.recycle else None,
     }
     if cannot:
         return Run(**made, declared=False, status=Status.SKIPPED, reason=cannot)
@@ -169,12 +166,12 @@ def one_run(
     with session:
         launch = session.start()
         session.verify()
-        found = under_load(launch, profile.recycle, client, limit)
+        found = under_load(launch, profile.settings("recycle"), client, limit)
     ending = session.ending
     return Run(**made, **found, status=ending.status, reason=ending.reason)
 
 
-def under_load(launch: Launch, plan: dict, client: Client, limit: int | None) -> dict:
+def under_load(launch: Launch, asked: RecycleSettings, client: Client, limit: int | None) -> dict:
     """The closed loop for ``load_s`` while the process tree is sampled; the run's figures."""
     leaks_bytes = apps.workloads(launch.config, launch.target.profile)[launch.target.workload].get("leaks_bytes")
     sent, status = workload_request(launch)
@@ -182,29 +179,32 @@ def under_load(launch: Launch, plan: dict, client: Client, limit: int | None) ->
         path = apps.workloads(launch.config, launch.target.profile)[launch.target.workload]["path"]
         host = f"{launch.host}:{launch.port}"
         sent = request("GET", path, headers=[("Host", host), ("Connection", "close")])
-    loop = reloads.ClosedLoop(launch.host, launch.port, sent, status, plan["concurrency"], fresh=client == Client.FRESH)
+    loop = reloads.ClosedLoop(launch.host, launch.port, sent, status, asked.concurrency, fresh=client == Client.FRESH)
     samples: list[list] = []
     done = threading.Event()
     origin = time.monotonic()
-    sampler = threading.Thread(target=_sample, args=(launch, loop, origin, plan["sample_every_s"], samples, done))
+    sampler = threading.Thread(target=_sample, args=(launch, loop, origin, asked.sample_every_s, samples, done))
     sampler.start()
     loop.start()
     try:
-        time.sleep(plan["load_s"])
+        time.sleep(asked.load_s)
     finally:
         outcomes = loop.stop()
         done.set()
         sampler.join()
-    return run_figures(samples, outcomes, origin, plan, leaks_bytes, limit, launch.profile.workers)
+    return run_figures(samples, outcomes, origin, asked, leaks_bytes, limit, launch.profile.workers)
 
 
-def run_figures(samples: list[list], outcomes: list, origin: float, plan: dict, leaks_bytes, limit, workers) -> dict:
+def run_figures(
+    samples: list[list], outcomes: list, origin: float, asked: RecycleSettings, leaks_bytes, limit, workers
+) -> dict:
     """The record's figures of one run from its samples and outcomes (``figures``)."""
-    whole = reloads.window(outcomes, origin, origin + plan["load_s"])
-    restarted = figures.restarts(samples, outcomes, origin, plan["window_s"])
+    load_s, window_s = asked.load_s, asked.window_s
+    whole = reloads.window(outcomes, origin, origin + load_s)
+    restarted = figures.restarts(samples, outcomes, origin, window_s)
     moments = [restart.at_s for restart in restarted]
     return {
-        "load_s": plan["load_s"],
+        "load_s": load_s,
         "answered": whole.answered,
         "failed_by_kind": whole.failed,
         "dropped_reused": whole.dropped_reused,
@@ -212,10 +212,10 @@ def run_figures(samples: list[list], outcomes: list, origin: float, plan: dict, 
         "workers_at_start": len(samples[0][3]) if samples else None,
         "restarts": restarted,
         "most_away": figures.most_away(samples),
-        **figures.around(outcomes, origin, moments, plan["window_s"]),
-        "seconds": figures.per_second(outcomes, origin, plan["load_s"]),
+        **figures.around(outcomes, origin, moments, window_s),
+        "seconds": figures.per_second(outcomes, origin, load_s),
         **figures.leak(samples, moments[0] if moments else None),
-        **figures.peaks(samples, leaks_bytes, limit, workers, plan["load_s"]),
+        **figures.peaks(samples, leaks_bytes, limit, workers, load_s),
         "samples": samples,
     }
 
@@ -235,33 +235,35 @@ def _sample(launch: Launch, loop: reloads.ClosedLoop, origin: float, every: floa
         done.wait(every)
 
 
-def capacity_lives(config, profile, server, workload, log_path: Path, raw: RawLog) -> list[CapacityLife]:
+def capacity_lives(config, profile, entry: ServerEntry, workload, log_path: Path, raw: RawLog) -> list[CapacityLife]:
     """The server's capacity at the objective at its own recycling and at the first of the
     capacity's settings it can take, ``lives`` times each, alternating (none where the profile
     asks no ``capacity``)."""
-    spec = profile.recycle.get("capacity")
-    if not spec:
+    asked: Capacity | None = profile.settings("recycle").capacity
+    if asked is None:
         return []
-    pair = (Setting(), capacity_setting(server_entry(config, server).recycle, spec["settings"]))
+    pair = (Setting(), capacity_setting(entry.recycle, asked.settings))
     return [
-        capacity_life(config, profile, server, workload, setting, life, log_path, raw)
-        for life in range(1, spec["lives"] + 1)
+        capacity_life(config, profile, entry, workload, setting, life, log_path, raw)
+        for life in range(1, asked.lives + 1)
         for setting in pair
     ]
 
 
-def capacity_setting(recycle, asked: list[dict]) -> Setting:
+def capacity_setting(recycle, asked: tuple[Setting, ...]) -> Setting:
     """The first of ``asked`` the server can take (else the last, whose run says why not)."""
-    found = [Setting(s["max_requests"], s.get("jitter") or 0, s.get("min_lifetime_s")) for s in asked]
-    for setting in found:
+    for setting in asked:
         if recycling_argv(recycle, setting.max_requests, setting.jitter, setting.min_lifetime_s)[1] is None:
             return setting
-    return found[-1]
+    return asked[-1]
 
 
-def capacity_life(config, profile, server, workload, setting: Setting, life: int, log_path: Path, raw) -> CapacityLife:
+def capacity_life(
+    config, profile, entry: ServerEntry, workload, setting: Setting, life: int, log_path: Path, raw
+) -> CapacityLife:
     """One start of the server at ``setting``: its capacity at the objective, the workers that left meanwhile."""
-    spec, entry = profile.recycle["capacity"], server_entry(config, server)
+    search: ObjectiveSearch = profile.settings("recycle").capacity.search
+    server = entry.name
     argv, cannot = recycling_argv(entry.recycle, setting.max_requests, setting.jitter, setting.min_lifetime_s)
     made = {
         "setting": setting,
@@ -269,11 +271,11 @@ def capacity_life(config, profile, server, workload, setting: Setting, life: int
         "limit": limit_in_force(entry.recycle, setting.max_requests),
         "counts": entry.recycle.counts.value if entry.recycle else None,
         "argv": argv,
-        "objective_p99_ms": spec["objective_p99_ms"],
+        "objective_p99_ms": search.objective_p99_ms,
     }
     if cannot:
         return CapacityLife(**made, declared=False, status=Status.SKIPPED, reason=cannot)
-    connections = connections_for(profile.workers, profile.threads, spec["max_connections"])
+    connections = connections_for(profile.workers, profile.threads, search.max_connections)
     label = f"{server} at {setting.label}, life {life}"
     with log_path.open("a") as log:
         log.write(f"serverbench: capacity at {setting.label} (life {life}), {connections} connections\n")
@@ -290,7 +292,7 @@ def capacity_life(config, profile, server, workload, setting: Setting, life: int
         launch = session.start()
         session.verify()
         path = apps.workloads(config, profile.name)[workload]["path"]
-        probe = ObjectiveProbe(config, profile, launch, path, raw, label, spec)
+        probe = ObjectiveProbe(config, profile, launch, path, raw, label, search)
         with LeftWatch(launch) as watched:
             found = probe.capacity(connections)
         left = watched.left

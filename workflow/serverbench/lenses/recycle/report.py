@@ -1,6 +1,5 @@
-"""The recycle lens's words: the page's "Do your workers restart, and what does it cost?",
-its part of answers.md and its lines at the end of a run, from recycle.csv,
-recycle_verdicts.csv and recycle_capacity.csv."""
+"""The recycle lens's words: its section "Do your workers restart, and what does it cost?",
+from recycle.csv, recycle_verdicts.csv and recycle_capacity.csv."""
 
 from __future__ import annotations
 
@@ -8,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from serverbench.lens import Block, Link, Medium, Paragraph, Section, Sentences, Table
 from serverbench.record.vocabulary import Outcome, Status
 
 TITLE = "Do your workers restart, and what does it cost?"
@@ -152,67 +152,82 @@ def _read(path) -> pd.DataFrame:
     return pd.read_csv(path) if path and Path(path).exists() and Path(path).stat().st_size > 1 else pd.DataFrame()
 
 
-def recycle_context(table_csv, verdicts_csv=None, capacity_csv=None) -> dict | None:
-    table = pd.read_csv(table_csv)
+def _table(columns: list[str], rows: list[dict], classes: str) -> Table:
+    return Table(columns, [[row[column] for column in columns] for row in rows], classes=classes, labelled=True)
+
+
+def _capacity_blocks(capacity: pd.DataFrame) -> list[Block]:
+    """Capacity at the objective with recycling and without: shown, not judged."""
+    if capacity.empty:
+        return []
+    objective = capacity["objective_p99_ms"].dropna()
+    objective_ms = float(objective.iloc[0]) if len(objective) else None
+    return [
+        Paragraph(
+            (
+                f"Capacity at p99 within {objective_ms} ms with recycling against without (",
+                Link("recycle_capacity.csv"),
+                "): open-loop rates, a connection per request, bisected between the highest rate that met the "
+                "objective and the lowest that missed it, at the server's own recycling and at the set one, each a "
+                "start of its own. A life also reads the kernel's placement of its connections: shown, not judged.",
+            ),
+            Medium.PAGE,
+        ),
+        Paragraph(
+            f"Capacity at p99 within {objective_ms:g} ms (recycle_capacity.csv; one life each"
+            " reads the kernel's placement too: shown, not judged):",
+            Medium.MARKDOWN,
+        ),
+        Sentences(capacity_sentences(capacity)),
+        _table([*CAPACITY_COLUMNS, "notes"], capacity_rows(capacity), "sortable comparisons recycle-capacity"),
+    ]
+
+
+def recycle_section(table_csv, verdicts_csv=None, capacity_csv=None) -> Section | None:
+    """The section: what each server does unasked, the runs, the settings judged, the capacity."""
+    table = _read(table_csv)
     if table.empty:
         return None
     judged, capacity = _read(verdicts_csv), _read(capacity_csv)
-    objective = capacity["objective_p99_ms"].dropna() if not capacity.empty else pd.Series(dtype=float)
-    return {
-        "title": TITLE,
-        "columns": [*COLUMNS, "notes"],
-        "rows": table_rows(table),
-        "own": own_sentences(table),
-        "sentences": verdict_sentences(judged),
-        "capacity_columns": [*CAPACITY_COLUMNS, "notes"],
-        "capacity_rows": capacity_rows(capacity) if not capacity.empty else [],
-        "capacity_sentences": capacity_sentences(capacity) if not capacity.empty else [],
-        "objective_p99_ms": float(objective.iloc[0]) if len(objective) else None,
-    }
-
-
-def recycle_markdown(context: dict) -> str:
-    columns = context["columns"]
-    lines = [
-        f"## {context['title']}",
-        "",
-        "Each server under a closed loop at its own recycling and at each set limit (recycle.csv;"
-        " docs/recycle.md); restarts are worker processes seen to leave.",
-        "",
-        *(f"- {text}" for text in [*context["own"], *context["sentences"]]),
-        "",
-        *_markdown_table(columns, context["rows"]),
+    own, sentences = own_sentences(table), verdict_sentences(judged)
+    judged_blocks = [
+        Paragraph(
+            (
+                "Each setting against the server's own, and jitter against none (",
+                Link("recycle_verdicts.csv"),
+                "; per second of load or per restart, a 95% bootstrap interval against the check's margin):",
+            ),
+            Medium.PAGE,
+        ),
+        Sentences(sentences, Medium.PAGE | Medium.CONSOLE),
     ]
-    if context["capacity_rows"]:
-        lines += [
-            "",
-            f"Capacity at p99 within {context['objective_p99_ms']:g} ms (recycle_capacity.csv; one life each"
-            " reads the kernel's placement too: shown, not judged):",
-            "",
-            *(f"- {text}" for text in context["capacity_sentences"]),
-            "",
-            *_markdown_table(context["capacity_columns"], context["capacity_rows"]),
-        ]
-    return "\n".join([*lines, ""])
-
-
-def _markdown_table(columns: list[str], rows: list[dict]) -> list[str]:
-    return [
-        "| " + " | ".join(columns) + " |",
-        "| " + " | ".join("---" for _ in columns) + " |",
-        *("| " + " | ".join(str(row[column]) for column in columns) + " |" for row in rows),
-    ]
-
-
-def recycle_console(results: Path) -> None:
-    table_csv = results / "recycle.csv"
-    if not table_csv.exists() or table_csv.stat().st_size <= 1:
-        return
-    context = recycle_context(table_csv, results / "recycle_verdicts.csv", results / "recycle_capacity.csv")
-    if context is None:
-        return
-    print(f"\n{TITLE} ({table_csv})")
-    for text in context["own"]:
-        print(f"  - {text}")
-    for text in [*context["sentences"], *context["capacity_sentences"]]:
-        print(f"  - {text}")
+    return Section(
+        TITLE,
+        (
+            Paragraph(f"{TITLE} ({table_csv})", Medium.CONSOLE),
+            Paragraph(
+                (
+                    "Each server under a closed loop of connections, kept alive or a connection per request, at its "
+                    "own recycling and at each limit the profile sets (",
+                    Link("recycle.csv"),
+                    "). A restart is a worker process seen to leave the server's process tree; around it, the "
+                    "requests that failed and the p99 of those sent within the window, against the p99 between "
+                    "restarts. The app keeps a known number of bytes per answer: the slope of the server's private "
+                    "memory over its answers against it, and the largest process in each half of the load (bounded: "
+                    "it rose at under a quarter of the rate of a worker that never restarts).",
+                ),
+                Medium.PAGE,
+            ),
+            Paragraph(
+                "Each server under a closed loop at its own recycling and at each set limit (recycle.csv;"
+                " docs/recycle.md); restarts are worker processes seen to leave.",
+                Medium.MARKDOWN,
+            ),
+            Sentences(own, Medium.PAGE | Medium.CONSOLE),
+            # answers.md reads the outcomes with the servers' own, before the table.
+            Sentences([*own, *sentences], Medium.MARKDOWN),
+            _table([*COLUMNS, "notes"], table_rows(table), "sortable comparisons recycle"),
+            *(judged_blocks if sentences else []),
+            *_capacity_blocks(capacity),
+        ),
+    )

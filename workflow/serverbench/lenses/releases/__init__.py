@@ -3,7 +3,7 @@ the lenses that offer checks, each against the baseline and the release before (
 
 from pathlib import Path
 
-from serverbench.lens import Bisection, Inputs, Lens, Place, deferred
+from serverbench.lens import Bisection, Inputs, Lens, Place, Section, deferred
 from serverbench.plan.releases import install_record_name, releases_in, split_name
 from serverbench.record.vocabulary import DECIDED, Outcome
 
@@ -14,9 +14,7 @@ INSTALLED, CONFORMANCE_CHECK = "installed", "conformance_met"
 BASELINE, PREVIOUS = "baseline", "previous"
 CHANGED = frozenset({*DECIDED, Outcome.CHANGED})
 
-print_releases, releases_context, releases_markdown, change_sentence = deferred(
-    f"{__name__}.report", "print_releases", "releases_context", "releases_markdown", "change_sentence"
-)
+releases_section, change_sentence = deferred(f"{__name__}.report", "releases_section", "change_sentence")
 
 # What bisect reads of a step's run: the first release of a range whose check changed from the
 # release before it, in release_verdicts.csv; conformance's check needs the probes on (config
@@ -44,8 +42,8 @@ def _asks(profile) -> bool:
     return isinstance(servers, list) and any(split_name(server) for server in servers)
 
 
-def _section(tables: dict, inputs: Inputs) -> dict | None:
-    return releases_context(tables["releases.csv"], tables["release_verdicts.csv"], inputs.checks)
+def _section(tables: dict, inputs: Inputs) -> Section | None:
+    return releases_section(tables["releases.csv"], tables["release_verdicts.csv"], inputs.checks)
 
 
 LENS = Lens(
@@ -56,8 +54,6 @@ LENS = Lens(
     jobs=_jobs,
     tables=("releases.csv", "release_verdicts.csv"),
     section=_section,
-    markdown=releases_markdown,
-    console=lambda results, inputs: print_releases(results / "release_verdicts.csv", inputs.checks),
     asks=_asks,
     bisection=BISECTION,
 )

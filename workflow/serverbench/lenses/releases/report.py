@@ -1,15 +1,14 @@
-"""Releases: the page's section (per server, a row per release, a column per check, each
-against the baseline release and a mark where it changed from the release before), its
-sentences in answers.md and the console's lines, from releases.csv and release_verdicts.csv."""
+"""Releases: its section (per server, a row per release, a column per check, each against the
+baseline release and a mark where it changed from the release before, then what each release
+changed in a sentence), from releases.csv and release_verdicts.csv."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import pandas as pd
 
-from serverbench.lens import Check
+from serverbench.lens import WRITTEN, Cell, Check, Group, Link, Medium, Paragraph, Section, Sentences, Table
 from serverbench.lenses.releases.decide import BASELINE, PREVIOUS, neighbour_changes
 from serverbench.lenses.releases.table import CONFORMANCE_CHECK, INSTALLED, check_order
 from serverbench.record.vocabulary import DECIDED, Outcome, Status
@@ -45,7 +44,7 @@ def _against(verdicts: pd.DataFrame, release: str, check: str, relation: str) ->
     return found.iloc[0] if len(found) else None
 
 
-def _cell(figure_row, verdicts: pd.DataFrame, checks: Mapping[str, Check]) -> dict:
+def _cell(figure_row, verdicts: pd.DataFrame, checks: Mapping[str, Check]) -> Cell:
     """A table cell: the figure, its outcome against the baseline, and whether it changed from
     the release before."""
     text = _figure(figure_row, checks)
@@ -54,7 +53,7 @@ def _cell(figure_row, verdicts: pd.DataFrame, checks: Mapping[str, Check]) -> di
         text += f" ({against['outcome']})"
     step = _against(verdicts, figure_row["release"], figure_row["check"], PREVIOUS)
     changed = step is not None and step["outcome"] in {*DECIDED, Outcome.CHANGED}
-    return {"text": f"{CHANGE_MARK} {text}" if changed else text, "changed": changed}
+    return Cell(f"{CHANGE_MARK} {text}" if changed else text, "changed" if changed else "")
 
 
 def _amount(row, checks: Mapping[str, Check]) -> str:
@@ -82,59 +81,55 @@ def change_sentence(row, checks: Sequence[Check]) -> str:
     return f"{row['server']} {row['version']} against {before}: {check} {row['outcome']}: {amount}{figures}."
 
 
-def releases_context(table_csv, verdicts_csv, checks: Sequence[Check]) -> dict | None:
+TITLE = "Releases"
+CHANGES = "What each release changed from the release before it"
+NO_CHANGE = "none: every release measured alike"
+
+
+def _server_table(rows: pd.DataFrame, mine: pd.DataFrame, checks: Sequence[Check], titles: Mapping) -> Table:
+    """One server's table: a row per release, a column per check it has a figure for."""
+    known = _by_name(checks)
+    shown = [check for check in check_order(checks) if check in set(rows["check"])]
+    baselines = set(mine[mine["relation"] == BASELINE]["against"])
+    lines = []
+    for release, figures in rows.groupby("release", sort=False):
+        by_check = {row["check"]: _cell(row, mine, known) for _, row in figures.iterrows()}
+        version = figures.iloc[0]["version"]
+        cells = [by_check.get(check, Cell("–")) for check in shown]
+        lines.append([f"{version} (baseline)" if release in baselines else str(version), *cells])
+    return Table(["version", *(titles.get(c, c) for c in shown)], lines)
+
+
+def releases_section(table_csv, verdicts_csv, checks: Sequence[Check]) -> Section | None:
     """The section from releases.csv and release_verdicts.csv, the checks as the lenses offer them."""
     table, verdicts = pd.read_csv(table_csv), pd.read_csv(verdicts_csv)
-    known = _by_name(checks)
     titles = {**OWN_TITLES, **{check.name: check.title for check in checks}}
     if table.empty:
         return None
     servers = []
     for (profile, server), rows in table.groupby(["profile", "server"], sort=True):
         mine = verdicts[(verdicts["profile"] == profile) & (verdicts["server"] == server)]
-        shown = [check for check in check_order(checks) if check in set(rows["check"])]
-        lines = []
-        for release, figures in rows.groupby("release", sort=False):
-            by_check = {row["check"]: _cell(row, mine, known) for _, row in figures.iterrows()}
-            version = figures.iloc[0]["version"]
-            is_baseline = release in set(mine[mine["relation"] == BASELINE]["against"])
-            lines.append({"version": f"{version} (baseline)" if is_baseline else str(version), "cells": by_check})
-        servers.append(
-            {
-                "server": server,
-                "profile": profile,
-                "checks": shown,
-                "titles": [titles.get(c, c) for c in shown],
-                "lines": lines,
-            }
-        )
+        servers.append(Group(server, (_server_table(rows, mine, checks, titles),), WRITTEN))
     changes = [change_sentence(row, checks) for _, row in neighbour_changes(verdicts).iterrows()]
-    return {"servers": servers, "changes": changes}
-
-
-def releases_markdown(context: dict) -> str:
-    lines = ["## Releases", ""]
-    for server in context["servers"]:
-        lines += [f"### {server['server']}", "", "| version | " + " | ".join(server["titles"]) + " |"]
-        lines.append("|" + " --- |" * (len(server["titles"]) + 1))
-        for line in server["lines"]:
-            cells = [line["cells"].get(check, {}).get("text", "–") for check in server["checks"]]
-            lines.append(f"| {line['version']} | " + " | ".join(cells) + " |")
-        lines.append("")
-    lines += ["What each release changed from the release before it:", ""]
-    lines += [f"- {text}" for text in context["changes"]] or ["- none: every release measured alike"]
-    return "\n".join(lines) + "\n\n"
-
-
-def print_releases(verdicts_csv, checks: Sequence[Check]) -> None:
-    """The console's lines at the end of a run that measured releases."""
-    path = Path(verdicts_csv)
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    verdicts = pd.read_csv(path)
-    print("\nReleases: what each release changed from the release before it")
-    changes = neighbour_changes(verdicts)
-    for _, row in changes.iterrows():
-        print(f"  - {change_sentence(row, checks)}")
-    if changes.empty:
-        print("  - none: every release measured alike")
+    return Section(
+        TITLE,
+        (
+            Paragraph(f"{TITLE}: {CHANGES[0].lower()}{CHANGES[1:]}", Medium.CONSOLE),
+            Paragraph(
+                (
+                    "Each release of a server installed side by side (a prefix of its own) and measured in one run: "
+                    "work per request, a server in operation, the conformance and framing probes. In parentheses, "
+                    "each figure against the baseline release (the newest, unless config names one); "
+                    f"{CHANGE_MARK} marks a check the release changed from the release before it (",
+                    Link("release_verdicts.csv"),
+                    ", every figure in ",
+                    Link("releases.csv"),
+                    ").",
+                ),
+                Medium.PAGE,
+            ),
+            *servers,
+            Paragraph(f"{CHANGES}:"),
+            Sentences(changes or [NO_CHANGE]),
+        ),
+    )

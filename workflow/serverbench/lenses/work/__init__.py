@@ -3,10 +3,10 @@ request, counted rather than timed (docs/work.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Check, ForestPanel, Inputs, Layout, Lens, Place, deferred
+from serverbench.lens import Check, ForestPanel, Inputs, Layout, Lens, MeasureJob, Place, Section, TableJob, deferred
 from serverbench.record.vocabulary import Outcome
 
-print_work, work_context, work_markdown = deferred(f"{__name__}.report", "print_work", "work_context", "work_markdown")
+(work_section,) = deferred(f"{__name__}.report", "work_section")
 
 # Two servers' counts are the same within this config key's margin (front compares on them too).
 MARGIN_KEY = "work_lens.margin"
@@ -59,8 +59,8 @@ def _jobs(config, matrix) -> list[str]:
     return [f"work/{profile}/{workload}/{server}.json" for profile, workload, server in sorted(triples)]
 
 
-def _section(tables: dict, inputs: Inputs) -> dict | None:
-    return work_context(
+def _section(tables: dict, inputs: Inputs) -> Section | None:
+    return work_section(
         tables["work.csv"],
         tables["work_detail.csv"],
         tables["work_verdicts.csv"],
@@ -79,9 +79,21 @@ LENS = Lens(
     tables=("work.csv", "work_detail.csv", "work_verdicts.csv"),
     outputs=("work_counted.txt",),
     section=_section,
-    markdown=work_markdown,
-    console=lambda results, inputs: print_work(results / "work_verdicts.csv"),
     before_rounds=True,
     checks=CHECKS,
     forest=FOREST,
+    # Its counts do not depend on the machine's speed, but its CPU use would disturb a timed cell beside it.
+    measure_job=MeasureJob(
+        entry=f"{__name__}.measure:run_work",
+        record="work/{profile}/{workload}/{server}.json",
+        message="counting the work {wildcards.server} does per request (profile {wildcards.profile})",
+        # Each life's raw outputs (h2load's, perf's, callgrind's gzipped), named in the record.
+        raw="work/{profile}/{workload}/{server}.raw",
+    ),
+    # Its verdicts (work_verdicts.csv) and its first answer (work_counted.txt): its own rules.smk.
+    table_job=TableJob(
+        entry=f"{__name__}.scripts.work_table:write_tables",
+        outputs={"work": "work.csv", "detail": "work_detail.csv"},
+        early=True,
+    ),
 )

@@ -9,9 +9,11 @@ has the timed comparison of the same pair beside each) as fields.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 
+from serverbench.lens import WRITTEN, Group, Lead, Link, Medium, Paragraph, Section, Sentences, Template
 from serverbench.record.vocabulary import DECIDED, KIND_ORDER, Kind, Outcome, Status
 from serverbench.tables.columns import WORK_CONDITION as CONDITION
 
@@ -128,23 +130,51 @@ def work_rows(work: pd.DataFrame, detail: pd.DataFrame, pairs_first: list[str]) 
     return sorted(rows, key=lambda f: (f["profile"], f["workload"], f["order"], f["server"]))
 
 
-def work_context(work_csv, detail_csv, work_verdicts_csv, margin: float = 0.005, titles=None) -> dict | None:
-    """The page's "Work per request" section, or None where the run counted no work."""
+TITLE = "Work per request"
+
+
+def work_section(work_csv, detail_csv, work_verdicts_csv, margin: float = 0.005, titles=None) -> Section | None:
+    """The section "Work per request", or None where the run counted no work."""
     if not work_csv:
         return None
     work, detail = pd.read_csv(work_csv), pd.read_csv(detail_csv)
     judged = pd.read_csv(work_verdicts_csv)
     same_server = judged[judged["kind"] == Kind.SAME_SERVER]
     pairs_first = [server for _, row in same_server.iterrows() for server in (row["a"], row["b"])]
-    return {
-        "lead": lead_clauses(judged, work, titles),
-        "why": WHY_NOT_SPEED,
-        "sentences": work_sentences(judged),
+    lead = lead_clauses(judged, work, titles)
+    written = f"{margin:.2%}".replace(".50%", ".5%")
+    bars = {
         "rows": work_rows(work, detail, pairs_first),
         "classes": [{"name": name, "colour": colour} for name, colour in CLASS_COLOURS.items()],
-        "tools": _tools_sentence(work),
-        "margin": f"{margin:.2%}".replace(".50%", ".5%"),
     }
+    return Section(
+        TITLE,
+        (
+            Paragraph(
+                f"work per request ({len(judged)} comparisons, {work_verdicts_csv}; work is not speed: docs/work.md):",
+                Medium.CONSOLE,
+            ),
+            *console_groups(judged),
+            Paragraph(
+                (
+                    f"{WHY_NOT_SPEED} Within ±{written} two servers do equivalent work; every figure is in ",
+                    Link("work.csv"),
+                    " and ",
+                    Link("work_detail.csv"),
+                    ", every comparison in ",
+                    Link("work_verdicts.csv"),
+                    ".",
+                ),
+                Medium.PAGE,
+            ),
+            Paragraph(WHY_NOT_SPEED, Medium.MARKDOWN),
+            Sentences(work_sentences(judged), WRITTEN),
+            # Its bars, a server's instructions stacked by where they ran: the lens's own markup.
+            Template(Path(__file__).with_name("bars.html.j2"), bars),
+            Paragraph(_tools_sentence(work)),
+        ),
+        lead=Lead(tuple(lead["decided"]), tuple(lead["undecided"])),
+    )
 
 
 # How a same-server pair's outcome reads with the languages named: "{first} ... {second}".
@@ -225,12 +255,6 @@ def _tools_sentence(work: pd.DataFrame) -> str:
     return f"Counted with {row['valgrind']} and {row['perf']} on {row['cpu_model']}."
 
 
-def work_markdown(context: dict) -> str:
-    """answers.md's "Work per request" section."""
-    lines = ["## Work per request", "", context["why"], "", *(f"- {text}" for text in context["sentences"])]
-    return "\n".join([*lines, "", context["tools"], ""])
-
-
 def console_line(row: pd.Series) -> str:
     """One work comparison on one line, hyperfine's way: the figure, its interval, the word."""
     if pd.isna(row["ratio"]):
@@ -247,19 +271,21 @@ def comparison_lines(judged: pd.DataFrame) -> list[str]:
     lines = []
     for (profile, workload), rows in judged.groupby(["profile", "workload"], sort=False):
         lines.append(f"  {profile}, {workload}:")
-        ordered = rows.assign(_order=rows["kind"].map(KIND_ORDER).fillna(9)).sort_values("_order", kind="stable")
-        lines.extend(f"    {console_line(row)}" for _, row in ordered.iterrows())
+        lines.extend(f"    {console_line(row)}" for _, row in _in_kind_order(rows).iterrows())
     return lines
 
 
-def print_work(path) -> None:
-    """The work comparisons in the terminal when the workflow finishes (where the run counted work)."""
-    try:
-        judged = pd.read_csv(path)
-    except (OSError, pd.errors.EmptyDataError):
-        return
-    print(f"\nwork per request ({len(judged)} comparisons, {path}; work is not speed: docs/work.md):")
-    print("\n".join(comparison_lines(judged)))
+def _in_kind_order(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.assign(_order=rows["kind"].map(KIND_ORDER).fillna(9)).sort_values("_order", kind="stable")
+
+
+def console_groups(judged: pd.DataFrame) -> list[Group]:
+    """The console's work comparisons: a group per profile and workload, a line each."""
+    groups = []
+    for (profile, workload), rows in judged.groupby(["profile", "workload"], sort=False):
+        lines = Sentences([console_line(row) for _, row in _in_kind_order(rows).iterrows()], Medium.CONSOLE, "")
+        groups.append(Group(f"{profile}, {workload}:", (lines,), Medium.CONSOLE))
+    return groups
 
 
 def counted_text(judged: pd.DataFrame) -> str:

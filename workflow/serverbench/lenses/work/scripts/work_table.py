@@ -1,8 +1,8 @@
-"""Merges the work records into work.csv and work_detail.csv (serverbench.lenses.work.table)."""
-
-import sys
+"""The work lens's table job (its TableJob's entry, called by workflow/scripts/lens_job.py): its
+records merged into work.csv and work_detail.csv (serverbench.lenses.work.table)."""
 
 from serverbench.lenses.work.table import write_work
 
-with open(snakemake.log[0], "w") as sys.stderr:  # noqa: F821 (injected by Snakemake)
-    write_work(snakemake.input, snakemake.output.work, snakemake.output.detail)  # noqa: F821
+
+def write_tables(config: dict, records: list[str], outputs: dict[str, str]) -> None:
+    write_work(records, outputs["work"], outputs["detail"])
