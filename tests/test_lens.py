@@ -223,6 +223,29 @@ def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_reco
     assert preview.cell_phases(tmp_path) == phases
 
 
+def test_serverbench_plan_counts_the_probes_before_a_profiles_rounds(tmp_path):
+    """The http lens's probes run before a profile's rounds (its cells wait for them): known
+    here, their seconds count against the measuring budget, as the work lens's do."""
+    cell = tmp_path / "cells" / "default" / "hello" / "wrk" / "starman" / "c2" / "r1.json"
+    cell.parent.mkdir(parents=True)
+    timing = {"job_start": 0, "verify": 1, "warmup": 1, "load": 1.5, "stop": 3.5, "job_end": 4}
+    cell.write_text(json.dumps({"timing": timing, "load": {"duration_s": 2.0}}))
+    for folder, seconds in (("work/default/hello", 12), ("conformance/default", 6)):
+        record = tmp_path / folder / "server.json"
+        record.parent.mkdir(parents=True)
+        record.write_text(json.dumps({"seconds": seconds}))
+    argv = [sys.executable, "-m", "serverbench.cli", "plan", "default", "--results", str(tmp_path), "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert {job["name"]: job["jobs"] for job in plan["jobs"]}["http lens"] == 9
+    # 90 cells × 4 s, 9 work jobs × 12 s, 9 probes × 6 s: of the 600 s budget, 78 s left for
+    # the 2 rounds more precision may add (144 s).
+    expected = 90 * 4.0 + 9 * 12 + 9 * 6 + SMALL_JOBS_S
+    assert plan["estimated_s"] == pytest.approx(expected, abs=0.1)
+    assert plan["most_s"] == pytest.approx(expected + 600 - 90 * 4 - 9 * 12 - 9 * 6, abs=0.1)
+
+
 def test_the_core_writes_the_toy_lens_section_to_the_page_answers_and_the_console(tmp_path, monkeypatch):
     """The toy lens gives a typed section only; the core's three writers put it on the page, in
     answers.md and on the console, from its tables (written here as its rules would)."""
