@@ -16,8 +16,8 @@ from conftest import UNITD, require, server_processes
 from conftest import missing as needs
 from serverbench import REPO_ROOT
 from serverbench.cell import servers
-from serverbench.cell.probes import PROBES
 from serverbench.host.runenv import run_env
+from serverbench.lenses.http.probes import PROBES
 from serverbench.plan import config as cfg
 from serverbench.plan.catalogue import Counted, server_entry
 from serverbench.plan.config import expand_aliases

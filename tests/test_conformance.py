@@ -11,10 +11,10 @@ import time
 
 import pytest
 from conftest import REPO_ROOT, require
-from serverbench.cell import framing, probes
-from serverbench.cell.conformance import run_conformance
 from serverbench.cell.servers import free_port
-from serverbench.tables.conformance import conformance_rows
+from serverbench.lenses.http import framing, probes
+from serverbench.lenses.http.measure import run_conformance
+from serverbench.lenses.http.table import conformance_rows
 
 SERVER = REPO_ROOT / "tests" / "apps" / "http_server.py"
 
@@ -262,8 +262,7 @@ def test_a_server_that_cannot_start_is_a_recorded_failure(base_config, tmp_path)
 
 def test_the_answers_say_when_a_compared_server_fails_what_its_counterpart_passes():
     import pandas as pd
-    from serverbench.report.conformance import protocol_differences
-    from serverbench.report.index import conformance_matrix
+    from serverbench.lenses.http.report import conformance_matrix, protocol_differences
 
     rows = [
         ("default", "uwsgi-debian", "python", "head", "fail", "12 body bytes after a HEAD answer"),
@@ -298,11 +297,80 @@ def test_a_conformance_table_from_before_the_met_column_is_read_by_the_same_rule
     """conformance.csv written before it had ``met``: each check's is made again from its
     outcome (serverbench.record.conformance.met), where it rests on a requirement."""
     import pandas as pd
+    from serverbench.lenses.http.report import met_column
     from serverbench.record.conformance import met
-    from serverbench.report.conformance import met_column
 
     rows = [("te_and_cl", "pass", "MUST"), ("bare_lf", "fail", "SHOULD"), ("head", "fail", ""), ("date", "pass", None)]
     old = pd.DataFrame(rows, columns=["check", "outcome", "requirement"])
     assert list(met_column(old)) == [True, False, False, False]
     new = old.assign(met=[met("pass"), met("fail"), None, None])
     assert list(met_column(new)) == list(met_column(old))
+
+
+def test_the_http_lens_closes_the_answers_and_the_page(base_config, tmp_path):
+    """The HTTP checks reach the page, answers.md and the console through their lens
+    (Place.CLOSING): the pairs' sentence in the page's Answers, before the spread; the matrix
+    after the other lenses' sections; in answers.md right after the timed answers; on the
+    console at the run's end."""
+    import pandas as pd
+    from conftest import RECORDS_V1
+    from serverbench import registry
+    from serverbench.decide.verdicts import read_verdicts
+    from serverbench.lens import Place
+    from serverbench.report.index import write_index
+
+    rows = [
+        ("default", "gunicorn", "python", "date", "pass", "…"),
+        ("default", "starman", "perl", "date", "fail", "no Date header"),
+    ]
+    pd.DataFrame(rows, columns=["profile", "server", "language", "check", "outcome", "note"]).to_csv(
+        tmp_path / "conformance.csv", index=False
+    )
+    read_verdicts(RECORDS_V1 / "verdicts.csv").to_csv(tmp_path / "verdicts.csv", index=False)
+    operations = REPO_ROOT / "docs" / "data"
+    for name in ("operations.csv", "operations_verdicts.csv"):
+        (tmp_path / name).write_bytes((operations / name).read_bytes())
+    tables = [tmp_path / name for name in ("conformance.csv", "operations.csv", "operations_verdicts.csv")]
+    sections = registry.sections(base_config, tables, {})
+    (http,) = [section for section in sections if section.lens == "http"]
+    assert http.place == Place.CLOSING
+    write_index(
+        RECORDS_V1 / "summary.csv",
+        tmp_path / "verdicts.csv",
+        None,
+        {},
+        tmp_path / "index.html",
+        answers_path=tmp_path / "answers.md",
+        sections=sections,
+    )
+    page, answers = (tmp_path / "index.html").read_text(), (tmp_path / "answers.md").read_text()
+    sentence = "starman fails date (no Date header), which gunicorn, compared with it, passes."
+    assert page.index("<h3>Speaks HTTP differently</h3>") < page.index(sentence) < page.index('id="operations"')
+    assert page.index('id="operations"') < page.index('<section id="conformance">')
+    # Its markdown between the timed answers and the lenses after them (operations' follows at once).
+    assert f"## Speaks HTTP differently\n\n- {sentence}\n## A server in operation" in answers
+    assert answers.index("## Not comparable") < answers.index("## Speaks HTTP differently")
+    printed = registry.console_text(base_config, tmp_path, "http")
+    assert printed == f"\nspeaks HTTP differently (1):\n  - {sentence}\n"
+
+
+def test_a_checks_outcome_is_written_as_its_word_and_read_back_as_its_member(tmp_path):
+    """A probe's outcome is a CheckOutcome: its result and conformance.csv hold the word, and the
+    table reads the word back as the member (an unknown word is refused, not carried along)."""
+    from dataclasses import asdict
+
+    from serverbench import files
+    from serverbench.lenses.http.record import CheckOutcome
+    from serverbench.record.conformance import MET_OUTCOMES
+
+    check = probes.Check("head", CheckOutcome.WARN, "a note")
+    result = {"profile": "p", "server": "s", "language": "python", "status": "ok", "checks": [asdict(check)]}
+    files.write_json(tmp_path / "s.json", result)
+    assert '"outcome": "warn"' in (tmp_path / "s.json").read_text()
+    (row,) = conformance_rows([tmp_path / "s.json"]).itertuples()
+    assert row.outcome is CheckOutcome.WARN
+    assert "head,warn,a note" in conformance_rows([tmp_path / "s.json"]).to_csv(index=False)
+    files.write_json(tmp_path / "s.json", {**result, "checks": [{**asdict(check), "outcome": "passed"}]})
+    with pytest.raises(ValueError, match="passed"):
+        conformance_rows([tmp_path / "s.json"])
+    assert set(MET_OUTCOMES) == {CheckOutcome.PASS, CheckOutcome.INFO}

@@ -12,11 +12,10 @@ from dataclasses import asdict
 import pandas as pd
 import pytest
 from serverbench import REPO_ROOT
-from serverbench.cell import framing, probes
 from serverbench.cell.servers import free_port
 from serverbench.cell.wire import Answer
-from serverbench.report.conformance import framing_sentences, protocol_differences
-from serverbench.report.index import conformance_matrix, framing_panel
+from serverbench.lenses.http import framing, probes
+from serverbench.lenses.http.report import conformance_matrix, framing_panel, framing_sentences, protocol_differences
 
 SERVER = REPO_ROOT / "tests" / "apps" / "framing_server.py"
 CASES = {case.name: case for case in framing.CASES}

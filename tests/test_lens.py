@@ -33,7 +33,7 @@ TOY = "toy_bytes"
 def test_the_registry_lists_the_built_in_lenses_and_those_a_config_adds(monkeypatch):
     monkeypatch.syspath_prepend(str(LENSES))
     built_in = [lens.name for lens in registry.lenses({})]
-    assert built_in == ["advise", "front", "releases", "operations", "recycle", "shutdown", "work"]
+    assert built_in == ["http", "advise", "front", "releases", "operations", "recycle", "shutdown", "work"]
     added = registry.lenses({"lenses": [TOY]})
     assert [lens.name for lens in added] == [*built_in, TOY]
     toy = added[-1]
@@ -263,7 +263,7 @@ def test_serverbench_list_reads_the_registry_and_the_config():
     )
     assert listed["plackup+nginx"]["compared_with"] == "plackup" and listed["gunicorn"]["compared_with"] is None
     one = subprocess.run([sys.executable, "-m", "serverbench.cli", "list", "lenses"], capture_output=True, text=True)
-    assert one.returncode == 0 and one.stdout.startswith("lenses (7):")
+    assert one.returncode == 0 and one.stdout.startswith("lenses (8):\n  http ")
 
 
 def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_records(tmp_path):
@@ -285,13 +285,13 @@ def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_reco
     plan = json.loads(done.stdout)
     config = cfg.load(REPO_ROOT / "config.yaml")
     assert plan["rounds"] == {"default": 5}
-    assert plan["servers"] == sorted(config["profiles"]["default"]["servers"]) and plan["lenses"] == ["work"]
+    assert plan["servers"] == sorted(config["profiles"]["default"]["servers"]) and plan["lenses"] == ["http", "work"]
     jobs = {job["name"]: job for job in plan["jobs"]}
     # config.yaml's default profile, by hand: 9 servers, 1 tool, 2 concurrencies, 5 rounds (90 cells),
     # each 0.5 s of warm-up and 2 s of load, plus the 1.5 s besides that the planted cell took.
     assert (plan["cells"], jobs["cells"]["jobs"], jobs["cells"]["seconds_each"]) == (90, 90, pytest.approx(4.0))
     assert (jobs["work lens"]["jobs"], jobs["work lens"]["seconds_each"]) == (9, 12)
-    assert plan["unknown"] == ["conformance probes"]  # no earlier probe here: said, not guessed
+    assert plan["unknown"] == ["http lens"]  # no earlier probe here: said, not guessed
     # 90 cells × 4 s, 9 work jobs × 12 s (their median), and the small jobs' allowance.
     expected = 90 * 4.0 + 9 * 12 + SMALL_JOBS_S
     assert plan["estimated_s"] == pytest.approx(expected, abs=0.1)
@@ -301,7 +301,7 @@ def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_reco
     assert plan["most_s"] == pytest.approx(expected + 132, abs=0.1)
     assert plan["most_rounds"] == {"default": 7}
     shown = subprocess.run([*argv[:-1]], capture_output=True, text=True, timeout=120)
-    assert "estimated: " in shown.stdout and "conformance probes not known here" in shown.stdout
+    assert "estimated: " in shown.stdout and "http lens not known here" in shown.stdout
     assert "default: up to 7 rounds, within its measuring budget of " in shown.stdout
     # What a finished run spent, kind by kind, from the same records (benchmarks/profile_times.py).
     assert preview.spent(tmp_path) == {"cells": 4.0, "work": 36.0}
@@ -309,6 +309,29 @@ def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_reco
     # stamp and warmup's are one).
     phases = {"setup": 1.0, "verify": 0.0, "warmup": 0.5, "load": 2.0, "stop": 0.5}
     assert preview.cell_phases(tmp_path) == phases
+
+
+def test_serverbench_plan_counts_the_probes_before_a_profiles_rounds(tmp_path):
+    """The http lens's probes run before a profile's rounds (its cells wait for them): known
+    here, their seconds count against the measuring budget, as the work lens's do."""
+    cell = tmp_path / "cells" / "default" / "hello" / "wrk" / "starman" / "c2" / "r1.json"
+    cell.parent.mkdir(parents=True)
+    timing = {"job_start": 0, "verify": 1, "warmup": 1, "load": 1.5, "stop": 3.5, "job_end": 4}
+    cell.write_text(json.dumps({"timing": timing, "load": {"duration_s": 2.0}}))
+    for folder, seconds in (("work/default/hello", 12), ("conformance/default", 6)):
+        record = tmp_path / folder / "server.json"
+        record.parent.mkdir(parents=True)
+        record.write_text(json.dumps({"seconds": seconds}))
+    argv = [sys.executable, "-m", "serverbench.cli", "plan", "default", "--results", str(tmp_path), "--json"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert {job["name"]: job["jobs"] for job in plan["jobs"]}["http lens"] == 9
+    # 90 cells × 4 s, 9 work jobs × 12 s, 9 probes × 6 s: of the 600 s budget, 78 s left for
+    # the 2 rounds more precision may add (144 s).
+    expected = 90 * 4.0 + 9 * 12 + 9 * 6 + SMALL_JOBS_S
+    assert plan["estimated_s"] == pytest.approx(expected, abs=0.1)
+    assert plan["most_s"] == pytest.approx(expected + 600 - 90 * 4 - 9 * 12 - 9 * 6, abs=0.1)
 
 
 def test_the_core_writes_the_toy_lens_section_to_the_page_answers_and_the_console(tmp_path, monkeypatch):

@@ -25,7 +25,7 @@ def rules() -> dict[str, str]:
     measuring, table = re.split(r"^\s+rule:$", (RULES / "lenses.smk").read_text(), flags=re.MULTILINE)[1:]
     for lens in registry.lenses({}):
         if lens.measure_job:
-            found[lens.name] = measuring
+            found[lens.measure_rule] = measuring
         if lens.table_job:
             found[lens.table_rule] = table
     return found

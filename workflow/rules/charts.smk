@@ -32,7 +32,6 @@ rule index:
         runs=f"{RESULTS}/runs.csv",
         verdicts=f"{RESULTS}/verdicts.csv",
         environment=f"{RESULTS}/environment.json",
-        conformance=f"{RESULTS}/conformance.csv",
         seeds=f"{RESULTS}/seeds.csv",
         seed_claims=f"{RESULTS}/seed_claims.csv",
         charts=CHART_FILES,

@@ -16,6 +16,7 @@ from serverbench.plan.matrix import Matrix, kept_seed
 from serverbench.plan.shapes import CELL_PATH, RATE_CELL_PATH
 from serverbench.plan.tools import programs_of
 from serverbench import registry
+from serverbench.lens import Place
 from serverbench.report.answers import print_answers
 from serverbench.report.health import print_health
 from serverbench.report.names import CHARTS
@@ -133,23 +134,8 @@ def capacity_cells(wildcards):
     return [f"{RESULTS}/cells/{cell.relpath}.json" for cell in cells]
 
 
-def conformance_results(wildcards=None):
-    """Every (profile, server) of the run's conformance result (none with conformance off)."""
-    if not config["conformance"]:
-        return []
-    pairs = sorted(
-        {
-            (MATRIX.conformance_profile(cell.profile, cell.server), cell.server)
-            for cell in MATRIX.cells
-        }
-    )
-    return [
-        f"{RESULTS}/conformance/{profile}/{server}.json" for profile, server in pairs
-    ]
-
-
 def conformance_path(profile, server):
-    """The conformance result a server's cells in ``profile`` wait for."""
+    """The conformance result (the http lens's job) a server's cells in ``profile`` wait for."""
     probed_in = MATRIX.conformance_profile(profile, server)
     return f"{RESULTS}/conformance/{probed_in}/{server}.json"
 
@@ -211,21 +197,13 @@ def rounds_so_far(wildcards):
 
 
 def measured_before_rounds(wildcards):
-    """A profile's records of the lenses that run before its rounds (the work lens) and its
-    conformance records."""
-    before = [
-        path
+    """A profile's records of the lenses whose jobs run before its rounds (the work lens's,
+    recycle's, the http lens's probes its servers' cells wait for)."""
+    return [
+        f"{RESULTS}/{path}"
         for lens in LENSES
-        if lens.before_rounds
-        for path in LENS_RESULTS[lens.name]
-        if path.startswith(f"{RESULTS}/{lens.name}/{wildcards.profile}/")
+        for path in lens.before_rounds_of(config, MATRIX, wildcards.profile)
     ]
-    if not config["conformance"]:
-        return before
-    servers = {
-        cell.server for cell in MATRIX.cells if cell.profile == wildcards.profile
-    }
-    return before + [conformance_path(wildcards.profile, s) for s in sorted(servers)]
 
 
 def cell_results(wildcards=None):
@@ -335,11 +313,14 @@ LENS_OUTPUTS = {
 ALL_LENS_TABLES = [path for lens in LENSES for path in LENS_TABLES[lens.name]]
 ALL_LENS_OUTPUTS = [path for lens in LENSES for path in LENS_OUTPUTS[lens.name]]
 # Each lens's answer as it prints it (rule answered), for the lenses with a section whose
-# tables the run makes (its section says whether it has console lines).
+# tables the run makes (its section says whether it has console lines); a closing lens's
+# sentences join the Answers, which read the run's verdicts: they print at its end alone.
 LENS_ANSWERS = [
     f"{RESULTS}/answers/{lens.name}.txt"
     for lens in LENSES
-    if lens.section is not None and LENS_TABLES[lens.name]
+    if lens.section is not None
+    and lens.place != Place.CLOSING
+    and LENS_TABLES[lens.name]
 ]
 # The checks the lenses offer to releases and bisect (their fields, as a rule's params), and
 # the tables they are read from where the run makes them.

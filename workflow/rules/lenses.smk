@@ -31,7 +31,7 @@ for lens in LENSES:
         # record whatever the server does: a server that fails is a finding, not a failed job.
         rule:
             name:
-                lens.name
+                lens.measure_rule
             input:
                 database=cell_database if measure.database else [],
                 installs=RUN_INSTALLS,

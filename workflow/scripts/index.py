@@ -20,7 +20,6 @@ write_index(
     snakemake.input.environment,  # noqa: F821
     charts,
     out,
-    conformance_csv=snakemake.input.conformance,  # noqa: F821
     language_titles=snakemake.params.languages,  # noqa: F821
     answers_path=snakemake.output.answers,  # noqa: F821
     seeds_csv=snakemake.input.seeds,  # noqa: F821

@@ -27,6 +27,9 @@ class Place(StrEnum):
 
     LEAD = "lead"  # before the timed answers: what a deployer acts on first
     AFTER = "after"  # after the timed answers and their spread
+    # Its blocks close the page, after the seed studies (the HTTP checks' tables): they read the
+    # run's verdicts, so no rule `answered` prints them before the run's end.
+    CLOSING = "closing"
 
 
 class Layout(StrEnum):
@@ -152,22 +155,27 @@ class Sentences:
 
 @dataclass(frozen=True)
 class Cell:
-    """A table's cell, written; ``mark`` a class the page gives it (releases: ``changed``)."""
+    """A table's cell, written; ``mark`` a class the page gives it (releases: ``changed``),
+    ``note`` what the page shows on hover (a check's evidence)."""
 
     text: str
     mark: str = ""
+    note: str = ""
 
 
 @dataclass(frozen=True)
 class Table:
     """A table of written figures (a row's str is a cell); on the page ``classes`` style it and
-    ``labelled`` names each cell by its column (read on a narrow screen)."""
+    ``labelled`` names each cell by its column (read on a narrow screen), ``caption`` names it,
+    ``headed``: each row's first cell names the row (a server)."""
 
     columns: tuple[str, ...]
     rows: tuple[tuple[Cell, ...], ...]
     media: Medium = WRITTEN
     classes: str = ""
     labelled: bool = False
+    caption: str = ""
+    headed: bool = False
     kind: ClassVar[str] = "table"
 
     def __post_init__(self):
@@ -198,11 +206,13 @@ class Template:
 
 @dataclass(frozen=True)
 class Group:
-    """Blocks under a heading of their own (a server's table; a condition's console lines)."""
+    """Blocks under a heading of their own (a server's table; a condition's console lines);
+    ``anchor`` the page's id for its heading, where others link to it."""
 
     heading: str
     blocks: tuple[Block, ...]
     media: Medium = EVERYWHERE
+    anchor: str = ""
     kind: ClassVar[str] = "group"
 
     def on(self, medium: Medium) -> list[Block]:
@@ -255,9 +265,14 @@ class Section:
     anchor: str = ""
     lens: str = ""
     place: Place = Place.AFTER
+    # Its sentences the run's Answers list after the timed ones, wherever its place: each a
+    # Group of Sentences under its title (the page's h3 in the Answers, answers.md's ## right
+    # after the timed answers, the console's "title (n):" after theirs; the HTTP checks').
+    answers: tuple[Group, ...] = ()
 
     def __post_init__(self):
         object.__setattr__(self, "blocks", tuple(self.blocks))
+        object.__setattr__(self, "answers", tuple(self.answers))
 
     @property
     def id(self) -> str:
@@ -332,6 +347,8 @@ class MeasureJob:
     before_cells: bool = True
     # A directory of its raw outputs beside its record (the rule's output `raw`), its path pattern.
     raw: str | None = None
+    # Its rule's name where not the lens's (the http lens's probes: conformance).
+    rule: str | None = None
 
 
 @dataclass(frozen=True)
@@ -376,6 +393,10 @@ class Lens:
     profile_key: str | None = None
     # Its jobs run before a profile's timed rounds and count towards its measuring budget.
     before_rounds: bool = False
+    # Which of its jobs' records a profile's rounds wait for (config, matrix, profile); None:
+    # those below <its record folder>/<profile>/ (the work lens's). The http lens's probes of a
+    # server stand for every profile that runs it alike.
+    waited_for: Callable[[Mapping, object, str], list[str]] | None = None
     # The checks it offers to releases and bisect (its figures a release is shown, or judged, on).
     checks: tuple[Check, ...] = ()
     # A panel it adds to the forest of comparisons (the page's chart of every interval).
@@ -403,9 +424,25 @@ class Lens:
             return self.asks(profile)
         return bool(self.profile_key and profile.get(self.profile_key))
 
+    def before_rounds_of(self, config: Mapping, matrix, profile: str) -> list[str]:
+        """Its jobs' records (below the results directory) that run before ``profile``'s rounds
+        and count against its measuring budget: none unless ``before_rounds``."""
+        if not self.before_rounds:
+            return []
+        if self.waited_for is not None:
+            return self.waited_for(config, matrix, profile)
+        return [job for job in self.jobs(config, matrix) if Path(job).parts[1] == profile]
+
     @property
     def rules(self) -> Path:
         return self.folder / "rules.smk"
+
+    @property
+    def measure_rule(self) -> str | None:
+        """Its measuring job's rule name, where the core wires one."""
+        if self.measure_job is None:
+            return None
+        return self.measure_job.rule or self.name
 
     @property
     def table_rule(self) -> str | None:

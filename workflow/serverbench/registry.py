@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # pandas only where a panel's table is read: `serverbench --h
 
 # The registry: a lens is a package of serverbench.lenses with LENS in its __init__.
 BUILT_IN = (
+    # First: its sentences follow the timed answers, before every other lens's console lines.
+    "serverbench.lenses.http",
     "serverbench.lenses.advise",
     "serverbench.lenses.front",
     "serverbench.lenses.releases",
@@ -45,7 +47,7 @@ def wired_job(config: Mapping, rule: str) -> tuple[Lens, str]:
     """The lens whose job the core wired as ``rule`` (workflow/rules/lenses.smk), and its kind:
     "measure" (its measuring job) or "table" (its table job)."""
     for lens in lenses(config):
-        if lens.measure_job is not None and rule == lens.name:
+        if lens.measure_job is not None and rule == lens.measure_rule:
             return lens, "measure"
         if lens.table_job is not None and rule == lens.table_rule:
             return lens, "table"

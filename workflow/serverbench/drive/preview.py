@@ -1,8 +1,8 @@
 """``serverbench plan PROFILE [KEY=VALUE ...]``: what a run will do before it runs, and how long
 it will take here. From the config as the run reads it (``--configfile`` files of one's own
 merged over it and the overrides ``snakemake --config`` takes, ``drive.configfiles``), the cell
-matrix and the lens registry: the servers, the lenses and their jobs, the cells in their
-rounds (and the rounds precision may add), the conformance probes and the installs; then the
+matrix and the lens registry: the servers, the lenses and their jobs (the http lens's are the
+probes), the cells in their rounds (and the rounds precision may add) and the installs; then the
 time, job kind by job kind, from the records earlier runs on this host left in a results
 directory (each record's own seconds: the mean of its kind, the planned profiles' where there
 are any; a run spends the sum, so a median would leave out the slow tail every run has). A
@@ -178,9 +178,6 @@ def kinds(config: dict, matrix: Matrix, results: Path, recorded: dict | None = N
     """Every kind of job the run will have, with its count and time."""
     profiles = list(matrix.profiles)
     found = [cells_kind(matrix, results, recorded)]
-    if config["conformance"]:
-        probes = {(matrix.conformance_profile(c.profile, c.server), c.server) for c in matrix.cells}
-        found.append(kind("conformance probes", len(probes), earlier(results, "conformance", profiles), None, ""))
     for lens in registry.lenses(config):
         jobs = lens.jobs(config, matrix)
         if jobs:
@@ -192,16 +189,12 @@ def kinds(config: dict, matrix: Matrix, results: Path, recorded: dict | None = N
 def before_rounds_seconds(config: dict, matrix: Matrix, found: list[Kind]) -> dict[str, float]:
     """Per profile: the known seconds of the jobs that run before its rounds and count against
     its measuring budget, as the run's precision checkpoint counts them (the lenses that say
-    ``before_rounds``, and the conformance probes)."""
+    ``before_rounds``: the work lens's, the http lens's probes)."""
     each = {k.name: k.seconds_each or 0.0 for k in found}
     spent = dict.fromkeys(matrix.profiles, 0.0)
     for lens in registry.lenses(config):
-        if lens.before_rounds:
-            for job in lens.jobs(config, matrix):
-                spent[Path(job).parts[1]] += each.get(f"{lens.name} lens", 0.0)
-    if config["conformance"]:
-        for profile, _ in {(c.profile, c.server) for c in matrix.cells}:
-            spent[profile] += each.get("conformance probes", 0.0)
+        for profile in spent:
+            spent[profile] += len(lens.before_rounds_of(config, matrix, profile)) * each.get(f"{lens.name} lens", 0.0)
     return spent
 
 

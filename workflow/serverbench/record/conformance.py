@@ -10,6 +10,8 @@ panel and the answers' sentences read that field and count alike.
 
 from __future__ import annotations
 
+# The http lens's CheckOutcome.PASS and INFO, as words: the record imports no lens, and releases
+# reads the same rule (tests/test_conformance.py holds the two alike).
 MET_OUTCOMES = ("pass", "info")
 
 

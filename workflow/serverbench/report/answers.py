@@ -11,7 +11,6 @@ from serverbench.decide.margins import in_words, run_margins
 from serverbench.decide.pairs import FAIRNESS, LATENCY_KINDS
 from serverbench.lens import Lead
 from serverbench.record.vocabulary import Kind, Outcome
-from serverbench.report.conformance import framing_sentences, protocol_differences
 from serverbench.report.panels import where_of
 from serverbench.report.sentences import confidence_label
 
@@ -28,14 +27,13 @@ def _true(cell) -> bool:
     return cell is True or str(cell) == "True"
 
 
-def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> dict[str, list[str]]:
+def answers(verdicts: pd.DataFrame) -> dict[str, list[str]]:
     """The sentences, decided ones first: what the run can say, then what it cannot and
     why; servers that were not measured at all are named once, not in every comparison.
-    Latency under load (rate cells) comes next, each server's knee first; last, the
-    HTTP checks a compared server fails and its counterpart passes."""
+    Latency under load (rate cells) comes last, each server's knee first (the HTTP checks'
+    sentences follow, from their lens: Place.CLOSING)."""
     # A verdicts.csv written before these facts were columns: none of them.
     verdicts = verdicts.assign(**{name: None for name in FACT_COLUMNS if name not in verdicts})
-    protocol = protocol_differences(verdicts, conformance) if conformance is not None else []
     is_latency = verdicts["kind"].isin(LATENCY_KINDS)
     latency, verdicts = verdicts[is_latency], verdicts[~is_latency]
     waiting = verdicts[verdicts["kind"] == FAIRNESS]
@@ -59,8 +57,6 @@ def answers(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None) -> 
         "not measured": not_measured,
         "connections kept waiting": waiting.sort_values("outcome", key=_fairness_order)["sentence"].tolist(),
         "latency under load": latency["sentence"].tolist(),
-        "speaks HTTP differently": protocol,
-        "request framing": framing_sentences(conformance) if conformance is not None else [],
     }
 
 
@@ -167,8 +163,6 @@ SENTENCE_SECTIONS = (
     "not comparable",
     "not measured",
     "latency under load",
-    "speaks HTTP differently",
-    "request framing",
 )
 CONSOLE_ORDER = {
     Outcome.FASTER: 0,
@@ -206,7 +200,7 @@ def console_groups(verdicts: pd.DataFrame) -> dict[str, list[str]]:
     return groups
 
 
-def print_answers(path, conformance_path=None) -> None:
+def print_answers(path) -> None:
     """The verdicts in the terminal when the workflow finishes: each condition named once,
     then a line per comparison; then, in sentences, what could not be compared and why."""
     verdicts = read_table(path)
@@ -220,8 +214,7 @@ def print_answers(path, conformance_path=None) -> None:
         print(f"\n{header}:")
         for line in lines:
             print(f"  {line}")
-    conformance = read_table(conformance_path) if conformance_path else None
-    for title, sentences in answers(verdicts, conformance).items():
+    for title, sentences in answers(verdicts).items():
         if title not in SENTENCE_SECTIONS or not sentences:
             continue
         title = {"not measured": "not measured here (every comparison with them left out)"}.get(title, title)
@@ -321,14 +314,14 @@ def counts_sentence(verdicts: pd.DataFrame) -> str:
     )
 
 
-def answers_markdown(verdicts: pd.DataFrame, conformance: pd.DataFrame | None = None, titles=None, lead=None) -> str:
+def answers_markdown(verdicts: pd.DataFrame, titles=None, lead=None) -> str:
     """answers.md: the headline (``lead``: the page's, reading every lens), the margin in
     words, then every section's sentences."""
     lines = ["# Answers", ""]
     for paragraph in (headline(verdicts, titles) if lead is None else lead, margin_sentence(verdicts)):
         if paragraph:
             lines += [paragraph, ""]
-    for section, sentences in answers(verdicts, conformance).items():
+    for section, sentences in answers(verdicts).items():
         if sentences:
             lines += [f"## {section[0].upper()}{section[1:]}", "", *(f"- {text}" for text in sentences), ""]
     return "\n".join(lines)

@@ -28,10 +28,9 @@ from serverbench.report.answers import (
     lead_paragraph,
     margin_sentence,
 )
-from serverbench.report.conformance import framing_rows, met_column, truth
 from serverbench.report.machine import hosts_sentence, steadiness_sentence
 from serverbench.report.names import CHARTS
-from serverbench.report.section import section_markdown
+from serverbench.report.section import answers_markdown_of, section_markdown
 from serverbench.report.spread import spread_context
 
 # The summary's columns the page's table shows (summary.csv has them all).
@@ -116,62 +115,6 @@ def index_context(summary: pd.DataFrame, environment: dict, charts: dict, index_
     }
 
 
-def conformance_matrix(table: pd.DataFrame) -> dict[str, dict]:
-    """Servers as rows, checks as columns, one matrix per language (the httplint
-    findings stay in conformance.csv; the request framing checks have a panel of their own)."""
-    table = table[table["check"] != "httplint"].drop(framing_rows(table).index).fillna({"note": ""})
-    checks = list(dict.fromkeys(table["check"]))
-    matrices = {}
-    for language, rows in table.groupby("language", sort=True):
-        by_server = {
-            server: dict(zip(group["check"], group.itertuples(), strict=True))
-            for server, group in rows.groupby("server")
-        }
-        matrices[language] = {
-            "checks": checks,
-            "rows": [
-                {
-                    "server": server,
-                    "cells": [
-                        {"outcome": found[check].outcome, "note": found[check].note}
-                        if check in found
-                        else {"outcome": "", "note": ""}
-                        for check in checks
-                    ],
-                }
-                for server, found in by_server.items()
-            ],
-        }
-    return matrices
-
-
-def framing_panel(table: pd.DataFrame) -> dict | None:
-    """Request framing: servers as rows, the classes of malformed request as columns, each cell
-    the MUSTs met of those it holds (with the checks broken, and the SHOULDs not followed, on hover)."""
-    rows = framing_rows(table).fillna({"note": ""})
-    if rows.empty:
-        return None
-    kinds = list(dict.fromkeys(rows["kind"]))
-    panel = []
-    for (_, server), checks in rows.groupby(["profile", "server"], sort=False):
-        cells = [_framing_cell(checks[checks["kind"] == kind]) for kind in kinds]
-        panel.append({"server": server, "cells": cells, "total": _framing_cell(checks)})
-    return {"kinds": kinds, "rows": panel, "checks": rows["check"].nunique()}
-
-
-def _framing_cell(checks: pd.DataFrame) -> dict:
-    musts = checks[checks["requirement"] == "MUST"]
-    broken = musts[~met_column(musts)]
-    loose = checks[(checks["requirement"] != "MUST") & (checks["outcome"] == "warn")]
-    desync = truth(broken["desynchronised"]).any()
-    shown = pd.concat([broken, loose])
-    title = "; ".join(f"{row.check}: {row.did}" for row in shown.itertuples())
-    outcome = "fail" if len(broken) else ("warn" if len(loose) else "pass")
-    # A class with no MUST (a bare LF: MAY) shows what the server did instead of 0/0.
-    text = f"{len(musts) - len(broken)}/{len(musts)}" if len(musts) else "/".join(sorted(set(checks["outcome"])))
-    return {"text": text + (" ⚠" if desync else ""), "outcome": outcome, "title": title}
-
-
 def seeds_context(side_csv, claims_csv) -> dict | None:
     """The seeds side by side (``report.seeds``), where a profile of the run re-runs a seed table."""
     side = pd.read_csv(side_csv, dtype={"seed": str}) if side_csv else pd.DataFrame()
@@ -191,14 +134,21 @@ def seeds_context(side_csv, claims_csv) -> dict | None:
     return {"blocks": blocks, "claims": _table(brief, ["seed", "quote", "in_seed", "in_run", "why"])}
 
 
-def write_answers(path: Path, context: dict, verdicts, conformance, language_titles, sections) -> None:
-    """answers.md: the page's sentences in the page's order: the lenses that lead, the Answers,
-    then the lenses after them."""
+def write_answers(path: Path, context: dict, verdicts, language_titles, sections) -> None:
+    """answers.md: the page's sentences in the page's order: the lenses that lead, the Answers
+    (the timed ones, then those the lenses add), the lenses after them, then those closing the page."""
     # A blank line after each leading section; those after the Answers follow on (as they always have).
     lead = "".join(section_markdown(section) + "\n" for section in sections if section.place == Place.LEAD)
+    timed = answers_markdown(verdicts, language_titles, lead=context["headline"])
+    added = "".join(map(answers_markdown_of, sections))
     after = "".join(section_markdown(section) for section in sections if section.place == Place.AFTER)
-    timed = answers_markdown(verdicts, conformance, language_titles, lead=context["headline"])
-    files.write_atomic(path, lead + timed + after)
+    # A closing section's part where it has one for answers.md.
+    closing = "".join(
+        section_markdown(section)
+        for section in sections
+        if section.place == Place.CLOSING and section.on(Medium.MARKDOWN)
+    )
+    files.write_atomic(path, lead + timed + added + after + closing)
 
 
 def write_index(
@@ -207,7 +157,6 @@ def write_index(
     environment_json,
     charts: dict,
     index_path,
-    conformance_csv=None,
     language_titles=None,
     answers_path=None,
     seeds_csv=None,
@@ -223,9 +172,8 @@ def write_index(
     summary = pd.read_csv(summary_csv)
     environment = json.loads(Path(environment_json).read_text()) if environment_json else {}
     context = index_context(summary, environment, charts, index_path.parent)
-    conformance = pd.read_csv(conformance_csv) if conformance_csv else None
     verdicts = read_verdicts(verdicts_csv)
-    context["answers"] = answers(verdicts, conformance)
+    context["answers"] = answers(verdicts)
     context["headline"] = headline(verdicts, language_titles)
     context["margin_words"] = margin_sentence(verdicts)
     context["counts"] = counts_sentence(verdicts)
@@ -236,9 +184,7 @@ def write_index(
     context["spread"] = spread_context(verdicts, summary, language_titles)
     context["sections"] = sections
     if answers_path:
-        write_answers(Path(answers_path), context, verdicts, conformance, language_titles, sections)
-    context["conformance"] = conformance_matrix(conformance) if conformance is not None else {}
-    context["framing"] = framing_panel(conformance) if conformance is not None else None
+        write_answers(Path(answers_path), context, verdicts, language_titles, sections)
     context["seeds"] = seeds_context(seeds_csv, seed_claims_csv)
     context["hosts"] = hosts_sentence(pd.read_csv(runs_csv, low_memory=False) if runs_csv else None)
     files.write_atomic(index_path, TEMPLATES.get_template("index.html.j2").render(**context))

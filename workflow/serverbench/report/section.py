@@ -46,6 +46,37 @@ def section_markdown(section: Section) -> str:
     return _joined([f"## {section.title}", *map(_block_markdown, section.on(Medium.MARKDOWN))]) + "\n"
 
 
+def _answers_of(section: Section, medium: Medium) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The sentences a section adds to the Answers shown on ``medium``: (title, marker, sentences)
+    of each of its answers' groups with any."""
+    found = []
+    for group in section.answers:
+        if medium not in group.media:
+            continue
+        for block in group.on(medium):
+            if isinstance(block, Sentences) and block.items:
+                found.append((group.heading, block.marker, block.items))
+    return found
+
+
+def answers_markdown_of(section: Section) -> str:
+    """The sentences a section adds to answers.md's Answers, each group as the timed answers'
+    sections read (a blank line, its ``##`` title, its list)."""
+    return "".join(
+        "\n".join(["", f"## {title}", "", *(marker + text for text in items), ""])
+        for title, marker, items in _answers_of(section, Medium.MARKDOWN)
+    )
+
+
+def _answers_console(section: Section) -> str:
+    """The sentences a section adds to the Answers on the console, each group as the timed
+    answers' read (a blank line, "title (n):", its list two spaces in)."""
+    return "".join(
+        f"\n{title[0].lower()}{title[1:]} ({len(items)}):\n" + "".join(f"{INDENT}{marker}{text}\n" for text in items)
+        for title, marker, items in _answers_of(section, Medium.CONSOLE)
+    )
+
+
 def _console_lines(blocks: Iterable[Block], depth: int) -> list[str]:
     lines = []
     for block in blocks:
@@ -60,6 +91,7 @@ def _console_lines(blocks: Iterable[Block], depth: int) -> list[str]:
 
 
 def section_console(section: Section) -> str:
-    """The section's lines on the console, after a blank line ("" where it prints none)."""
+    """The section's lines on the console: the sentences it adds to the Answers, then its
+    blocks' lines after a blank line ("" where it prints none)."""
     lines = _console_lines(section.on(Medium.CONSOLE), 0)
-    return "\n" + "\n".join(lines) + "\n" if lines else ""
+    return _answers_console(section) + ("\n" + "\n".join(lines) + "\n" if lines else "")

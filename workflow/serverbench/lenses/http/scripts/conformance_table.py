@@ -1,8 +1,8 @@
-"""Writes conformance.csv from every server's probes (serverbench.tables.conformance)."""
+"""Writes conformance.csv from every server's probes (serverbench.lenses.http.table)."""
 
 import sys
 
-from serverbench.tables.conformance import write_conformance
+from serverbench.lenses.http.table import write_conformance
 
 # The rule's log is this job's stderr: warnings and a traceback land beside the run.
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821, SIM115 (injected by Snakemake)

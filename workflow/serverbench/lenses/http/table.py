@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from serverbench import files
+from serverbench.lenses.http.record import CheckOutcome
 from serverbench.record.conformance import met
 from serverbench.record.vocabulary import Status
 
@@ -35,8 +36,10 @@ CONFORMANCE_COLUMNS = [
 ]
 
 
-def _with_met(check: dict) -> dict:
-    """A check with ``met`` where it rests on a requirement (older results: from its outcome)."""
+def _read_check(check: dict) -> dict:
+    """A result's check with its outcome read back as the member its word names (an unknown word
+    refused), and ``met`` where it rests on a requirement (older results: from its outcome)."""
+    check = {**check, "outcome": CheckOutcome(check["outcome"])}
     if check.get("requirement") and check.get("met") is None:
         return {**check, "met": met(check["outcome"])}
     return check
@@ -50,11 +53,11 @@ def conformance_rows(paths) -> pd.DataFrame:
         if result["status"] == Status.SKIPPED:
             continue
         if result["status"] != Status.OK:
-            rows.append({**where, "check": "probe", "outcome": "fail", "note": result["reason"]})
-        rows.extend({**where, **_with_met(check)} for check in result["checks"])
+            rows.append({**where, "check": "probe", "outcome": CheckOutcome.FAIL, "note": result["reason"]})
+        rows.extend({**where, **_read_check(check)} for check in result["checks"])
         for finding in result.get("lint_findings") or []:
             note = f"{finding.get('request', 'GET /')}: {finding['level']}: {finding['note']}"
-            rows.append({**where, "check": "httplint", "outcome": "info", "note": note})
+            rows.append({**where, "check": "httplint", "outcome": CheckOutcome.INFO, "note": note})
     return pd.DataFrame(rows, columns=CONFORMANCE_COLUMNS)
 
 

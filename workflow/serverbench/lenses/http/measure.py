@@ -1,6 +1,6 @@
 """One server's conformance job: start it as a cell of the profile would
 (same argv, isolation, network), probe its HTTP behaviour over raw sockets
-(serverbench.cell.probes), lint its app at the application interface
+(serverbench.lenses.http.probes), lint its app at the application interface
 (the apps' ``/lint`` path: wsgiref.validate or Plack::Middleware::Lint around
 the hello world), run an answer it gave through httplint, stop it,
 and write one result. A server that cannot be started is a recorded failure,
@@ -14,11 +14,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from serverbench import files
-from serverbench.cell import framing, probes
 from serverbench.cell.errors import interruptible
 from serverbench.cell.launch import Launch
 from serverbench.cell.session import ServerSession
 from serverbench.cell.wire import Wire, WireError, request
+from serverbench.lenses.http import framing, probes
+from serverbench.lenses.http.record import CheckOutcome
 from serverbench.plan import apps
 from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import effective_profile
@@ -62,29 +63,30 @@ def app_lint(launch: Launch, log_path: Path, app: bool) -> probes.Check:
     """The hello answer under the language's linter (``/lint``): an assertion or a
     Lint error (a 500 and its message in the server's log) is a failed check."""
     if not app:
-        return probes.Check("app_lint", "info", "not probed: the server answers only / (no app)")
+        return probes.Check("app_lint", CheckOutcome.INFO, "not probed: the server answers only / (no app)")
     before = log_path.stat().st_size if log_path.exists() else 0
     try:
         with Wire(launch.host, launch.port) as wire:
             wire.send(probes.get("/lint"))
             answer = wire.read_answer()
     except (OSError, WireError) as exc:
-        return probes.Check("app_lint", "fail", f"no answer under the linter ({exc})")
+        return probes.Check("app_lint", CheckOutcome.FAIL, f"no answer under the linter ({exc})")
     time.sleep(0.2)  # a linter's complaint at close is logged after the answer
     logged = log_path.read_text(errors="replace")[before:] if log_path.exists() else ""
     complaints = LINT_PATTERN.findall(logged)
     if answer.status != 200 or complaints:
         note = complaints[0] if complaints else f"status {answer.status} under the linter"
-        return probes.Check("app_lint", "fail", note[:300], received=probes.shown(answer.raw))
+        return probes.Check("app_lint", CheckOutcome.FAIL, note[:300], received=probes.shown(answer.raw))
     # What the server left out that its language's spec allows it to (the app says, in the spec's
     # words): the linter judged the rest, and a validator's own crash is no server failure.
     allowed = answer.header(LINT_NOTE)
     if allowed:
-        outcome = answer.header(LINT_OUTCOME) if answer.header(LINT_OUTCOME) in ("info", "warn") else "info"
+        said = answer.header(LINT_OUTCOME)
+        outcome = CheckOutcome(said) if said in (CheckOutcome.INFO, CheckOutcome.WARN) else CheckOutcome.INFO
         return probes.Check(
             "app_lint", outcome, f"no assertion or Lint error; {allowed}"[:600], received=probes.shown(answer.raw)
         )
-    return probes.Check("app_lint", "pass", "no assertion or Lint error", received=probes.shown(answer.raw))
+    return probes.Check("app_lint", CheckOutcome.PASS, "no assertion or Lint error", received=probes.shown(answer.raw))
 
 
 def lint_answers(host: str, port: int, app: bool) -> list[dict]:

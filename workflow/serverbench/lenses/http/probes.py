@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
 from serverbench.cell.wire import Answer, Wire, WireError, parse_head, request
+from serverbench.lenses.http.record import CheckOutcome
 
 HELLO = b"Hello World!"
 EVIDENCE_BYTES = 300
@@ -30,7 +31,7 @@ class Check:
     """One probe's finding."""
 
     check: str
-    outcome: str  # pass | warn | fail | info
+    outcome: CheckOutcome  # written as its word (pass, warn, fail, info)
     note: str
     sent: str = ""
     received: str = ""
@@ -94,10 +95,14 @@ def keepalive_http11(target: Target) -> Check:
             wire.send(sent)
             second = wire.read_answer()
         except (OSError, WireError) as exc:
-            return Check("keepalive_http11", "fail", f"closed after one answer ({exc})", shown(sent), shown(first.raw))
+            return Check(
+                "keepalive_http11", CheckOutcome.FAIL, f"closed after one answer ({exc})", shown(sent), shown(first.raw)
+            )
     ok = first.body == HELLO and second.body == HELLO
     note = "two answers on one connection" if ok else f"answers {first.status} and {second.status}, not the hello body"
-    return Check("keepalive_http11", "pass" if ok else "fail", note, shown(sent), shown(second.raw))
+    return Check(
+        "keepalive_http11", CheckOutcome.PASS if ok else CheckOutcome.FAIL, note, shown(sent), shown(second.raw)
+    )
 
 
 def _answered_then_closed(target: Target, name: str, sent: bytes, kept_open: str) -> Check:
@@ -106,7 +111,7 @@ def _answered_then_closed(target: Target, name: str, sent: bytes, kept_open: str
         answer = wire.read_answer()
         closed = wire.closed(SILENCE_S)
     note = "answered, then closed" if closed else f"kept the connection open {SILENCE_S:g} s {kept_open}"
-    return Check(name, "pass" if closed else "fail", note, shown(sent), shown(answer.raw))
+    return Check(name, CheckOutcome.PASS if closed else CheckOutcome.FAIL, note, shown(sent), shown(answer.raw))
 
 
 def http10_closes(target: Target) -> Check:
@@ -121,18 +126,28 @@ def http10_keepalive(target: Target) -> Check:
         answer = wire.read_answer()
         if answer.says_close():
             return Check(
-                "http10_keepalive", "pass", "declined, and said so (Connection: close)", shown(sent), shown(answer.raw)
+                "http10_keepalive",
+                CheckOutcome.PASS,
+                "declined, and said so (Connection: close)",
+                shown(sent),
+                shown(answer.raw),
             )
         if wire.closed(0.3):
-            return Check("http10_keepalive", "warn", "closed without saying so", shown(sent), shown(answer.raw))
+            return Check(
+                "http10_keepalive", CheckOutcome.WARN, "closed without saying so", shown(sent), shown(answer.raw)
+            )
         wire.send(sent)
         try:
             again = wire.read_answer()
         except (OSError, WireError) as exc:
             return Check(
-                "http10_keepalive", "warn", f"second request not answered ({exc})", shown(sent), shown(answer.raw)
+                "http10_keepalive",
+                CheckOutcome.WARN,
+                f"second request not answered ({exc})",
+                shown(sent),
+                shown(answer.raw),
             )
-    return Check("http10_keepalive", "pass", "kept alive", shown(sent), shown(again.raw))
+    return Check("http10_keepalive", CheckOutcome.PASS, "kept alive", shown(sent), shown(again.raw))
 
 
 def connection_close(target: Target) -> Check:
@@ -152,10 +167,10 @@ def pipelining(target: Target) -> Check:
             for _ in paths:
                 got.append(len(wire.read_answer().body))
         except (OSError, WireError) as exc:
-            return Check("pipelining", "fail", f"{len(got)} of 3 answers ({exc})", shown(sent), str(got))
+            return Check("pipelining", CheckOutcome.FAIL, f"{len(got)} of 3 answers ({exc})", shown(sent), str(got))
     ok = got == expected
     note = "three answers, in order" if ok else f"answers out of order or wrong: body sizes {got}, wanted {expected}"
-    return Check("pipelining", "pass" if ok else "fail", note, shown(sent), str(got))
+    return Check("pipelining", CheckOutcome.PASS if ok else CheckOutcome.FAIL, note, shown(sent), str(got))
 
 
 def head(target: Target) -> Check:
@@ -168,24 +183,30 @@ def head(target: Target) -> Check:
         extra = b"" if wire.closed(0.3) else wire.buffer
     if extra:
         return Check(
-            "head", "fail", f"{len(extra)} body bytes after a HEAD answer", shown(sent), shown(answer.raw + extra)
+            "head",
+            CheckOutcome.FAIL,
+            f"{len(extra)} body bytes after a HEAD answer",
+            shown(sent),
+            shown(answer.raw + extra),
         )
     same = answer.header("Content-Type") == got.header("Content-Type")
     length = answer.header("Content-Length")
     if not same or length not in (None, str(len(got.body))):
-        return Check("head", "fail", "headers differ from GET's", shown(sent), shown(answer.raw))
-    return Check("head", "pass", "GET's headers, no body", shown(sent), shown(answer.raw))
+        return Check("head", CheckOutcome.FAIL, "headers differ from GET's", shown(sent), shown(answer.raw))
+    return Check("head", CheckOutcome.PASS, "GET's headers, no body", shown(sent), shown(answer.raw))
 
 
 def date(target: Target) -> Check:
     started, first = target.first or (time.monotonic(), target.exchange(get()))
     value = first.header("Date")
     if value is None:
-        return Check("date", "fail", "no Date header", shown(get()), shown(first.raw))
+        return Check("date", CheckOutcome.FAIL, "no Date header", shown(get()), shown(first.raw))
     try:
         time.strptime(value, IMF_FIXDATE)
     except ValueError:
-        return Check("date", "fail", f"Date not in IMF-fixdate form: {value!r}", shown(get()), shown(first.raw))
+        return Check(
+            "date", CheckOutcome.FAIL, f"Date not in IMF-fixdate form: {value!r}", shown(get()), shown(first.raw)
+        )
     time.sleep(max(0.0, started + 2.1 - time.monotonic()))
     later = target.exchange(get()).header("Date") or ""
     try:
@@ -193,7 +214,9 @@ def date(target: Target) -> Check:
     except (TypeError, ValueError):
         advanced = False
     note = f"{value} then {later}"
-    return Check("date", "pass" if advanced else "fail", note if advanced else f"did not advance: {note}")
+    return Check(
+        "date", CheckOutcome.PASS if advanced else CheckOutcome.FAIL, note if advanced else f"did not advance: {note}"
+    )
 
 
 def content_length(target: Target) -> Check:
@@ -208,21 +231,25 @@ def content_length(target: Target) -> Check:
         length = dict((k.lower(), v) for k, v in headers).get("content-length")
         if length is not None and int(length) != len(body):
             note = f"{path}: Content-Length {length}, body {len(body)} bytes"
-            return Check("content_length", "fail", note, shown(sent), shown(raw))
+            return Check("content_length", CheckOutcome.FAIL, note, shown(sent), shown(raw))
         if length is None and "transfer-encoding" not in dict((k.lower(), v) for k, v in headers):
             return Check(
-                "content_length", "warn", f"{path}: neither Content-Length nor chunked", shown(sent), shown(raw)
+                "content_length",
+                CheckOutcome.WARN,
+                f"{path}: neither Content-Length nor chunked",
+                shown(sent),
+                shown(raw),
             )
-    return Check("content_length", "pass", "Content-Length equals the body's bytes")
+    return Check("content_length", CheckOutcome.PASS, "Content-Length equals the body's bytes")
 
 
 def server_header(target: Target) -> Check:
     value = target.exchange(get()).header("Server")
-    return Check("server_header", "info", value if value is not None else "no Server header")
+    return Check("server_header", CheckOutcome.INFO, value if value is not None else "no Server header")
 
 
 def no_echo(name: str) -> Check:
-    return Check(name, "info", "not probed: the server answers only / (no /echo)")
+    return Check(name, CheckOutcome.INFO, "not probed: the server answers only / (no /echo)")
 
 
 def chunked_body(target: Target) -> Check:
@@ -238,14 +265,18 @@ def chunked_body(target: Target) -> Check:
     try:
         answer = target.exchange(sent)
     except (OSError, WireError) as exc:
-        return Check("chunked_body", "fail", f"no answer ({exc})", shown(sent))
+        return Check("chunked_body", CheckOutcome.FAIL, f"no answer ({exc})", shown(sent))
     if answer.status == 411:
         return Check(
-            "chunked_body", "warn", "refused a chunked body (411 Length Required)", shown(sent), shown(answer.raw)
+            "chunked_body",
+            CheckOutcome.WARN,
+            "refused a chunked body (411 Length Required)",
+            shown(sent),
+            shown(answer.raw),
         )
     ok = answer.status == 200 and answer.body == body
     note = "the body came back whole" if ok else f"status {answer.status}, {len(answer.body)} of {len(body)} bytes back"
-    return Check("chunked_body", "pass" if ok else "fail", note, shown(sent), shown(answer.raw))
+    return Check("chunked_body", CheckOutcome.PASS if ok else CheckOutcome.FAIL, note, shown(sent), shown(answer.raw))
 
 
 def expect_continue(target: Target) -> Check:
@@ -265,27 +296,37 @@ def expect_continue(target: Target) -> Check:
         try:
             answer = wire.read_answer()
         except (OSError, WireError) as exc:
-            return Check("expect_continue", "fail", f"no final answer ({exc})", shown(head_bytes))
+            return Check("expect_continue", CheckOutcome.FAIL, f"no final answer ({exc})", shown(head_bytes))
     if answer.status == 417:
-        return Check("expect_continue", "warn", "417 Expectation Failed", shown(head_bytes), shown(answer.raw))
+        return Check(
+            "expect_continue", CheckOutcome.WARN, "417 Expectation Failed", shown(head_bytes), shown(answer.raw)
+        )
     if answer.status != 200 or answer.body != body:
         return Check(
-            "expect_continue", "fail", f"status {answer.status}, body not echoed", shown(head_bytes), shown(answer.raw)
+            "expect_continue",
+            CheckOutcome.FAIL,
+            f"status {answer.status}, body not echoed",
+            shown(head_bytes),
+            shown(answer.raw),
         )
     if interim is None or interim.status != 100:
         return Check(
             "expect_continue",
-            "warn",
+            CheckOutcome.WARN,
             "no 100 Continue within 1 s (the body was sent anyway)",
             shown(head_bytes),
             shown(answer.raw),
         )
     return Check(
-        "expect_continue", "pass", "100 Continue, then the echo", shown(head_bytes), shown(interim.raw + answer.raw)
+        "expect_continue",
+        CheckOutcome.PASS,
+        "100 Continue, then the echo",
+        shown(head_bytes),
+        shown(interim.raw + answer.raw),
     )
 
 
-def _refused(target: Target, name: str, sent: bytes, accepted: str = "fail") -> Check:
+def _refused(target: Target, name: str, sent: bytes, accepted: str = CheckOutcome.FAIL) -> Check:
     """Bad input: a 4xx answer or a close passes; the next client must still be answered."""
     try:
         with target.wire() as wire:
@@ -298,12 +339,16 @@ def _refused(target: Target, name: str, sent: bytes, accepted: str = "fail") -> 
         answer, why = None, f"connection error: {exc}"
     if not target.answers_next_client():
         return Check(
-            name, "fail", "the next client was not answered", shown(sent), shown(answer.raw) if answer else why
+            name,
+            CheckOutcome.FAIL,
+            "the next client was not answered",
+            shown(sent),
+            shown(answer.raw) if answer else why,
         )
     if answer is None:
-        return Check(name, "pass", f"closed ({why})", shown(sent))
+        return Check(name, CheckOutcome.PASS, f"closed ({why})", shown(sent))
     if 400 <= answer.status < 500:
-        return Check(name, "pass", f"refused with {answer.status}", shown(sent), shown(answer.raw))
+        return Check(name, CheckOutcome.PASS, f"refused with {answer.status}", shown(sent), shown(answer.raw))
     return Check(name, accepted, f"answered {answer.status}", shown(sent), shown(answer.raw))
 
 
@@ -313,7 +358,7 @@ def bad_request_line(target: Target) -> Check:
 
 def big_header(target: Target) -> Check:
     # Accepting 16 KiB is allowed (RFC 9110 sets no limit): a warn, not a fail.
-    return _refused(target, "big_header", get("/", "HTTP/1.1", ("X-Big", "a" * 16384)), accepted="warn")
+    return _refused(target, "big_header", get("/", "HTTP/1.1", ("X-Big", "a" * 16384)), accepted=CheckOutcome.WARN)
 
 
 def missing_host(target: Target) -> Check:
@@ -331,7 +376,7 @@ def length_and_chunked(target: Target) -> Check:
         )
         + b"0\r\n\r\n"
     )
-    return _refused(target, "length_and_chunked", sent, accepted="warn")
+    return _refused(target, "length_and_chunked", sent, accepted=CheckOutcome.WARN)
 
 
 SLOW_BYTES = 30  # at 100 ms a byte: 3 s, then the slow client gives up
@@ -396,13 +441,13 @@ def slow_client(target: Target) -> Check:
     stop.set()
     slow.join(5.0)
     if None in waits:
-        return Check("slow_client", "fail", f"new client {len(waits)} got no answer within 6 s")
+        return Check("slow_client", CheckOutcome.FAIL, f"new client {len(waits)} got no answer within 6 s")
     longest = max(waits, default=0.0)
     if longest < HELD_UP:
         note = f"{len(waits)} new clients while the slow one dribbled: the longest waited {longest:.3f} s"
-        return Check("slow_client", "pass", note, received=f"{longest:.3f}")
+        return Check("slow_client", CheckOutcome.PASS, note, received=f"{longest:.3f}")
     note = f"new client {len(waits)} waited {longest:.3f} s: held up by the slow one"
-    return Check("slow_client", "warn", note, received=f"{longest:.3f}")
+    return Check("slow_client", CheckOutcome.WARN, note, received=f"{longest:.3f}")
 
 
 PROBES = [
@@ -437,5 +482,5 @@ def probe(host: str, port: int, app: bool = True) -> list[Check]:
         try:
             checks.append(run(target))
         except (OSError, WireError) as exc:
-            checks.append(Check(run.__name__, "fail", f"probe broke: {exc}"))
+            checks.append(Check(run.__name__, CheckOutcome.FAIL, f"probe broke: {exc}"))
     return checks

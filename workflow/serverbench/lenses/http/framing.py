@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from serverbench.cell.probes import HELLO, Check, Target, shown
 from serverbench.cell.wire import Answer, WireError, request
+from serverbench.lenses.http.probes import HELLO, Check, Target, shown
+from serverbench.lenses.http.record import CheckOutcome
 from serverbench.record.conformance import met
 
 GROUP = "request framing"
@@ -414,9 +415,9 @@ def judged(case: Case, seen: Seen, app: bool) -> tuple[str, str, bool]:
     did, desync = behaviour(seen), desynchronised(seen, app)
     if case.requires == "no-overflow" and seen.first is None:
         # Waiting for the 2^64 + 5 bytes announced (the marker taken as chunk data) reads the size right.
-        return "pass", did + ": no answer while it waits for the size announced, or closed", False
+        return CheckOutcome.PASS, did + ": no answer while it waits for the size announced, or closed", False
     if desync:
-        return "fail", f"desynchronised: {desync} ({did})", True
+        return CheckOutcome.FAIL, f"desynchronised: {desync} ({did})", True
     outcome, did = _judge_in_sync(case, seen, did)
     return outcome, did, False
 
@@ -427,24 +428,35 @@ def _judge_in_sync(case: Case, seen: Seen, did: str) -> tuple[str, str]:
     accepted = first is not None and first.status < 400
     closed = seen.ending == "closed" and len(seen.answers) <= 1
     if case.requires == "close":
-        return ("pass" if closed else "fail"), did + ("" if closed else ": the RFC requires closing after answering")
+        return (CheckOutcome.PASS if closed else CheckOutcome.FAIL), did + (
+            "" if closed else ": the RFC requires closing after answering"
+        )
     if case.requires == "no-overflow":
         took_small = accepted and first.body == PING
-        return ("fail" if took_small else "pass"), did + (": read the size modulo 2^64" if took_small else "")
+        return (CheckOutcome.FAIL if took_small else CheckOutcome.PASS), did + (
+            ": read the size modulo 2^64" if took_small else ""
+        )
     if accepted:
-        outcome = {"reject": "fail", "should": "warn", "either": "info", "may": "info"}[case.requires]
-        why = {"fail": ": the RFC requires a 400", "info": ": the RFC allows taking it"}.get(outcome, "")
+        outcome = {
+            "reject": CheckOutcome.FAIL,
+            "should": CheckOutcome.WARN,
+            "either": CheckOutcome.INFO,
+            "may": CheckOutcome.INFO,
+        }[case.requires]
+        why = {CheckOutcome.FAIL: ": the RFC requires a 400", CheckOutcome.INFO: ": the RFC allows taking it"}.get(
+            outcome, ""
+        )
         if case.requires == "either":
             why = ": the RFC allows repairing it (each offending octet replaced by SP), which an answer cannot show"
         return outcome, did + why
     if first is None:
         # Closing without a word is safe; where a 400 is a MUST it was owed first.
         if case.requires == "reject":
-            return "warn", did + ": safe, but the RFC requires a 400 first"
-        return "pass", did
+            return CheckOutcome.WARN, did + ": safe, but the RFC requires a 400 first"
+        return CheckOutcome.PASS, did
     if case.requires == "reject" and case.close and not closed:
-        return "fail", did + ": the RFC requires closing after the 400"
-    return "pass", did
+        return CheckOutcome.FAIL, did + ": the RFC requires closing after the 400"
+    return CheckOutcome.PASS, did
 
 
 def check(case: Case, target: Target) -> Check:
@@ -456,7 +468,7 @@ def check(case: Case, target: Target) -> Check:
         seen = Seen([], f"garbled: {exc}")
     outcome, did, desync = judged(case, seen, target.app)
     if not target.answers_next_client():
-        outcome, did = "fail", f"{did}; afterwards a new client was not answered"
+        outcome, did = CheckOutcome.FAIL, f"{did}; afterwards a new client was not answered"
     received = b"".join(answer.raw[:200] for answer in seen.answers) or seen.ending.encode()
     used = reading(case, seen, target.app)
     return Check(
