@@ -60,6 +60,8 @@ def _jobs(config, matrix) -> list[str]:
 
 
 def _section(tables: dict, inputs: Inputs) -> Section | None:
+    if "work_verdicts.csv" not in tables:
+        return None  # a run that counted work but did not judge it (its targets stop at work.csv)
     return work_section(
         tables["work.csv"],
         tables["work_detail.csv"],
