@@ -280,16 +280,18 @@ class Inputs:
 @dataclass(frozen=True)
 class Words:
     """The words a lens adds to the project's vocabulary (``record.vocabulary`` holds the core's):
-    its own kinds of comparison, metrics and outcomes, each a ``StrEnum`` in its folder, written
-    to its tables as their words. The registry refuses, when it loads the lenses, a word the core
-    or another lens already has in the same field, and a malformed one (``malformed_words``)."""
+    its own kinds of comparison, metrics, outcomes and statuses (a table row's, beside the core's
+    ``Status``), each a ``StrEnum`` in its folder, written to its tables as their words. The
+    registry refuses, when it loads the lenses, a word the core or another lens already has in the
+    same field, and a malformed one (``malformed_words``)."""
 
     kinds: type[StrEnum] | None = None
     metrics: type[StrEnum] | None = None
     outcomes: type[StrEnum] | None = None
+    statuses: type[StrEnum] | None = None
 
     def by_field(self) -> dict[str, tuple[StrEnum, ...]]:
-        """Its words per field (kinds, metrics, outcomes), each field's members in their order."""
+        """Its words per field (kinds, metrics, outcomes, statuses), each field's members in their order."""
         return {item.name: tuple(getattr(self, item.name) or ()) for item in fields(self)}
 
 
@@ -394,7 +396,7 @@ class Lens:
     conditions: bool = False
     # What bisect reads of it, where it is the lens that judges a release against the one before.
     bisection: Bisection | None = None
-    # The words of its own it writes (kinds, metrics, outcomes), checked against every other's.
+    # The words of its own it writes (kinds, metrics, outcomes, statuses), checked against every other's.
     words: Words = Words()
 
     def asked_by(self, profile: Mapping) -> bool:
