@@ -244,6 +244,24 @@ class Bisection:
 
 
 @dataclass(frozen=True)
+class RunComparison:
+    """What ``serverbench compare A B`` reads of the lens that compares two runs on a figure it
+    counts (``Lens.between_runs``), so that compare names no lens: its ``--metric``, the table
+    both runs must hold, and its judging of run B against run A."""
+
+    metric: str  # its --metric ("work")
+    table: str  # the table both runs must hold (a file name below a results directory)
+    figure: str  # what it judges, as a sentence names it ("work per request")
+    title: str  # the line above its table, written as text or markdown
+    # Whether a results directory holds its table.
+    present: Callable[[Path], bool]
+    # Its table of B against A: (a, b, config, --fail-above or None) -> a DataFrame.
+    compare: Callable[[Path, Path, Mapping, float | None], object]
+    # The exit status and its reason for --fail-above: (its table, the share) -> (status, why).
+    exit_status: Callable[[object, float], tuple[int, str]]
+
+
+@dataclass(frozen=True)
 class Section:
     """What a lens shows, made from its tables: the core writes the page, answers.md and the
     console from it (``report.section``). ``lens`` and ``place`` are its lens's (``section_of``)."""
@@ -396,6 +414,8 @@ class Lens:
     conditions: bool = False
     # What bisect reads of it, where it is the lens that judges a release against the one before.
     bisection: Bisection | None = None
+    # What compare reads of it, where it is the lens that compares two runs on a figure it counts.
+    between_runs: RunComparison | None = None
     # The words of its own it writes (kinds, metrics, outcomes, statuses), checked against every other's.
     words: Words = Words()
 
