@@ -94,7 +94,16 @@ def test_bisect_reads_the_releases_lens_only_through_its_declaration(tmp_path):
     planted_import = "from serverbench.lenses.releases import PREVIOUS  # noqa"
     done = lint_imports(planted(tmp_path, "drive/bisect.py", planted_import))
     assert done.returncode != 0
-    assert "bisect reaches the lenses through their declarations BROKEN" in done.stdout
+    assert "drive reaches the lenses through their declarations BROKEN" in done.stdout
+
+
+def test_compare_reads_the_work_lens_only_through_its_declaration(tmp_path):
+    """drive/compare finds how two runs' work is compared in the work lens's ``Lens.between_runs``,
+    through the registry (as bisect does releases'): no drive module names a lens module."""
+    planted_import = "from serverbench.lenses.work import compare as compare_work  # noqa"
+    done = lint_imports(planted(tmp_path, "drive/compare.py", planted_import))
+    assert done.returncode != 0
+    assert "drive reaches the lenses through their declarations BROKEN" in done.stdout
 
 
 def test_the_host_is_the_cell_stages_alone(tmp_path):

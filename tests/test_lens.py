@@ -81,6 +81,16 @@ def _toy_saying(monkeypatch, **words: dict[str, str]):
         ),
         # A core word: a table read back could not tell whose it holds.
         ({"metrics": {"SPEED": "speed"}}, "declares 'speed' among its metrics: a word of the core vocabulary"),
+        ({"statuses": {"SKIPPED": "skipped"}}, "declares 'skipped' among its statuses: a word of the core vocabulary"),
+        # The releases lens's outcome and the operations lens's status: theirs, not the core's.
+        (
+            {"outcomes": {"CHANGED": "changed"}},
+            "declares 'changed' among its outcomes: a word of the 'releases' lens",
+        ),
+        (
+            {"statuses": {"BROKEN": "broken"}},
+            "declares 'broken' among its statuses: a word of the 'operations' lens",
+        ),
         # Malformed: a comma splits a CSV cell, an empty word reads back as no outcome.
         (
             {"outcomes": {"SPLIT": "more, less"}},

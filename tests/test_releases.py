@@ -28,6 +28,7 @@ from serverbench.decide.pairs import declared_pairs
 from serverbench.drive.bisect import SIMPLE_JSON, between, listed_versions, next_middle, overlay
 from serverbench.drive.usage import bisect_checks
 from serverbench.host.releases import install, not_installed_reason
+from serverbench.lenses.releases.record import ReleaseOutcome
 from serverbench.plan import config as cfg
 from serverbench.plan.catalogue import server_entry
 from serverbench.plan.releases import base_server, split_name
@@ -168,7 +169,7 @@ def test_the_profile_names_the_change_and_the_release(planted_run):
     work = by.loc[("tinyserve@2.0", "previous", "instructions_per_request")]
     assert work["outcome"] == Outcome.MORE_WORK and 1.005 < work["estimate"] < 1.02, work.to_dict()
     assert by.loc[("tinyserve@2.0", "previous", "reload_failed"), "outcome"] == Outcome.LOWER
-    assert by.loc[("tinyserve@2.0", "previous", "conformance_met"), "outcome"] == Outcome.SAME
+    assert by.loc[("tinyserve@2.0", "previous", "conformance_met"), "outcome"] == ReleaseOutcome.SAME
     answers = (planted_run / "answers.md").read_text()
     assert "tinyserve 2.0 against 1.0: instructions per request more work: 1.0" in answers
     assert "tinyserve 2.0 against 1.0: failed requests per graceful reload lower:" in answers

@@ -4,6 +4,7 @@
 import sys
 from pathlib import Path
 
+from serverbench.record.vocabulary import Status
 from serverbench.report.names import CHARTS
 from serverbench.report.screenshots import shoot
 
@@ -11,5 +12,5 @@ from serverbench.report.screenshots import shoot
 sys.stderr = open(snakemake.log[0], "w", buffering=1)  # noqa: F821, SIM115 (injected by Snakemake)
 
 status = shoot(Path(snakemake.input[0]), Path(snakemake.output[0]), CHARTS["forest"])  # noqa: F821
-if status["status"] != "ok":
+if status["status"] != Status.OK:
     print(f"screenshots {status['status']}: {status['reason']}", file=sys.stderr)

@@ -254,6 +254,24 @@ class Bisection:
 
 
 @dataclass(frozen=True)
+class RunComparison:
+    """What ``serverbench compare A B`` reads of the lens that compares two runs on a figure it
+    counts (``Lens.between_runs``), so that compare names no lens: its ``--metric``, the table
+    both runs must hold, and its judging of run B against run A."""
+
+    metric: str  # its --metric ("work")
+    table: str  # the table both runs must hold (a file name below a results directory)
+    figure: str  # what it judges, as a sentence names it ("work per request")
+    title: str  # the line above its table, written as text or markdown
+    # Whether a results directory holds its table.
+    present: Callable[[Path], bool]
+    # Its table of B against A: (a, b, config, --fail-above or None) -> a DataFrame.
+    compare: Callable[[Path, Path, Mapping, float | None], object]
+    # The exit status and its reason for --fail-above: (its table, the share) -> (status, why).
+    exit_status: Callable[[object, float], tuple[int, str]]
+
+
+@dataclass(frozen=True)
 class Section:
     """What a lens shows, made from its tables: the core writes the page, answers.md and the
     console from it (``report.section``). ``lens`` and ``place`` are its lens's (``section_of``)."""
@@ -295,16 +313,18 @@ class Inputs:
 @dataclass(frozen=True)
 class Words:
     """The words a lens adds to the project's vocabulary (``record.vocabulary`` holds the core's):
-    its own kinds of comparison, metrics and outcomes, each a ``StrEnum`` in its folder, written
-    to its tables as their words. The registry refuses, when it loads the lenses, a word the core
-    or another lens already has in the same field, and a malformed one (``malformed_words``)."""
+    its own kinds of comparison, metrics, outcomes and statuses (a table row's, beside the core's
+    ``Status``), each a ``StrEnum`` in its folder, written to its tables as their words. The
+    registry refuses, when it loads the lenses, a word the core or another lens already has in the
+    same field, and a malformed one (``malformed_words``)."""
 
     kinds: type[StrEnum] | None = None
     metrics: type[StrEnum] | None = None
     outcomes: type[StrEnum] | None = None
+    statuses: type[StrEnum] | None = None
 
     def by_field(self) -> dict[str, tuple[StrEnum, ...]]:
-        """Its words per field (kinds, metrics, outcomes), each field's members in their order."""
+        """Its words per field (kinds, metrics, outcomes, statuses), each field's members in their order."""
         return {item.name: tuple(getattr(self, item.name) or ()) for item in fields(self)}
 
 
@@ -415,7 +435,9 @@ class Lens:
     conditions: bool = False
     # What bisect reads of it, where it is the lens that judges a release against the one before.
     bisection: Bisection | None = None
-    # The words of its own it writes (kinds, metrics, outcomes), checked against every other's.
+    # What compare reads of it, where it is the lens that compares two runs on a figure it counts.
+    between_runs: RunComparison | None = None
+    # The words of its own it writes (kinds, metrics, outcomes, statuses), checked against every other's.
     words: Words = Words()
 
     def asked_by(self, profile: Mapping) -> bool:

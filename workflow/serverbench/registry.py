@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from serverbench.lens import Check, ForestPanel, Inputs, Lens, Section, malformed_words, section_of
-from serverbench.record.vocabulary import Kind, Metric, Outcome
+from serverbench.record.vocabulary import Kind, Metric, Outcome, Status
 from serverbench.report.section import section_console
 
 if TYPE_CHECKING:  # pandas only where a panel's table is read: `serverbench --help` reads the lenses' checks
@@ -55,7 +55,7 @@ def wired_job(config: Mapping, rule: str) -> tuple[Lens, str]:
 
 
 # The core's words in each field a lens may add to (``lens.Words``).
-CORE_WORDS = {"kinds": Kind, "metrics": Metric, "outcomes": Outcome}
+CORE_WORDS = {"kinds": Kind, "metrics": Metric, "outcomes": Outcome, "statuses": Status}
 
 
 def check_words(found: Iterable[Lens]) -> None:

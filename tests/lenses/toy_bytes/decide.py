@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from serverbench.decide import margins
 from serverbench.decide.judgement import Comparison
-from serverbench.record.vocabulary import Kind, Outcome
+from serverbench.record.vocabulary import Kind, Outcome, Status
 
 from toy_bytes import BytesMetric
 
@@ -15,7 +15,7 @@ MARGIN = 0.01
 
 def comparisons(table: pd.DataFrame, config: dict) -> list[Comparison]:
     judged = []
-    for profile, rows in table[table["status"] == "ok"].groupby("profile"):
+    for profile, rows in table[table["status"] == Status.OK].groupby("profile"):
         sizes = dict(zip(rows["server"], rows["bytes"], strict=True))
         for a, b in config["comparisons"]["pairs"]:
             if a not in sizes or b not in sizes:

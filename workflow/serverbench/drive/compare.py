@@ -1,7 +1,8 @@
 """``serverbench compare A B``: two result sets side by side, server by server, on work
 per request (where both runs counted it) or on speed; the judging is
-``serverbench.decide.compare`` (speed) and ``serverbench.lenses.work.compare`` (work),
-this module reads the command line and writes what they found for a reader.
+``serverbench.decide.compare`` (speed) and the work lens's (its ``Lens.between_runs``, found
+through the registry: compare names no lens), this module reads the command line and writes
+what they found for a reader.
 
 Its first line (on stderr) says which metric it judges by and why. ``--fail-above 5%`` exits 1
 when some server is shown worse by more than 5%, 0 when every one is shown within 5%, and 3
@@ -17,9 +18,10 @@ import sys
 
 import pandas as pd
 
+from serverbench import registry
 from serverbench.decide import compare
 from serverbench.drive.usage import Inconclusive
-from serverbench.lenses.work import compare as compare_work
+from serverbench.lens import RunComparison
 from serverbench.plan import config as cfg
 
 INCONCLUSIVE = {Inconclusive.REPORT: None, Inconclusive.PASS: 0, Inconclusive.FAIL: compare.EXIT_REGRESSION}
@@ -40,11 +42,19 @@ def render(table: pd.DataFrame, form: str) -> str:
     return shown[SPEED_COLUMNS].fillna("").to_string(index=False) + "\n"
 
 
-def render_work(table: pd.DataFrame, form: str) -> str:
-    """compare's work table as csv, a markdown table or plain text."""
+def counted(config) -> RunComparison:
+    """What the lens that compares two runs on a figure it counts declares for compare (work's)."""
+    found = [lens.between_runs for lens in registry.lenses(config) if lens.between_runs is not None]
+    if len(found) != 1:
+        raise LookupError(f"compare needs one lens that compares two runs on a counted figure, there are {len(found)}")
+    return found[0]
+
+
+def render_counted(table: pd.DataFrame, form: str, title: str) -> str:
+    """The counted comparison's table (work's) as csv, a markdown table or plain text."""
     if form == "csv":
         return table.to_csv(index=False)
-    title = "Work per request (user-space instructions), change B/A:\n"
+    title += "\n"
     if form == "markdown":
         return title + "\n" + table.fillna("").to_markdown(index=False, floatfmt=".4f") + "\n"
     return title + table.fillna("").to_string(index=False, float_format=lambda v: f"{v:.4f}") + "\n"
@@ -74,15 +84,15 @@ def _finish(args: argparse.Namespace, metric: str, table: pd.DataFrame, found, t
     return status
 
 
-def run_work(args: argparse.Namespace, config: dict) -> int:
-    """compare --metric work: each server's change in work per request, B/A."""
-    if not (compare_work.has_work(args.a) and compare_work.has_work(args.b)):
-        sys.stderr.write("serverbench compare: --metric work needs results/work.csv in both runs\n")
+def run_counted(args: argparse.Namespace, config: dict, lens: RunComparison) -> int:
+    """compare --metric work: each server's change in the counted figure (work per request), B/A."""
+    if not (lens.present(args.a) and lens.present(args.b)):
+        sys.stderr.write(f"serverbench compare: --metric {lens.metric} needs results/{lens.table} in both runs\n")
         return 2
-    table = compare_work.compare_work(args.a, args.b, config, args.fail_above)
-    found = None if args.fail_above is None else compare_work.exit_status(table, args.fail_above)
-    text = "" if args.format == "json" else render_work(table, args.format)
-    return _finish(args, "work", table, found, text)
+    table = lens.compare(args.a, args.b, config, args.fail_above)
+    found = None if args.fail_above is None else lens.exit_status(table, args.fail_above)
+    text = "" if args.format == "json" else render_counted(table, args.format, lens.title)
+    return _finish(args, lens.metric, table, found, text)
 
 
 def run_speed(args: argparse.Namespace, config: dict) -> int:
@@ -114,23 +124,24 @@ def run_speed(args: argparse.Namespace, config: dict) -> int:
     return _finish(args, "speed", table, found, text)
 
 
-def metric_and_why(args: argparse.Namespace) -> tuple[str, str]:
-    """Which metric compare judges by, and why: the one asked, else work where both runs
-    counted it (instructions are counted, so two runs of one commit agree within a fraction of
-    a per cent), else speed."""
+def metric_and_why(args: argparse.Namespace, lens: RunComparison) -> tuple[str, str]:
+    """Which metric compare judges by, and why: the one asked, else the counted one (work) where
+    both runs counted it (instructions are counted, so two runs of one commit agree within a
+    fraction of a per cent), else speed."""
     if args.metric:
         return args.metric, f"--metric {args.metric}"
-    counted = [side for side, path in (("A", args.a), ("B", args.b)) if compare_work.has_work(path)]
-    if len(counted) == 2:
-        return "work", "both runs counted it (results/work.csv); --metric speed judges by speed"
-    lacking = " and ".join(side for side in ("A", "B") if side not in counted)
-    return "speed", f"{lacking} counted no work per request (no results/work.csv)"
+    holding = [side for side, path in (("A", args.a), ("B", args.b)) if lens.present(path)]
+    if len(holding) == 2:
+        return lens.metric, f"both runs counted it (results/{lens.table}); --metric speed judges by speed"
+    lacking = " and ".join(side for side in ("A", "B") if side not in holding)
+    return "speed", f"{lacking} counted no {lens.figure} (no results/{lens.table})"
 
 
 def run(args: argparse.Namespace) -> int:
     """``serverbench compare A B``: on work where both runs counted it (or ``--metric``), else speed."""
     config = cfg.load(args.config)
-    metric, why = metric_and_why(args)
-    words = "work per request" if metric == "work" else "speed"
+    lens = counted(config)
+    metric, why = metric_and_why(args, lens)
+    words = lens.figure if metric == lens.metric else "speed"
     sys.stderr.write(f"serverbench compare: judging by {words}: {why}\n")
-    return run_work(args, config) if metric == "work" else run_speed(args, config)
+    return run_counted(args, config, lens) if metric == lens.metric else run_speed(args, config)

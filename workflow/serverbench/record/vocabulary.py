@@ -94,8 +94,6 @@ class Outcome(StrEnum):
     HIGHER_P99 = "higher p99"
     EQUIVALENT = "equivalent"
     UNDETERMINED = "undetermined"
-    CHANGED = "changed"  # a check of categories (conformance's met or not) came out otherwise
-    SAME = "same"  # ... and the same
     NOT_COMPARABLE = "not comparable"
     NOT_TESTED = "not tested"  # described (chosen after seeing the data), not tested
     MEASURED = "measured"  # a figure of one server described, compared with none (its knee)

@@ -15,6 +15,7 @@ from pathlib import Path
 from PIL import Image
 
 from serverbench import files
+from serverbench.record.vocabulary import Status
 
 # A laptop, the narrowest window a desktop browser keeps, a phone.
 WIDTHS = {"desktop": (1280, 2400), "narrow": (500, 3000), "phone": (390, 3200)}
@@ -192,14 +193,17 @@ def shoot(index: Path, folder: Path, lead: str) -> dict:
     broke) with the reason. The step's outputs do not depend on the machine, only its status."""
     folder.mkdir(parents=True, exist_ok=True)
     if browser() is None:
-        status = {"status": "skipped", "reason": "no browser to draw the page: chromium not on PATH (Debian package)"}
+        status = {
+            "status": Status.SKIPPED,
+            "reason": "no browser to draw the page: chromium not on PATH (Debian package)",
+        }
     else:
         try:
             errors = take_all(index, folder)
             files.write_json(folder / "console-errors.json", errors)
             files.write_json(folder / "layout.json", check_all(index, lead))
-            status = {"status": "ok", "reason": None}
+            status = {"status": Status.OK, "reason": None}
         except (OSError, RuntimeError, subprocess.SubprocessError, json.JSONDecodeError) as exc:
-            status = {"status": "failed", "reason": f"{exc.__class__.__name__}: {exc}"}
+            status = {"status": Status.FAILED, "reason": f"{exc.__class__.__name__}: {exc}"}
     files.write_json(folder / "status.json", status)
     return status

@@ -16,7 +16,7 @@ from serverbench.lens import (
     deferred,
     per_server,
 )
-from serverbench.lenses.operations.record import OperationsMetric
+from serverbench.lenses.operations.record import OperationsMetric, ReloadStatus
 from serverbench.lenses.operations.settings import OperationsSettings
 
 (operations_section,) = deferred(f"{__name__}.report", "operations_section")
@@ -68,5 +68,5 @@ LENS = Lens(
         entry=f"{__name__}.scripts.operations_table:write_tables",
         outputs={"table": "operations.csv", "verdicts": "operations_verdicts.csv"},
     ),
-    words=Words(metrics=OperationsMetric),
+    words=Words(metrics=OperationsMetric, statuses=ReloadStatus),
 )

@@ -174,7 +174,7 @@ def balance(launch: Launch, settings: OperationsSettings) -> dict:
     counts = sorted(by_pid.values(), reverse=True) + [0] * max(0, workers - len(by_pid))
     total = sum(counts)
     return {
-        "status": "ok",
+        "status": Status.OK,
         "reason": None,
         "connections": settings.concurrency,
         "workers": workers,
@@ -230,7 +230,7 @@ def step_figures(samples: list, load_at: float, idle_at: float) -> dict:
     fall = next((t - idle_at for t, n in after if n <= idle), None)
     pss = [p for _, _, p in samples if p is not None]
     return {
-        "status": "ok",
+        "status": Status.OK,
         "load_at_s": load_at,
         "idle_at_s": idle_at,
         "processes_idle": idle,

@@ -17,6 +17,16 @@ class OperationsMetric(StrEnum):
     OPERATIONS = "operations"  # a check of a server in operation (decide.JUDGED)
 
 
+class ReloadStatus(StrEnum):
+    """The reload check's statuses beside the core's (its ``lens.Words``): cell.underload writes
+    them in a life's ``reload``, the table in its reload rows' `status`."""
+
+    # Measured, and the server died or stopped answering after its reloads: a finding of the
+    # check (reload_alive's figure stands, the reason says how it broke), not a failed job.
+    BROKEN = "broken"
+    NOT_DECLARED = "not declared"  # the catalogue declares no graceful reload: nothing to trigger
+
+
 @dataclass(frozen=True)
 class Life:
     """One start of the server: its worker count, cold start and idle memory."""

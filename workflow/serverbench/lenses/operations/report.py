@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from serverbench.lens import Link, Medium, Paragraph, Section, Sentences, Table
+from serverbench.lenses.operations.record import ReloadStatus
 from serverbench.record.vocabulary import KIND_ORDER, Outcome, Status
 
 # A scaling server's processes idle and at the peak of a step of load, written "2 → 6".
@@ -33,7 +34,7 @@ COLUMNS = {
 def _figure(row: pd.Series | None, form: str) -> str:
     if row is None:
         return ""
-    if row["status"] not in (Status.OK, "broken") or pd.isna(row["value"]):
+    if row["status"] not in (Status.OK, ReloadStatus.BROKEN) or pd.isna(row["value"]):
         return str(row["status"])
     text = form.format(row["value"])
     if pd.notna(row.get("ci_low")) and pd.notna(row.get("ci_high")) and row["ci_low"] != row["ci_high"]:

@@ -37,6 +37,7 @@ import pandas as pd
 from scipy import stats
 
 from serverbench import files
+from serverbench.lenses.operations.record import ReloadStatus
 from serverbench.record.vocabulary import Status
 from serverbench.tables.estimates import median_ci
 
@@ -58,7 +59,7 @@ BALANCE_CHECKS = ("balance_jain", "balance_busiest_share")
 CONFIDENCE = 0.95
 
 
-def _row(result: dict, check: str, unit: str, values=None, status="ok", reason=None, **figures) -> dict:
+def _row(result: dict, check: str, unit: str, values=None, status=Status.OK, reason=None, **figures) -> dict:
     """One check of one server: the median of ``values`` with its interval, or given ``figures``."""
     row = {"profile": result["profile"], "server": result["server"], "language": result["language"]}
     row.update(check=check, unit=unit, status=status, reason=reason)
@@ -180,10 +181,12 @@ def _reload_rows(result: dict, reloading: list[dict]) -> list[dict]:
     ]
     if result["reload_trigger"] is None:
         why = "the catalogue declares no graceful reload for this server"
-        return rows_loaded + [_row(result, check, unit, status="not declared", reason=why) for check, unit, _ in checks]
+        return rows_loaded + [
+            _row(result, check, unit, status=ReloadStatus.NOT_DECLARED, reason=why) for check, unit, _ in checks
+        ]
     windows = [window for life in reloading for window in life["reload"].get("reloads", [])]
     controls = [life["reload"]["control"] for life in reloading if life["reload"].get("control")]
-    broken = [life["reload"]["reason"] for life in reloading if life["reload"]["status"] == "broken"]
+    broken = [life["reload"]["reason"] for life in reloading if life["reload"]["status"] == ReloadStatus.BROKEN]
     rows = rows_loaded + [_row(result, check, unit, [w[key] for w in windows]) for check, unit, key in checks]
     rows.append(_row(result, "control_longest_gap_s", "s", [w["longest_gap_s"] for w in controls]))
     alive = sum(1 for life in reloading if life["reload"].get("alive_after"))
@@ -194,7 +197,7 @@ def _reload_rows(result: dict, reloading: list[dict]) -> list[dict]:
             "share of lives",
             value=alive / len(reloading) if reloading else None,
             n=len(reloading),
-            status="broken" if broken else "ok",
+            status=ReloadStatus.BROKEN if broken else Status.OK,
             reason=broken[0] if broken else None,
         )
     )

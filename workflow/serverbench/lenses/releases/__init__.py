@@ -3,16 +3,17 @@ the lenses that offer checks, each against the baseline and the release before (
 
 from pathlib import Path
 
-from serverbench.lens import Bisection, Inputs, Lens, Place, Section, deferred
+from serverbench.lens import Bisection, Inputs, Lens, Place, Section, Words, deferred
+from serverbench.lenses.releases.record import ReleaseOutcome
 from serverbench.plan.releases import install_record_name, releases_in, split_name
-from serverbench.record.vocabulary import DECIDED, Outcome
+from serverbench.record.vocabulary import DECIDED
 
 # The checks this lens makes itself (releases.csv's `check`), here where reading them needs no pandas.
 INSTALLED, CONFORMANCE_CHECK = "installed", "conformance_met"
 # What a release is compared with (release_verdicts.csv's `relation`), and the outcomes that
 # say it changed a check.
 BASELINE, PREVIOUS = "baseline", "previous"
-CHANGED = frozenset({*DECIDED, Outcome.CHANGED})
+CHANGED = frozenset({*DECIDED, ReleaseOutcome.CHANGED})
 
 releases_section, change_sentence = deferred(f"{__name__}.report", "releases_section", "change_sentence")
 
@@ -56,4 +57,5 @@ LENS = Lens(
     section=_section,
     asks=_asks,
     bisection=BISECTION,
+    words=Words(outcomes=ReleaseOutcome),
 )

@@ -22,6 +22,7 @@ import pandas as pd
 from serverbench.decide.margins import Scale
 from serverbench.lens import Check
 from serverbench.lenses.releases import BASELINE, CHANGED, PREVIOUS
+from serverbench.lenses.releases.record import ReleaseOutcome
 from serverbench.lenses.releases.table import CONFORMANCE_CHECK, INSTALLED, read_installs, read_optional, releases_table
 from serverbench.plan.releases import baseline_of, versions_of
 from serverbench.record.conformance import met
@@ -126,7 +127,7 @@ def _conformance(conformance: pd.DataFrame | None, profile: str, a: str, b: str)
         "a_value": sum(met_a.values()),
         "b_value": sum(met_b.values()),
         "estimate": sum(met_a.values()) - sum(met_b.values()),
-        "outcome": Outcome.CHANGED if changed else Outcome.SAME,
+        "outcome": ReleaseOutcome.CHANGED if changed else ReleaseOutcome.SAME,
         "why": "; ".join(words) or None,
     }
 

@@ -10,8 +10,9 @@ import pandas as pd
 
 from serverbench.lens import WRITTEN, Cell, Check, Group, Link, Medium, Paragraph, Section, Sentences, Table
 from serverbench.lenses.releases.decide import BASELINE, PREVIOUS, neighbour_changes
+from serverbench.lenses.releases.record import ReleaseOutcome
 from serverbench.lenses.releases.table import CONFORMANCE_CHECK, INSTALLED, check_order
-from serverbench.record.vocabulary import DECIDED, Outcome, Status
+from serverbench.record.vocabulary import DECIDED, Status
 
 # The titles and change words of the checks this lens makes itself; the others' come with them.
 OWN_TITLES = {INSTALLED: "installed", CONFORMANCE_CHECK: "conformance met"}
@@ -52,7 +53,7 @@ def _cell(figure_row, verdicts: pd.DataFrame, checks: Mapping[str, Check]) -> Ce
     if against is not None and isinstance(against["outcome"], str) and against["outcome"]:
         text += f" ({against['outcome']})"
     step = _against(verdicts, figure_row["release"], figure_row["check"], PREVIOUS)
-    changed = step is not None and step["outcome"] in {*DECIDED, Outcome.CHANGED}
+    changed = step is not None and step["outcome"] in {*DECIDED, ReleaseOutcome.CHANGED}
     return Cell(f"{CHANGE_MARK} {text}" if changed else text, "changed" if changed else "")
 
 

@@ -66,7 +66,7 @@ def _row(profile: str, release: dict, name: str, check: str, **figures) -> dict:
 def _install_row(profile: str, name: str, release: dict, installs: dict) -> dict:
     record = installs.get((release["package"], release["version"]))
     if record is None:
-        return _row(profile, release, name, INSTALLED, status="not measured", reason="no install record")
+        return _row(profile, release, name, INSTALLED, status=Status.NOT_MEASURED, reason="no install record")
     return _row(
         profile,
         release,
@@ -88,7 +88,7 @@ def _offered_row(profile: str, name: str, release: dict, check: Check, table: pd
             found = found[found["check"] == check.name]
     if found.empty:
         why = f"no {Path(check.table).stem.replace('_', ' ')} " + ("figure" if check.layout == Layout.ROW else "record")
-        return _row(profile, release, name, check.name, status="not measured", reason=why)
+        return _row(profile, release, name, check.name, status=Status.NOT_MEASURED, reason=why)
     first = found.iloc[0]
     if check.layout == Layout.ROW:
         return _row(profile, release, name, check.name, **{key: first.get(key) for key in ROW_FIGURES})
@@ -105,7 +105,9 @@ def _conformance_row(profile: str, name: str, release: dict, conformance: pd.Dat
         found = conformance[(conformance["profile"] == profile) & (conformance["server"] == name)]
     required = found[found["requirement"].fillna("").astype(str) != ""] if not found.empty else found
     if required.empty:
-        return _row(profile, release, name, CONFORMANCE_CHECK, status="not measured", reason="no conformance checks")
+        return _row(
+            profile, release, name, CONFORMANCE_CHECK, status=Status.NOT_MEASURED, reason="no conformance checks"
+        )
     kept = int(required["outcome"].map(met).astype(bool).sum())
     return _row(profile, release, name, CONFORMANCE_CHECK, value=kept, unit=f"of {len(required)} checks")
 

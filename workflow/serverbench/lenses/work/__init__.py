@@ -3,10 +3,23 @@ request, counted rather than timed (docs/work.md)."""
 
 from pathlib import Path
 
-from serverbench.lens import Check, ForestPanel, Inputs, Layout, Lens, MeasureJob, Place, Section, TableJob, deferred
+from serverbench.lens import (
+    Check,
+    ForestPanel,
+    Inputs,
+    Layout,
+    Lens,
+    MeasureJob,
+    Place,
+    RunComparison,
+    Section,
+    TableJob,
+    deferred,
+)
 from serverbench.record.vocabulary import Outcome
 
 (work_section,) = deferred(f"{__name__}.report", "work_section")
+has_work, compare_work, exit_status = deferred(f"{__name__}.compare", "has_work", "compare_work", "exit_status")
 
 # Two servers' counts are the same within this config key's margin (front compares on them too).
 MARGIN_KEY = "work_lens.margin"
@@ -71,6 +84,18 @@ def _section(tables: dict, inputs: Inputs) -> Section | None:
     )
 
 
+# What `serverbench compare --metric work` reads: each server's instructions per request in two
+# runs' work.csv, B against A.
+BETWEEN_RUNS = RunComparison(
+    metric="work",
+    table="work.csv",
+    figure="work per request",
+    title="Work per request (user-space instructions), change B/A:",
+    present=has_work,
+    compare=compare_work,
+    exit_status=exit_status,
+)
+
 LENS = Lens(
     name="work",
     question="How much work does each server do per request, counted rather than timed?",
@@ -84,6 +109,7 @@ LENS = Lens(
     before_rounds=True,
     checks=CHECKS,
     forest=FOREST,
+    between_runs=BETWEEN_RUNS,
     # Its counts do not depend on the machine's speed, but its CPU use would disturb a timed cell beside it.
     measure_job=MeasureJob(
         entry=f"{__name__}.measure:run_work",
