@@ -97,7 +97,7 @@ def _written(form: str | list[str], row: dict) -> str:
     """``form`` filled from ``row``; blank where a field it names is empty. A list of forms: the
     first whose fields are all there."""
     for one in [form] if isinstance(form, str) else form:
-        if not any(_empty(row.get(name)) for name in re.findall(r"{(\w+)", one)):
+        if not any(_empty(row.get(name)) for name in re.findall(r"{([^{}.\[:!]+)", one)):
             return one.format(**row)
     return ""
 
