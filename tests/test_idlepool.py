@@ -19,6 +19,7 @@ import sys
 import time
 from collections import Counter
 
+import pandas as pd
 import pytest
 from conftest import REPO_ROOT, require
 from serverbench.cell.wire import request
@@ -32,6 +33,7 @@ from serverbench.lenses.front.idlepool import (
     reuse_after,
     safe_idle_timeout,
 )
+from serverbench.lenses.front.idlesweep import DEFAULT, RAISED, cost, idle_pool_section, sweep, verdicts
 
 IDLE_CLOSING = REPO_ROOT / "tests" / "apps" / "idle_closing.py"
 GET = request("GET", "/", headers=[("Host", "x")])
@@ -136,3 +138,28 @@ def test_gunicorn_gthread_closes_an_idle_connection_at_its_keepalive(no_leftover
         past = reuse_after(pool, 4.0, POOLED)
     assert below == Counter({Reuse.ANSWERED: POOLED})
     assert past == Counter({Reuse.CLOSED_BEFORE_SEND: POOLED})
+
+
+def test_the_sweep_says_which_balancer_idle_timeout_is_safe_and_that_raising_the_keepalive_closes_it(no_leftovers):
+    factors = (0.25, 1.1, 1.5)
+    with serving(idle_closing(POOLED, 1.0, "arrival")) as pool:
+        rows = sweep(pool, "planted", "bare", DEFAULT, 1.0, POOLED, factors)
+    with serving(idle_closing(POOLED, 10.0, "arrival")) as pool:
+        # the raised keep-alive swept at the default one's idle times
+        rows += [{**row, "keepalive_s": 10.0} for row in sweep(pool, "planted", "bare", RAISED, 1.0, POOLED, factors)]
+        costs = pd.DataFrame(cost(pool, "planted", "bare", holds=POOLED, wait_s=1, pre_opened=False))
+    sweeps = pd.DataFrame(rows)
+    assert sweeps[str(Reuse.RESET)].tolist() == [0, POOLED, POOLED, 0, 0, 0]
+    assert costs["fresh"].tolist() == [str(Fresh.ANSWERED), str(Fresh.STARVED)]
+    judged = verdicts(sweeps, costs).iloc[0].to_dict()
+    assert judged == {"server": "planted", "deployment": "bare", "keepalive_s": 1.0, "race_window_s": "1.1 1.5",
+                      "safe_idle_timeout_s": 0.25, "raised_keepalive_s": 10.0, "raised_closes_window": True,
+                      "starved_beside": POOLED}  # fmt: skip
+    section = idle_pool_section(sweeps, costs)
+    assert section.title == "Which balancer idle timeout is safe?"
+    assert section.blocks[1].items == (
+        "planted (bare): reuses fail at idle 1.1 1.5 s against its 1 s keep-alive; a balancer idle timeout is safe "
+        "up to 0.25 s; raising its keep-alive to 10 s closes the window; 4 idle connections starve a fresh client.",
+    )
+    assert section.blocks[2].columns == ("server", "deployment", "keepalive", "keepalive_s", "idle_s", "answered",
+                                         "reset")  # fmt: skip
