@@ -163,3 +163,59 @@ def test_the_sweep_says_which_balancer_idle_timeout_is_safe_and_that_raising_the
     )
     assert section.blocks[2].columns == ("server", "deployment", "keepalive", "keepalive_s", "idle_s", "answered",
                                          "reset")  # fmt: skip
+
+
+NGINX_CONF = """pid {rundir}/nginx.pid;
+error_log {rundir}/error.log warn;
+daemon off;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {rundir}/body;
+    proxy_temp_path {rundir}/proxy;
+    fastcgi_temp_path {rundir}/fastcgi;
+    uwsgi_temp_path {rundir}/uwsgi;
+    scgi_temp_path {rundir}/scgi;
+    keepalive_timeout 75s;
+    upstream app {{
+        server 127.0.0.1:{upstream};
+        keepalive 32;
+        keepalive_timeout 60s;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://app;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }}
+    }}
+}}
+"""
+
+
+def nginx_before(upstream: int, rundir):
+    """nginx as config.yaml's front keeps its upstream pool (`keepalive`, its 60 s idle timeout
+    above the server's), on TCP to the planted server."""
+
+    def argv_of(port: int) -> list[str]:
+        conf = rundir / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(rundir=rundir, upstream=upstream, port=port))
+        return ["nginx", "-p", str(rundir), "-c", str(conf)]
+
+    return argv_of
+
+
+def test_nginx_retries_a_get_on_a_pooled_connection_the_server_reset_but_not_a_post(tmp_path, no_leftovers):
+    """Past the server's keep-alive, nginx's own pooled upstream connection is reset under the
+    request: it retries a GET on a new connection (answered), not a POST (its 502). nginx's
+    upstream pool is last in, first out, and the client's first requests come one after another:
+    they all went over one upstream connection, the only one pooled, so exactly one reuse meets
+    it idle past the server's keep-alive; the others find the pool empty and connect afresh."""
+    require("nginx")
+    with serving(idle_closing(POOLED, 1.0, "arrival")) as server, serving(nginx_before(server.port, tmp_path)) as front:
+        get = reuse_after(front, 3.0, POOLED)
+        post = Pool(front.host, front.port, request("POST", "/", headers=[("Host", "x"), ("Content-Length", "0")]))
+        posted = reuse_after(post, 3.0, POOLED)
+    assert get == Counter({Reuse.ANSWERED: POOLED})
+    assert posted == Counter({Reuse.BAD_STATUS: 1, Reuse.ANSWERED: POOLED - 1})
