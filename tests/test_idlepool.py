@@ -1,0 +1,221 @@
+"""Which balancer idle timeout is safe? (issue 96, item 2): the balancer's idle pool as a client
+kind (lenses/front/idlepool.py) on planted servers and on gunicorn.
+
+Each count follows from a condition the test creates: a server that closes an idle connection
+the moment a request arrives after its keep-alive (tests/apps/idle_closing.py arrival: the
+race's reset made certain, not hoped for by timing a send against a timer) resets every reuse
+at or past that idle time and none well below it; one whose threads each hold a connection for
+the whole keep-alive starves a fresh client exactly when as many idle connections as it has
+threads are held. Where a server's own idle timer must have fired (gunicorn, timer mode), the
+reuse waits several times its keep-alive. Nothing is left running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pandas as pd
+import pytest
+from conftest import REPO_ROOT, require
+from serverbench.cell.wire import request
+from serverbench.lenses.front.idlepool import (
+    Fresh,
+    Pool,
+    Reuse,
+    fresh_client_beside,
+    idle_times,
+    race_window,
+    reuse_after,
+    safe_idle_timeout,
+)
+from serverbench.lenses.front.idlesweep import DEFAULT, RAISED, cost, idle_pool_section, sweep, verdicts
+
+IDLE_CLOSING = REPO_ROOT / "tests" / "apps" / "idle_closing.py"
+GET = request("GET", "/", headers=[("Host", "x")])
+POOLED = 4  # idle connections in the balancer's pool
+READY_TIMEOUT_S = 20
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving(argv_of):
+    """A server from ``argv_of(port)``, once it accepts connections; ended after, whatever happens."""
+    port = free_port()
+    process = subprocess.Popen(argv_of(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            assert process.poll() is None, f"{argv_of(port)} exited {process.returncode}"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the server never listened"
+                time.sleep(0.05)
+        yield Pool("127.0.0.1", port, GET, timeout_s=10)
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def idle_closing(threads: int, keepalive_s: float, mode: str):
+    return lambda port: [sys.executable, str(IDLE_CLOSING), str(port), str(threads), str(keepalive_s), mode]
+
+
+def test_reuses_fail_at_the_servers_keepalive_and_not_well_below_it(no_leftovers):
+    with serving(idle_closing(POOLED, 1.0, "arrival")) as pool:
+        swept = {idle: reuse_after(pool, idle, POOLED) for idle in idle_times(1.0, (0.25, 1.1, 1.5))}
+    assert swept == {
+        0.25: Counter({Reuse.ANSWERED: POOLED}),
+        1.1: Counter({Reuse.RESET: POOLED}),
+        1.5: Counter({Reuse.RESET: POOLED}),
+    }
+    assert race_window(swept) == [1.1, 1.5]
+    assert safe_idle_timeout(swept) == 0.25
+
+
+def test_raising_the_servers_keepalive_closes_the_window(no_leftovers):
+    with serving(idle_closing(POOLED, 10.0, "arrival")) as pool:
+        swept = {idle: reuse_after(pool, idle, POOLED) for idle in (0.25, 1.1, 1.5)}
+    assert all(counts == Counter({Reuse.ANSWERED: POOLED}) for counts in swept.values())
+    assert race_window(swept) == []
+    assert safe_idle_timeout(swept) == 1.5
+
+
+def test_a_connection_closed_by_the_servers_timer_is_seen_before_the_send(no_leftovers):
+    """Past a timer's close the FIN is there before the balancer sends: retried, not failed."""
+    with serving(idle_closing(POOLED, 0.5, "timer")) as pool:
+        swept = {0.1: reuse_after(pool, 0.1, POOLED), 3.0: reuse_after(pool, 3.0, POOLED)}
+    assert swept == {0.1: Counter({Reuse.ANSWERED: POOLED}), 3.0: Counter({Reuse.CLOSED_BEFORE_SEND: POOLED})}
+    assert race_window(swept) == []
+
+
+@pytest.mark.parametrize("pre_opened", [False, True], ids=["pooled", "pre-opened"])
+def test_a_fresh_client_is_starved_exactly_when_every_thread_holds_an_idle_connection(pre_opened, no_leftovers):
+    threads = 2
+    with serving(idle_closing(threads, 60.0, "timer")) as pool:
+        fewer = fresh_client_beside(pool, threads - 1, wait_s=10, pre_opened=pre_opened)
+        as_many = fresh_client_beside(pool, threads, wait_s=1, pre_opened=pre_opened)
+    assert fewer.got is Fresh.ANSWERED and fewer.wait_s < 10
+    assert as_many.got is Fresh.STARVED and as_many.wait_s >= 1
+
+
+def gunicorn(*options: str):
+    return lambda port: ["gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1", *options,
+                         "--chdir", str(REPO_ROOT / "apps" / "python"), "hello:application"]  # fmt: skip
+
+
+def test_gunicorn_sync_never_keeps_a_connection_and_its_pre_opened_ones_starve_it(no_leftovers):
+    """gunicorn's sync worker answers `Connection: close` (no reuse to lose, whatever its
+    --keep-alive), and one pre-opened connection holds its only worker (gunicorn#1296)."""
+    require("gunicorn")
+    with serving(gunicorn("--keep-alive", "2")) as pool:
+        assert reuse_after(pool, 0.1, POOLED) == Counter({Reuse.NOT_KEPT: POOLED})
+        alone = fresh_client_beside(pool, 0, wait_s=10, pre_opened=True)
+        beside = fresh_client_beside(pool, 1, wait_s=1, pre_opened=True)
+    assert alone.got is Fresh.ANSWERED
+    assert beside.got is Fresh.STARVED
+
+
+def test_gunicorn_gthread_closes_an_idle_connection_at_its_keepalive(no_leftovers):
+    require("gunicorn")
+    with serving(gunicorn("--worker-class", "gthread", "--threads", str(POOLED), "--keep-alive", "1")) as pool:
+        below = reuse_after(pool, 0.2, POOLED)
+        past = reuse_after(pool, 4.0, POOLED)
+    assert below == Counter({Reuse.ANSWERED: POOLED})
+    assert past == Counter({Reuse.CLOSED_BEFORE_SEND: POOLED})
+
+
+def test_the_sweep_says_which_balancer_idle_timeout_is_safe_and_that_raising_the_keepalive_closes_it(no_leftovers):
+    factors = (0.25, 1.1, 1.5)
+    with serving(idle_closing(POOLED, 1.0, "arrival")) as pool:
+        rows = sweep(pool, "planted", "bare", DEFAULT, 1.0, POOLED, factors)
+    with serving(idle_closing(POOLED, 10.0, "arrival")) as pool:
+        # the raised keep-alive swept at the default one's idle times
+        rows += [{**row, "keepalive_s": 10.0} for row in sweep(pool, "planted", "bare", RAISED, 1.0, POOLED, factors)]
+        costs = pd.DataFrame(cost(pool, "planted", "bare", holds=POOLED, wait_s=1, pre_opened=False))
+    sweeps = pd.DataFrame(rows)
+    assert sweeps[str(Reuse.RESET)].tolist() == [0, POOLED, POOLED, 0, 0, 0]
+    assert costs["fresh"].tolist() == [str(Fresh.ANSWERED), str(Fresh.STARVED)]
+    judged = verdicts(sweeps, costs).iloc[0].to_dict()
+    assert judged == {"server": "planted", "deployment": "bare", "keepalive_s": 1.0, "race_window_s": "1.1 1.5",
+                      "safe_idle_timeout_s": 0.25, "raised_keepalive_s": 10.0, "raised_closes_window": True,
+                      "starved_beside": POOLED}  # fmt: skip
+    section = idle_pool_section(sweeps, costs)
+    assert section.title == "Which balancer idle timeout is safe?"
+    assert section.blocks[1].items == (
+        "planted (bare): reuses fail at idle 1.1 1.5 s against its 1 s keep-alive; a balancer idle timeout is safe "
+        "up to 0.25 s; raising its keep-alive to 10 s closes the window; 4 idle connections starve a fresh client.",
+    )
+    assert section.blocks[2].columns == ("server", "deployment", "keepalive", "keepalive_s", "idle_s", "answered",
+                                         "reset")  # fmt: skip
+
+
+NGINX_CONF = """pid {rundir}/nginx.pid;
+error_log {rundir}/error.log warn;
+daemon off;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {rundir}/body;
+    proxy_temp_path {rundir}/proxy;
+    fastcgi_temp_path {rundir}/fastcgi;
+    uwsgi_temp_path {rundir}/uwsgi;
+    scgi_temp_path {rundir}/scgi;
+    keepalive_timeout 75s;
+    upstream app {{
+        server 127.0.0.1:{upstream};
+        keepalive 32;
+        keepalive_timeout 60s;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://app;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }}
+    }}
+}}
+"""
+
+
+def nginx_before(upstream: int, rundir):
+    """nginx as config.yaml's front keeps its upstream pool (`keepalive`, its 60 s idle timeout
+    above the server's), on TCP to the planted server."""
+
+    def argv_of(port: int) -> list[str]:
+        conf = rundir / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(rundir=rundir, upstream=upstream, port=port))
+        return ["nginx", "-p", str(rundir), "-c", str(conf)]
+
+    return argv_of
+
+
+def test_nginx_retries_a_get_on_a_pooled_connection_the_server_reset_but_not_a_post(tmp_path, no_leftovers):
+    """Past the server's keep-alive, nginx's own pooled upstream connection is reset under the
+    request: it retries a GET on a new connection (answered), not a POST (its 502). nginx's
+    upstream pool is last in, first out, and the client's first requests come one after another:
+    they all went over one upstream connection, the only one pooled, so exactly one reuse meets
+    it idle past the server's keep-alive; the others find the pool empty and connect afresh."""
+    require("nginx")
+    with serving(idle_closing(POOLED, 1.0, "arrival")) as server, serving(nginx_before(server.port, tmp_path)) as front:
+        get = reuse_after(front, 3.0, POOLED)
+        post = Pool(front.host, front.port, request("POST", "/", headers=[("Host", "x"), ("Content-Length", "0")]))
+        posted = reuse_after(post, 3.0, POOLED)
+    assert get == Counter({Reuse.ANSWERED: POOLED})
+    assert posted == Counter({Reuse.BAD_STATUS: 1, Reuse.ANSWERED: POOLED - 1})
