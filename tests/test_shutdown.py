@@ -20,7 +20,7 @@ from conftest import REPO_ROOT, add_server, require
 from serverbench import registry
 from serverbench.cell.wire import request
 from serverbench.lenses.shutdown.client import Clients
-from serverbench.lenses.shutdown.decide import shutdown_verdict_table
+from serverbench.lenses.shutdown.decide import CHECK, shutdown_verdict_table
 from serverbench.lenses.shutdown.measure import planned_stops, run_shutdown
 from serverbench.lenses.shutdown.settings import ShutdownSettings
 from serverbench.lenses.shutdown.table import lost_after, shutdown_table
@@ -254,3 +254,44 @@ def test_the_core_writes_the_shutdown_section_from_planted_tables_to_the_page_an
         "  drains: graceful 1 s: 0 lost; fast 0 s: 3 lost\n"
         "  silent: not_measured\n"
     )
+
+
+def planted_release(name: str, lost_per_stop: int, rounds: int = 5) -> dict:
+    """A release's record as the lens writes it: ``rounds`` graceful stops with no delay, each
+    losing ``lost_per_stop`` requests reset in the accept queue, exiting 0.25 s after the signal."""
+    lost = [{"sent_s": -0.1, "ended_s": 0.0, "met": Met.RESET_IN_QUEUE, "client": Client.FRESH, "connection": k}
+            for k in range(lost_per_stop)]  # fmt: skip
+    stop = {"how": How.GRACEFUL, "signal": "TERM", "delay_s": 0.0, "status": Status.OK, "reason": None,
+            "exited_s": 0.25, "failures": lost}  # fmt: skip
+    return {"profile": "p", "server": name, "language": "python", "status": Status.OK, "reason": None,
+            "stops": [{**stop, "round": k} for k in range(rounds)]}  # fmt: skip
+
+
+def test_each_release_gets_its_lost_per_stop_and_seconds_to_exit_and_is_judged_on_the_lost():
+    """The lens's checks (``Lens.checks``) reach releases.csv through the registry from a planted
+    shutdown_checks.csv, and release_verdicts.csv judges the newer release, losing 3 requests a
+    stop where the older lost none, higher on lost per stop (its seconds to exit shown, not judged)."""
+    from serverbench.lenses.releases.decide import Judged, release_verdicts
+    from serverbench.lenses.releases.table import releases_table
+    from serverbench.lenses.shutdown.checks import check_table
+
+    release = {"of": "tiny", "package": "tiny"}
+    config = {"catalogue": {f"tiny@{v}": {"release": {**release, "version": v}} for v in ("1.0", "2.0")}}
+    results = [planted_release("tiny@1.0", 0), planted_release("tiny@2.0", 3)]
+    checks = [c for c in registry.offered_checks(registry.lenses({})) if c.table == "shutdown_checks.csv"]
+    assert [(c.name, c.judged) for c in checks] == [("lost_per_stop", True), ("stop_s", False)]
+    tables = {
+        "shutdown_checks.csv": check_table(results),
+        "shutdown_verdicts.csv": shutdown_verdict_table(results, config),
+    }
+    shown = releases_table(config, {}, checks, tables).set_index(["release", "check"])
+    newer = shown.loc[("tiny@2.0", "lost_per_stop"), ["value", "unit", "status"]]
+    assert newer.tolist() == [3, "requests per stop", "ok"]
+    assert shown.loc[("tiny@1.0", "lost_per_stop"), "value"] == 0
+    assert shown.loc[("tiny@2.0", "stop_s"), ["value", "unit"]].tolist() == [0.25, "s"]
+    judged = release_verdicts(config, Judged([c for c in checks if c.judged], tables), {"p": ["tiny@1.0", "tiny@2.0"]})
+    by_release = judged.set_index(["release", "relation"])
+    step = by_release.loc[("tiny@2.0", "previous")]
+    assert (step["against"], step["check"], step["outcome"], step["estimate"]) == ("tiny@1.0", CHECK, "higher", 3)
+    # Against its baseline (the newest) the older release reads the change turned round.
+    assert by_release.loc[("tiny@1.0", "baseline"), ["outcome", "estimate"]].tolist() == ["lower", -3]
