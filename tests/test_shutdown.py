@@ -16,7 +16,7 @@ from collections import Counter
 
 import pandas as pd
 import pytest
-from conftest import REPO_ROOT, add_server, require
+from conftest import REPO_ROOT, add_server, require, require_unitd
 from serverbench import registry
 from serverbench.cell.wire import request
 from serverbench.lenses.shutdown.client import Clients
@@ -34,8 +34,8 @@ STOPPING = ["python", "{root}/tests/apps/stopping.py", "{port}"]
 PLANTED_STOP = {"graceful": "TERM", "fast": "INT"}
 QUEUED = 5
 # No closed loop: the requests counted are the ones the test makes queue.
-PLAN = {"rounds": 1, "delays": [0], "fast": False, "keepalive": 0, "fresh": 0, "load_s": 0.2, "timeout_s": 20,
-        "exit_wait_s": 30, "long_request": None}  # fmt: skip
+PLAN = {"rounds": 1, "delays": [0], "fast": False, "drain": False, "keepalive": 0, "fresh": 0, "load_s": 0.2,
+        "timeout_s": 20, "exit_wait_s": 30, "long_request": None}  # fmt: skip
 
 
 def queue_behind_a_held_request(count: int):
@@ -128,6 +128,30 @@ def test_a_server_still_routed_to_after_the_signal_loses_nothing_where_it_keeps_
     assert lost_after(lingers) == [] and lingers["listener_closed_s"] >= 3
 
 
+def test_units_drain_stops_accepting_before_its_signal_and_is_judged_against_the_signal_alone(
+    base_config, tmp_path, no_leftovers
+):
+    """unit-python's catalogue declares its own "stop accepting" (its listener, then its
+    application, removed through its control API): the drain sends those first and QUIT only
+    once the clients' routed second has passed, so each of their connections is refused while
+    the server still runs, before the signal; QUIT alone is sent at once. Judged, drain against
+    the signal alone at the same delay."""
+    require_unitd()
+    result = stopped(base_config, tmp_path, "unit-python", delays=[1], fresh=2, drain=True)
+    stops = {stop["how"]: stop for stop in result["stops"]}
+    assert set(stops) == {How.GRACEFUL, How.DRAIN}
+    drain, alone = stops[How.DRAIN], stops[How.GRACEFUL]
+    assert (drain["signal"], alone["signal"]) == ("QUIT", "QUIT") and alone["signal_s"] == 0
+    assert drain["signal_s"] >= 1 and drain["exited_s"] >= drain["signal_s"] and drain["exit_code"] == 0
+    refused_before = {one["connection"] for one in lost_after(drain)
+                      if one["met"] == Met.REFUSED and one["ended_s"] < drain["signal_s"]}  # fmt: skip
+    assert refused_before == {0, 1}
+    (judged,) = [
+        row for row in shutdown_verdict_table([result]).to_dict("records") if row["a"].endswith("drain, 1 s routed")
+    ]
+    assert judged["b"] == "unit-python graceful, 1 s routed"
+
+
 def test_a_server_that_does_not_stop_is_killed_and_leaves_nothing_running(base_config, tmp_path, no_leftovers):
     add_server(base_config, "stays", [*STOPPING, "ignore"], stop=PLANTED_STOP)
     (stop,) = stopped(base_config, tmp_path, "stays", exit_wait_s=0.5, fresh=1)["stops"]
@@ -141,6 +165,11 @@ def test_each_round_stops_gracefully_at_every_delay_and_fast_at_the_first():
         (How.GRACEFUL, 0.0), (How.GRACEFUL, 1.0), (How.GRACEFUL, 5.0), (How.FAST, 0.0)]  # fmt: skip
     # Without a graceful stop, the fast one takes the delays (what a deployer is left with).
     assert planned_stops(plan, has_graceful=False) == [(How.FAST, 0.0), (How.FAST, 1.0), (How.FAST, 5.0)]
+    # A server with its own "stop accepting" (control requests) is drained at every delay too.
+    drained = ShutdownSettings.from_dict({**PLAN, "delays": [0, 1], "drain": True})
+    assert planned_stops(drained, has_graceful=True, has_drain=True) == [
+        (How.GRACEFUL, 0.0), (How.GRACEFUL, 1.0), (How.DRAIN, 0.0), (How.DRAIN, 1.0)]  # fmt: skip
+    assert planned_stops(drained, has_graceful=True, has_drain=False) == [(How.GRACEFUL, 0.0), (How.GRACEFUL, 1.0)]
 
 
 @pytest.mark.parametrize("server", ["waitress", "uwsgi"])

@@ -1,7 +1,8 @@
 """A server's stops judged within the server, through the one rule (``decide.margins``) as the
 operations lens judges its checks: the requests lost per stop of its graceful stop against its
-fast one (at the first delay), and of each longer delay against the first (the balancer still
-routing to it against not). Each side's figures are its stops' counts; the interval is a
+fast one (at the first delay), of each longer delay against the first (the balancer still
+routing to it against not), and of its drain (its own "stop accepting" first) against its
+graceful signal alone at each delay. Each side's figures are its stops' counts; the interval is a
 percentile bootstrap of the difference of the means (``decide.bootstrap``, seeded so a table
 repeats; a side with fewer than ``MIN_FIGURES`` stops is undetermined, with why), read against
 a margin of half a request a stop: *higher*, *lower*, *equivalent* or *undetermined*.
@@ -54,7 +55,8 @@ def judge(
 
 def pairs_of(kinds: dict[tuple[str, float], list[float]]) -> list[tuple[tuple, tuple]]:
     """Which (how, delay) is judged against which: graceful against fast at the first delay of
-    both, each longer delay of a stop against its first."""
+    both, each longer delay of a stop against its first, and the drain against the graceful
+    signal alone at each delay of both."""
     found = []
     delays = {how: sorted(delay for kind, delay in kinds if kind == how) for how in (How.GRACEFUL, How.FAST)}
     if delays[How.GRACEFUL] and delays[How.FAST]:
@@ -63,6 +65,8 @@ def pairs_of(kinds: dict[tuple[str, float], list[float]]) -> list[tuple[tuple, t
             found.append(((How.GRACEFUL, shared[0]), (How.FAST, shared[0])))
     for how, seen in delays.items():
         found += [((how, delay), (how, seen[0])) for delay in seen[1:]]
+    drained = sorted(delay for kind, delay in kinds if kind == How.DRAIN)
+    found += [((How.DRAIN, delay), (How.GRACEFUL, delay)) for delay in drained if delay in delays[How.GRACEFUL]]
     return found
 
 

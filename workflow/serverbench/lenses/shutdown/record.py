@@ -38,8 +38,11 @@ class Stop:
     delay_s: float
     status: Status = Status.OK
     reason: str | None = None
-    # Seconds from the signal: its listening socket gone (sock_diag), its last correct answer,
-    # every process of it gone; None where it did not happen before the lens stopped waiting.
+    # Seconds from the stop's beginning (its signal; a drain's first control request) to its
+    # signal (a drain's: its delay; None: not sent), its listening socket gone (sock_diag), its
+    # last correct answer, every process of it gone; None where it did not happen before the
+    # lens stopped waiting.
+    signal_s: float | None = None
     listener_closed_s: float | None = None
     last_answer_s: float | None = None
     exited_s: float | None = None

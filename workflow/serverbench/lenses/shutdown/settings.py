@@ -24,6 +24,7 @@ class ShutdownSettings(LensSettings):
     rounds: int
     delays: tuple[float, ...]
     fast: bool
+    drain: bool
     keepalive: int
     fresh: int
     load_s: float

@@ -1,6 +1,7 @@
 """One stop under load: a started server loaded by closed-loop clients (kept-alive connections
-and a connection per request), stopped as its catalogue declares (a graceful or a fast stop),
-the clients sending for ``delay_s`` more (a balancer still routing to it), then every request
+and a connection per request), stopped as its catalogue declares (a graceful or a fast stop, or
+a drain: its control requests, then its graceful signal ``delay_s`` later), the clients sending
+for ``delay_s`` more (a balancer still routing to it), then every request
 counted by what it met and the stop timed from its signal: to the listener gone (sock_diag),
 to the last correct answer, to the server's processes gone; its exit code; and, where asked, a
 request longer than the graceful timeout, sent before the signal: answered or cut."""
@@ -32,17 +33,20 @@ Before = Callable[[Watcher], list[Clients]]
 ACCEPTED_WITHIN_S = 10.0  # the long request's connection accepted (a started server's first accept)
 
 
-def send_stop(launch: Launch, spec: StopSpec, how: How) -> str:
-    """Stop the server as declared: a graceful stop's control requests first (Unit: its listener,
-    then its application, removed), then the signal to its main process; the signal's name."""
-    name = spec.graceful if how is How.GRACEFUL else spec.fast
-    if how is How.GRACEFUL:
-        socket_path = servers.render_argv([launch.spec.control["socket"]], launch.values)[0] if spec.control else None
-        for step in spec.control:
-            path = servers.render_argv([step["path"]], launch.values)[0]
-            status, answer = servers.control_request(socket_path, step["method"], path)
-            if status != 200:
-                raise servers.ServerError(f"{step['method']} {path} refused ({status}): {answer.strip()[:200]}")
+def stop_accepting(launch: Launch, spec: StopSpec) -> None:
+    """The server's own "stop accepting", a drain's first step: its declared control requests in
+    order (Unit: its listener, then its application, removed)."""
+    socket_path = servers.render_argv([launch.spec.control["socket"]], launch.values)[0]
+    for step in spec.control:
+        path = servers.render_argv([step["path"]], launch.values)[0]
+        status, answer = servers.control_request(socket_path, step["method"], path)
+        if status != 200:
+            raise servers.ServerError(f"{step['method']} {path} refused ({status}): {answer.strip()[:200]}")
+
+
+def send_signal(launch: Launch, spec: StopSpec, how: How) -> str:
+    """The stop's signal to the server's main process (a drain's is the graceful one); its name."""
+    name = spec.fast if how is How.FAST else spec.graceful
     launch.server.front.proc.send_signal(getattr(signal, f"SIG{name}"))
     return name
 
@@ -115,16 +119,22 @@ def _loads(launch: Launch, plan: ShutdownSettings, watcher: Watcher) -> list[Cli
 
 
 def _signalled(launch: Launch, how: How, loads: list[Clients], delay_s: float, watcher: Watcher) -> tuple:
-    """The stop sent, the clients told to stop sending ``delay_s`` after it: its moment, the
-    signal's name and, where it could not be sent, why."""
+    """The stop begun, the clients told to stop sending ``delay_s`` after it: its moment (the
+    signal's; a drain's, its first control request's, the signal sent once ``delay_s`` has
+    passed), the signal's name, the seconds from that moment to the signal and, where the stop
+    could not be sent, why."""
     origin = time.monotonic()
     watcher.since = origin
     for load in loads:
         load.until = origin + delay_s
     try:
-        return origin, send_stop(launch, launch.spec.stop, how), None
+        if how is How.DRAIN:
+            stop_accepting(launch, launch.spec.stop)
+            time.sleep(max(0.0, origin + delay_s - time.monotonic()))
+        signalled = time.monotonic()
+        return origin, send_signal(launch, launch.spec.stop, how), round(signalled - origin, 4), None
     except (OSError, servers.ServerError) as exc:
-        return origin, None, f"the {how} stop could not be sent: {exc}"
+        return origin, None, None, f"the {how} stop could not be sent: {exc}"
 
 
 def stop_under_load(
@@ -150,7 +160,7 @@ def stop_under_load(
             watcher.wait_for(lambda snapshot: long.port in snapshot.accepted, ACCEPTED_WITHIN_S)
         if before_signal is not None:
             loads += before_signal(watcher)
-        origin, name, problem = _signalled(launch, how, loads, delay_s, watcher)
+        origin, name, signal_s, problem = _signalled(launch, how, loads, delay_s, watcher)
         if problem is None:
             gone = wait_gone(launch, plan.exit_wait_s)
         if gone is not None:  # the listener went at the latest with the processes: its last snapshot
@@ -170,6 +180,7 @@ def stop_under_load(
         name,
         delay_s,
         reason=problem or watcher.error,
+        signal_s=signal_s,
         listener_closed_s=since(watcher.listener_gone_at),
         last_answer_s=since(max(answers)) if answers else None,
         exited_s=since(gone),

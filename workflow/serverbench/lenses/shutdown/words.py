@@ -52,8 +52,11 @@ LOST = (
 class How(StrEnum):
     """Which of the server's declared stops was sent (the catalogue's `stop`)."""
 
-    GRACEFUL = "graceful"
+    GRACEFUL = "graceful"  # its graceful signal alone
     FAST = "fast"
+    # The server's own "stop accepting" first (its control requests: Unit's listener, then its
+    # application, removed), the graceful signal once the delay still routed has passed.
+    DRAIN = "drain"
 
 
 class Client(StrEnum):
