@@ -152,6 +152,29 @@ def test_units_drain_stops_accepting_before_its_signal_and_is_judged_against_the
     assert judged["b"] == "unit-python graceful, 1 s routed"
 
 
+def test_an_open_loop_keeps_its_schedule_through_the_stop_and_each_refused_request_is_lost(
+    base_config, tmp_path, no_leftovers
+):
+    """Open-loop clients at the closed loop's answered rate (share 1), two senders, routed for
+    1 s after TERM to a server that stops accepting at once: every request due in that second
+    is sent on its schedule (its sent moment its place in it over the rate) and refused, each
+    one lost — not once a sender, as a closed-loop connection retrying is."""
+    add_server(base_config, "closes", [*STOPPING, "drain"], stop=PLANTED_STOP)
+    plan = {"delays": [1], "fresh": 2, "open_loop": {"share": 1, "senders": 2}}
+    (stop,) = stopped(base_config, tmp_path, "closes", **plan)["stops"]
+    refused = [one for one in lost_after(stop) if one["client"] == Client.OPEN and one["met"] == Met.REFUSED]
+    after = [one for one in stop["failures"] if one["client"] == Client.OPEN and one["ended_s"] >= 0]
+    assert stop["open_rate"] > 0 and len(refused) == len(after) > 2  # more than the two senders
+    first = refused[0]
+    for one in refused:
+        expected = first["sent_s"] + (one["connection"] - first["connection"]) / stop["open_rate"]
+        assert one["sent_s"] == pytest.approx(expected, abs=1e-3)
+    (row,) = shutdown_table([tmp_path / "closes.json"]).to_dict("records")
+    assert row["lost_open"] == len(refused) + sum(
+        one["client"] == Client.OPEN for one in lost_after(stop) if one["met"] != Met.REFUSED
+    )
+
+
 def test_a_server_that_does_not_stop_is_killed_and_leaves_nothing_running(base_config, tmp_path, no_leftovers):
     add_server(base_config, "stays", [*STOPPING, "ignore"], stop=PLANTED_STOP)
     (stop,) = stopped(base_config, tmp_path, "stays", exit_wait_s=0.5, fresh=1)["stops"]

@@ -1,7 +1,8 @@
 """A server stopped under load, one job per (profile, server) of a profile with ``shutdown``:
 the server started as its cells start it (same argv, isolation, network), loaded by
 closed-loop clients (``keepalive`` kept-alive connections and ``fresh`` ones a connection per
-request), then stopped as the catalogue's ``stop`` declares, ``rounds`` times each way:
+request; ``open_loop``, open-loop ones at a share of their answered rate), then stopped as the
+catalogue's ``stop`` declares, ``rounds`` times each way:
 
 - its graceful stop (where it has one; else its fast one) with the clients sending on for
   each delay of ``delays`` (a balancer still routing to it: Kubernetes' preStop case);

@@ -48,6 +48,9 @@ class Stop:
     exited_s: float | None = None
     exit_code: int | None = None  # the main process's (negative: ended by that signal)
     killed: bool = False  # still running when the lens stopped waiting, then killed
+    # The open loop's requests a second (share of the closed loops' answered rate; None: none).
+    open_rate: float | None = None
+    open_lag_s: float | None = None  # the longest a due open-loop request waited for a sender
     # A request longer than the graceful timeout, sent before the signal (None: not asked).
     long_request: dict | None = None
     answered: dict = field(default_factory=dict)  # {client: {"before": n, "after": n}}

@@ -26,6 +26,8 @@ COLUMNS = {
     "exited (s)": ("exited_s", "{:.3f}"),
     "exit code": ("exit_codes", "{}"),
     "long request": ("long_request", "{}"),
+    "open loop (req/s)": ("open_rate", "{:.0f}"),
+    "open loop lag (s)": ("open_lag_s", "{:.3f}"),
 }
 
 
@@ -49,7 +51,7 @@ def shutdown_rows(table: pd.DataFrame) -> list[dict]:
             rows.append(row)
             continue
         row["stop"] = stop_words(found)
-        row.update({column: _cell(found[key], form) for column, (key, form) in COLUMNS.items()})
+        row.update({column: _cell(found.get(key), form) for column, (key, form) in COLUMNS.items()})
         killed = (
             f"killed after the lens's wait in {found['killed']:.0f} of {found['stops']:.0f}" if found["killed"] else ""
         )
