@@ -16,11 +16,11 @@ from collections import Counter
 
 import pandas as pd
 import pytest
-from conftest import REPO_ROOT, add_server, require
+from conftest import REPO_ROOT, add_server, require, require_unitd
 from serverbench import registry
 from serverbench.cell.wire import request
 from serverbench.lenses.shutdown.client import Clients
-from serverbench.lenses.shutdown.decide import shutdown_verdict_table
+from serverbench.lenses.shutdown.decide import CHECK, shutdown_verdict_table
 from serverbench.lenses.shutdown.measure import planned_stops, run_shutdown
 from serverbench.lenses.shutdown.settings import ShutdownSettings
 from serverbench.lenses.shutdown.table import lost_after, shutdown_table
@@ -34,8 +34,8 @@ STOPPING = ["python", "{root}/tests/apps/stopping.py", "{port}"]
 PLANTED_STOP = {"graceful": "TERM", "fast": "INT"}
 QUEUED = 5
 # No closed loop: the requests counted are the ones the test makes queue.
-PLAN = {"rounds": 1, "delays": [0], "fast": False, "keepalive": 0, "fresh": 0, "load_s": 0.2, "timeout_s": 20,
-        "exit_wait_s": 30, "long_request": None}  # fmt: skip
+PLAN = {"rounds": 1, "delays": [0], "fast": False, "drain": False, "keepalive": 0, "fresh": 0, "load_s": 0.2,
+        "timeout_s": 20, "exit_wait_s": 30, "long_request": None}  # fmt: skip
 
 
 def queue_behind_a_held_request(count: int):
@@ -128,6 +128,53 @@ def test_a_server_still_routed_to_after_the_signal_loses_nothing_where_it_keeps_
     assert lost_after(lingers) == [] and lingers["listener_closed_s"] >= 3
 
 
+def test_units_drain_stops_accepting_before_its_signal_and_is_judged_against_the_signal_alone(
+    base_config, tmp_path, no_leftovers
+):
+    """unit-python's catalogue declares its own "stop accepting" (its listener, then its
+    application, removed through its control API): the drain sends those first and QUIT only
+    once the clients' routed second has passed, so each of their connections is refused while
+    the server still runs, before the signal; QUIT alone is sent at once. Judged, drain against
+    the signal alone at the same delay."""
+    require_unitd()
+    result = stopped(base_config, tmp_path, "unit-python", delays=[1], fresh=2, drain=True)
+    stops = {stop["how"]: stop for stop in result["stops"]}
+    assert set(stops) == {How.GRACEFUL, How.DRAIN}
+    drain, alone = stops[How.DRAIN], stops[How.GRACEFUL]
+    assert (drain["signal"], alone["signal"]) == ("QUIT", "QUIT") and alone["signal_s"] == 0
+    assert drain["signal_s"] >= 1 and drain["exited_s"] >= drain["signal_s"] and drain["exit_code"] == 0
+    refused_before = {one["connection"] for one in lost_after(drain)
+                      if one["met"] == Met.REFUSED and one["ended_s"] < drain["signal_s"]}  # fmt: skip
+    assert refused_before == {0, 1}
+    (judged,) = [
+        row for row in shutdown_verdict_table([result]).to_dict("records") if row["a"].endswith("drain, 1 s routed")
+    ]
+    assert judged["b"] == "unit-python graceful, 1 s routed"
+
+
+def test_an_open_loop_keeps_its_schedule_through_the_stop_and_each_refused_request_is_lost(
+    base_config, tmp_path, no_leftovers
+):
+    """Open-loop clients at the closed loop's answered rate (share 1), two senders, routed for
+    1 s after TERM to a server that stops accepting at once: every request due in that second
+    is sent on its schedule (its sent moment its place in it over the rate) and refused, each
+    one lost — not once a sender, as a closed-loop connection retrying is."""
+    add_server(base_config, "closes", [*STOPPING, "drain"], stop=PLANTED_STOP)
+    plan = {"delays": [1], "fresh": 2, "open_loop": {"share": 1, "senders": 2}}
+    (stop,) = stopped(base_config, tmp_path, "closes", **plan)["stops"]
+    refused = [one for one in lost_after(stop) if one["client"] == Client.OPEN and one["met"] == Met.REFUSED]
+    after = [one for one in stop["failures"] if one["client"] == Client.OPEN and one["ended_s"] >= 0]
+    assert stop["open_rate"] > 0 and len(refused) == len(after) > 2  # more than the two senders
+    first = refused[0]
+    for one in refused:
+        expected = first["sent_s"] + (one["connection"] - first["connection"]) / stop["open_rate"]
+        assert one["sent_s"] == pytest.approx(expected, abs=1e-3)
+    (row,) = shutdown_table([tmp_path / "closes.json"]).to_dict("records")
+    assert row["lost_open"] == len(refused) + sum(
+        one["client"] == Client.OPEN for one in lost_after(stop) if one["met"] != Met.REFUSED
+    )
+
+
 def test_a_server_that_does_not_stop_is_killed_and_leaves_nothing_running(base_config, tmp_path, no_leftovers):
     add_server(base_config, "stays", [*STOPPING, "ignore"], stop=PLANTED_STOP)
     (stop,) = stopped(base_config, tmp_path, "stays", exit_wait_s=0.5, fresh=1)["stops"]
@@ -141,6 +188,11 @@ def test_each_round_stops_gracefully_at_every_delay_and_fast_at_the_first():
         (How.GRACEFUL, 0.0), (How.GRACEFUL, 1.0), (How.GRACEFUL, 5.0), (How.FAST, 0.0)]  # fmt: skip
     # Without a graceful stop, the fast one takes the delays (what a deployer is left with).
     assert planned_stops(plan, has_graceful=False) == [(How.FAST, 0.0), (How.FAST, 1.0), (How.FAST, 5.0)]
+    # A server with its own "stop accepting" (control requests) is drained at every delay too.
+    drained = ShutdownSettings.from_dict({**PLAN, "delays": [0, 1], "drain": True})
+    assert planned_stops(drained, has_graceful=True, has_drain=True) == [
+        (How.GRACEFUL, 0.0), (How.GRACEFUL, 1.0), (How.DRAIN, 0.0), (How.DRAIN, 1.0)]  # fmt: skip
+    assert planned_stops(drained, has_graceful=True, has_drain=False) == [(How.GRACEFUL, 0.0), (How.GRACEFUL, 1.0)]
 
 
 @pytest.mark.parametrize("server", ["waitress", "uwsgi"])
@@ -254,3 +306,44 @@ def test_the_core_writes_the_shutdown_section_from_planted_tables_to_the_page_an
         "  drains: graceful 1 s: 0 lost; fast 0 s: 3 lost\n"
         "  silent: not_measured\n"
     )
+
+
+def planted_release(name: str, lost_per_stop: int, rounds: int = 5) -> dict:
+    """A release's record as the lens writes it: ``rounds`` graceful stops with no delay, each
+    losing ``lost_per_stop`` requests reset in the accept queue, exiting 0.25 s after the signal."""
+    lost = [{"sent_s": -0.1, "ended_s": 0.0, "met": Met.RESET_IN_QUEUE, "client": Client.FRESH, "connection": k}
+            for k in range(lost_per_stop)]  # fmt: skip
+    stop = {"how": How.GRACEFUL, "signal": "TERM", "delay_s": 0.0, "status": Status.OK, "reason": None,
+            "exited_s": 0.25, "failures": lost}  # fmt: skip
+    return {"profile": "p", "server": name, "language": "python", "status": Status.OK, "reason": None,
+            "stops": [{**stop, "round": k} for k in range(rounds)]}  # fmt: skip
+
+
+def test_each_release_gets_its_lost_per_stop_and_seconds_to_exit_and_is_judged_on_the_lost():
+    """The lens's checks (``Lens.checks``) reach releases.csv through the registry from a planted
+    shutdown_checks.csv, and release_verdicts.csv judges the newer release, losing 3 requests a
+    stop where the older lost none, higher on lost per stop (its seconds to exit shown, not judged)."""
+    from serverbench.lenses.releases.decide import Judged, release_verdicts
+    from serverbench.lenses.releases.table import releases_table
+    from serverbench.lenses.shutdown.checks import check_table
+
+    release = {"of": "tiny", "package": "tiny"}
+    config = {"catalogue": {f"tiny@{v}": {"release": {**release, "version": v}} for v in ("1.0", "2.0")}}
+    results = [planted_release("tiny@1.0", 0), planted_release("tiny@2.0", 3)]
+    checks = [c for c in registry.offered_checks(registry.lenses({})) if c.table == "shutdown_checks.csv"]
+    assert [(c.name, c.judged) for c in checks] == [("lost_per_stop", True), ("stop_s", False)]
+    tables = {
+        "shutdown_checks.csv": check_table(results),
+        "shutdown_verdicts.csv": shutdown_verdict_table(results, config),
+    }
+    shown = releases_table(config, {}, checks, tables).set_index(["release", "check"])
+    newer = shown.loc[("tiny@2.0", "lost_per_stop"), ["value", "unit", "status"]]
+    assert newer.tolist() == [3, "requests per stop", "ok"]
+    assert shown.loc[("tiny@1.0", "lost_per_stop"), "value"] == 0
+    assert shown.loc[("tiny@2.0", "stop_s"), ["value", "unit"]].tolist() == [0.25, "s"]
+    judged = release_verdicts(config, Judged([c for c in checks if c.judged], tables), {"p": ["tiny@1.0", "tiny@2.0"]})
+    by_release = judged.set_index(["release", "relation"])
+    step = by_release.loc[("tiny@2.0", "previous")]
+    assert (step["against"], step["check"], step["outcome"], step["estimate"]) == ("tiny@1.0", CHECK, "higher", 3)
+    # Against its baseline (the newest) the older release reads the change turned round.
+    assert by_release.loc[("tiny@1.0", "baseline"), ["outcome", "estimate"]].tolist() == ["lower", -3]

@@ -3,12 +3,38 @@ every request counted by what it met, the stop timed from its signal (docs/shutd
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, TableJob, Words, deferred, per_server
+from serverbench.lens import (
+    Check,
+    Inputs,
+    Layout,
+    Lens,
+    MeasureJob,
+    Place,
+    Section,
+    TableJob,
+    Words,
+    deferred,
+    per_server,
+)
 from serverbench.lenses.shutdown.settings import ShutdownSettings
 from serverbench.lenses.shutdown.words import ShutdownKind, ShutdownMetric
 
 (shutdown_section,) = deferred(f"{__name__}.report", "shutdown_section")
 PROFILE_KEY = "shutdown"
+
+# What it offers to releases and bisect, both from the graceful stop with no delay (checks.py):
+# a release is judged on the requests it lost; its seconds to exit are shown, not judged.
+CHECKS = (
+    Check(
+        "lost_per_stop",
+        "lost / stop",
+        "shutdown_checks.csv",
+        Layout.ROW,
+        verdicts="shutdown_verdicts.csv",
+        change="requests lost per graceful stop",
+    ),
+    Check("stop_s", "signal to exit", "shutdown_checks.csv", Layout.ROW),
+)
 
 
 def _wanted(config, matrix, cell) -> bool:
@@ -30,8 +56,9 @@ LENS = Lens(
     conditions=False,
     place=Place.AFTER,
     jobs=per_server("shutdown", _wanted),
-    tables=("shutdown.csv", "shutdown_verdicts.csv"),
+    tables=("shutdown.csv", "shutdown_checks.csv", "shutdown_verdicts.csv"),
     section=_section,
+    checks=CHECKS,
     words=Words(kinds=ShutdownKind, metrics=ShutdownMetric),
     measure_job=MeasureJob(
         entry=f"{__name__}.measure:run_shutdown",
@@ -40,6 +67,6 @@ LENS = Lens(
     ),
     table_job=TableJob(
         entry=f"{__name__}.decide:write_tables",
-        outputs={"table": "shutdown.csv", "verdicts": "shutdown_verdicts.csv"},
+        outputs={"table": "shutdown.csv", "checks": "shutdown_checks.csv", "verdicts": "shutdown_verdicts.csv"},
     ),
 )

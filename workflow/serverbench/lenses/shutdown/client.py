@@ -49,6 +49,8 @@ class Clients:
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # After a refused connection: the listener is gone, a closed loop does not spin.
+    refused_pause_s: float = RECONNECT_PAUSE_S
 
     def start(self) -> Clients:
         for index in range(self.connections):
@@ -77,7 +79,7 @@ class Clients:
             sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
         except ConnectionRefusedError:
             self._note(index, sent, Met.REFUSED)
-            time.sleep(RECONNECT_PAUSE_S)  # the listener is gone: do not spin
+            time.sleep(self.refused_pause_s)
             return None
         except OSError:  # no answer to its SYN within the timeout (a full accept queue)
             self._note(index, sent, Met.TIMED_OUT)
@@ -109,6 +111,58 @@ class Clients:
         server said it will close the connection."""
         met, closing = exchange(sock, self.request, self.expected_status)
         return (cut(sock, reused, self.watcher) if met is None else met), closing
+
+
+@dataclass
+class OpenLoop(Clients):
+    """Requests started on a schedule, ``rate`` a second from ``start``, each on a connection
+    of its own, whatever the answers before it: ``connections`` sender threads take the next
+    due request, so the pace holds while fewer than that many are in flight (a request a sender
+    takes late keeps its due moment as its sent moment: its wait is the server's)."""
+
+    rate: float = 1.0
+    refused_pause_s: float = 0.0  # the schedule paces it
+    # The longest a due request waited for a free sender (s): above the pace's own step, the
+    # senders were all busy and the loop no longer open.
+    lag_s: float = 0.0
+    _next: int = 0
+    _start: float = 0.0
+
+    def start(self) -> OpenLoop:
+        self._start = time.monotonic()
+        return super().start()
+
+    def _due(self) -> tuple[int, float] | None:
+        """The next request's number and due moment, None once it falls after ``until`` or the join."""
+        with self._lock:
+            number, self._next = self._next, self._next + 1
+        due = self._start + number / self.rate
+        if self._stop.is_set() or (self.until is not None and due >= self.until):
+            return None
+        return number, due
+
+    def _client(self, index: int) -> None:
+        # Each request is its own connection, numbered by its place in the schedule: a refused
+        # one is a request lost at the balancer's pace, not a sender retrying (table.lost_after).
+        while (next_due := self._due()) is not None:
+            number, due = next_due
+            time.sleep(max(0.0, due - time.monotonic()))
+            if self._stop.is_set():
+                return
+            self.lag_s = max(self.lag_s, time.monotonic() - due)
+            sock = self._connect(number, due)
+            if sock is None:
+                continue
+            met, _ = self.one_request(sock, False)
+            self._note(number, due, met)
+            sock.close()
+
+
+def answered_rate(loads: list[Clients], since: float) -> float:
+    """Answers a second the clients got from ``since`` to now (the closed loops' pace)."""
+    elapsed = time.monotonic() - since
+    answered = sum(one.met is Met.ANSWERED for load in loads for one in list(load.sent))
+    return answered / elapsed if elapsed > 0 else 0.0
 
 
 def exchange(sock: socket.socket, sent: bytes, expected_status: int) -> tuple[Met | None, bool]:

@@ -1,10 +1,15 @@
 """A server's stops judged within the server, through the one rule (``decide.margins``) as the
 operations lens judges its checks: the requests lost per stop of its graceful stop against its
-fast one (at the first delay), and of each longer delay against the first (the balancer still
-routing to it against not). Each side's figures are its stops' counts; the interval is a
+fast one (at the first delay), of each longer delay against the first (the balancer still
+routing to it against not), and of its drain (its own "stop accepting" first) against its
+graceful signal alone at each delay. Each side's figures are its stops' counts; the interval is a
 percentile bootstrap of the difference of the means (``decide.bootstrap``, seeded so a table
 repeats; a side with fewer than ``MIN_FIGURES`` stops is undetermined, with why), read against
 a margin of half a request a stop: *higher*, *lower*, *equivalent* or *undetermined*.
+
+A server's releases (``plan.releases``: kinds ``release`` and ``release step``) are judged by the
+same rule against each other, each side its graceful stops with no delay (``checks``): the check
+the lens offers to releases and bisect, rows whose ``a`` and ``b`` are the releases.
 """
 
 from __future__ import annotations
@@ -13,8 +18,10 @@ import pandas as pd
 
 from serverbench import files
 from serverbench.decide import bootstrap
+from serverbench.lenses.shutdown.checks import check_table, offered_stops
 from serverbench.lenses.shutdown.table import lost_after, write_shutdown
 from serverbench.lenses.shutdown.words import How, ShutdownKind, ShutdownMetric
+from serverbench.plan.releases import release_pairs
 from serverbench.record.vocabulary import Status
 
 SEED = 20261202
@@ -29,7 +36,9 @@ def label(server: str, how: str, delay_s: float) -> str:
     return f"{server} {how}, {delay_s:g} s routed"
 
 
-def judge(condition: tuple, a: tuple[str, list], b: tuple[str, list]) -> bootstrap.CheckComparison:
+def judge(
+    condition: tuple, a: tuple[str, list], b: tuple[str, list], kind: str = ShutdownKind.STOP
+) -> bootstrap.CheckComparison:
     """``a`` against ``b``: each (label, its stops' lost requests), by the one bootstrap rule."""
     return bootstrap.judge(
         RULE,
@@ -39,14 +48,15 @@ def judge(condition: tuple, a: tuple[str, list], b: tuple[str, list]) -> bootstr
         SEED,
         MIN_FIGURES,
         condition=condition,
-        kind=ShutdownKind.STOP,
+        kind=kind,
         metric=ShutdownMetric.SHUTDOWN,
     )
 
 
 def pairs_of(kinds: dict[tuple[str, float], list[float]]) -> list[tuple[tuple, tuple]]:
     """Which (how, delay) is judged against which: graceful against fast at the first delay of
-    both, each longer delay of a stop against its first."""
+    both, each longer delay of a stop against its first, and the drain against the graceful
+    signal alone at each delay of both."""
     found = []
     delays = {how: sorted(delay for kind, delay in kinds if kind == how) for how in (How.GRACEFUL, How.FAST)}
     if delays[How.GRACEFUL] and delays[How.FAST]:
@@ -55,6 +65,8 @@ def pairs_of(kinds: dict[tuple[str, float], list[float]]) -> list[tuple[tuple, t
             found.append(((How.GRACEFUL, shared[0]), (How.FAST, shared[0])))
     for how, seen in delays.items():
         found += [((how, delay), (how, seen[0])) for delay in seen[1:]]
+    drained = sorted(delay for kind, delay in kinds if kind == How.DRAIN)
+    found += [((How.DRAIN, delay), (How.GRACEFUL, delay)) for delay in drained if delay in delays[How.GRACEFUL]]
     return found
 
 
@@ -67,6 +79,22 @@ def comparisons(result: dict) -> list[bootstrap.CheckComparison]:
     condition = (("profile", result["profile"]), ("server", result["server"]))
     server = result["server"]
     return [judge(condition, (label(server, *a), kinds[a]), (label(server, *b), kinds[b])) for a, b in pairs_of(kinds)]
+
+
+def release_comparisons(results: list[dict], config: dict) -> list[bootstrap.CheckComparison]:
+    """Each profile's releases of a server, release against baseline and release against the one
+    before it, on the requests each lost per graceful stop with no delay (``checks``)."""
+    found = []
+    by_profile: dict[str, dict[str, list[float]]] = {}
+    for result in results:
+        lost = [float(len(lost_after(stop))) for stop in offered_stops(result)]
+        if lost:
+            by_profile.setdefault(result["profile"], {})[result["server"]] = lost
+    for profile, servers in sorted(by_profile.items()):
+        for kind, a, b in release_pairs(config, sorted(servers)):
+            condition = (("profile", profile), ("server", a))
+            found.append(judge(condition, (a, servers[a]), (b, servers[b]), kind=kind))
+    return found
 
 
 VERDICT_COLUMNS = [
@@ -94,9 +122,12 @@ VERDICT_COLUMNS = [
 ]
 
 
-def shutdown_verdict_table(results: list[dict]) -> pd.DataFrame:
-    """shutdown_verdicts.csv: a row per judged pair of one server's stops (``estimate`` a-b)."""
-    rows = [comparison.as_row() for result in results for comparison in comparisons(result)]
+def shutdown_verdict_table(results: list[dict], config: dict | None = None) -> pd.DataFrame:
+    """shutdown_verdicts.csv: a row per judged pair of one server's stops, then of its releases
+    where ``config`` declares them (``estimate`` a-b)."""
+    judged = [comparison for result in results for comparison in comparisons(result)]
+    judged += release_comparisons(results, config) if config else []
+    rows = [comparison.as_row() for comparison in judged]
     for row in rows:
         row["estimate"] = row.pop("ratio")
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
@@ -104,7 +135,9 @@ def shutdown_verdict_table(results: list[dict]) -> pd.DataFrame:
 
 def write_tables(config: dict, records: list[str], outputs: dict[str, str]) -> None:
     """The lens's table job (its TableJob's entry, called by workflow/scripts/lens_job.py): the
-    results merged into shutdown.csv and each server's stops judged, shutdown_verdicts.csv."""
+    results merged into shutdown.csv, the checks it offers, shutdown_checks.csv, and each server's
+    stops and releases judged, shutdown_verdicts.csv."""
     write_shutdown(records, outputs["table"])
     results = [files.read_json(path) for path in sorted(map(str, records))]
-    files.write_atomic(outputs["verdicts"], shutdown_verdict_table(results).to_csv(index=False))
+    files.write_atomic(outputs["checks"], check_table(results).to_csv(index=False))
+    files.write_atomic(outputs["verdicts"], shutdown_verdict_table(results, config).to_csv(index=False))

@@ -1,11 +1,15 @@
 """A server stopped under load, one job per (profile, server) of a profile with ``shutdown``:
 the server started as its cells start it (same argv, isolation, network), loaded by
 closed-loop clients (``keepalive`` kept-alive connections and ``fresh`` ones a connection per
-request), then stopped as the catalogue's ``stop`` declares, ``rounds`` times each way:
+request; ``open_loop``, open-loop ones at a share of their answered rate), then stopped as the
+catalogue's ``stop`` declares, ``rounds`` times each way:
 
 - its graceful stop (where it has one; else its fast one) with the clients sending on for
   each delay of ``delays`` (a balancer still routing to it: Kubernetes' preStop case);
-- its fast stop at the first delay (``fast``), against which the graceful one is judged.
+- its fast stop at the first delay (``fast``), against which the graceful one is judged;
+- where its ``stop`` declares control requests (Unit), its drain at each delay (``drain``):
+  those requests first (it stops accepting), the graceful signal once the delay has passed,
+  judged against the graceful signal alone.
 
 Each stop is a fresh start (stopping.stop_under_load): every request counted by what it met,
 the seconds from the signal to the listener gone, to the last answer and to the processes
@@ -34,13 +38,16 @@ from serverbench.record.vocabulary import Status
 PROFILE_KEY = "shutdown"
 
 
-def planned_stops(plan: ShutdownSettings, has_graceful: bool) -> list[tuple[How, float]]:
+def planned_stops(plan: ShutdownSettings, has_graceful: bool, has_drain: bool = False) -> list[tuple[How, float]]:
     """Each (how, delay) of one round: the graceful stop (the fast one where the server has no
-    graceful stop) at every delay, and the fast stop at the first delay where both exist."""
+    graceful stop) at every delay, the fast stop at the first delay where both exist, and the
+    drain at every delay where the server declares one."""
     first = How.GRACEFUL if has_graceful else How.FAST
     stops = [(first, float(delay)) for delay in plan.delays]
     if has_graceful and plan.fast:
         stops.append((How.FAST, float(plan.delays[0])))
+    if has_graceful and has_drain and plan.drain:
+        stops += [(How.DRAIN, float(delay)) for delay in plan.delays]
     return stops
 
 
@@ -85,10 +92,10 @@ def run_shutdown(config: dict, profile_name: str, server: str, json_path, log_pa
 
 def rounds_of(config, profile, server, workload, plan, log_path, before_signal) -> list[Stop]:
     """Every round's stops; a skipped one ends them (the others would be skipped alike)."""
-    has_graceful = server_entry(config, server).stop.graceful is not None
+    declared = server_entry(config, server).stop
     stops = []
     for round_number in range(1, plan.rounds + 1):
-        for how, delay in planned_stops(plan, has_graceful):
+        for how, delay in planned_stops(plan, declared.graceful is not None, bool(declared.control)):
             which = (how, delay, round_number)
             stops.append(one_stop(config, profile, server, workload, which, log_path, before_signal))
             if stops[-1].status == Status.SKIPPED:

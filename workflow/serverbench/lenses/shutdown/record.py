@@ -38,13 +38,19 @@ class Stop:
     delay_s: float
     status: Status = Status.OK
     reason: str | None = None
-    # Seconds from the signal: its listening socket gone (sock_diag), its last correct answer,
-    # every process of it gone; None where it did not happen before the lens stopped waiting.
+    # Seconds from the stop's beginning (its signal; a drain's first control request) to its
+    # signal (a drain's: its delay; None: not sent), its listening socket gone (sock_diag), its
+    # last correct answer, every process of it gone; None where it did not happen before the
+    # lens stopped waiting.
+    signal_s: float | None = None
     listener_closed_s: float | None = None
     last_answer_s: float | None = None
     exited_s: float | None = None
     exit_code: int | None = None  # the main process's (negative: ended by that signal)
     killed: bool = False  # still running when the lens stopped waiting, then killed
+    # The open loop's requests a second (share of the closed loops' answered rate; None: none).
+    open_rate: float | None = None
+    open_lag_s: float | None = None  # the longest a due open-loop request waited for a sender
     # A request longer than the graceful timeout, sent before the signal (None: not asked).
     long_request: dict | None = None
     answered: dict = field(default_factory=dict)  # {client: {"before": n, "after": n}}

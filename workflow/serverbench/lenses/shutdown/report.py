@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from serverbench.lens import Link, Medium, Paragraph, Section, Sentences, Table
+from serverbench.lenses.shutdown.words import How
 from serverbench.record.vocabulary import Outcome, Status
 
 TITLE = "Does a deploy drop requests?"
@@ -25,11 +26,20 @@ COLUMNS = {
     "exited (s)": ("exited_s", "{:.3f}"),
     "exit code": ("exit_codes", "{}"),
     "long request": ("long_request", "{}"),
+    "open loop (req/s)": ("open_rate", "{:.0f}"),
+    "open loop lag (s)": ("open_lag_s", "{:.3f}"),
 }
 
 
 def _cell(value, form: str) -> str:
     return "" if value is None or (isinstance(value, float) and pd.isna(value)) else form.format(value)
+
+
+def stop_words(found: pd.Series) -> str:
+    """How a row's stops were made, in words (a drain's signal comes its delay after its control requests)."""
+    if found["how"] == How.DRAIN:
+        return f"drain (stopped accepting, {found['signal']} {found['delay_s']:g} s later), routed until the signal"
+    return f"{found['how']} ({found['signal']}), routed {found['delay_s']:g} s after"
 
 
 def shutdown_rows(table: pd.DataFrame) -> list[dict]:
@@ -40,8 +50,8 @@ def shutdown_rows(table: pd.DataFrame) -> list[dict]:
             row.update(stop="", notes=f"{found['status']}: {found['reason']}")
             rows.append(row)
             continue
-        row["stop"] = f"{found['how']} ({found['signal']}), routed {found['delay_s']:g} s after"
-        row.update({column: _cell(found[key], form) for column, (key, form) in COLUMNS.items()})
+        row["stop"] = stop_words(found)
+        row.update({column: _cell(found.get(key), form) for column, (key, form) in COLUMNS.items()})
         killed = (
             f"killed after the lens's wait in {found['killed']:.0f} of {found['stops']:.0f}" if found["killed"] else ""
         )
@@ -63,7 +73,8 @@ def _sentence(row: pd.Series) -> str:
 PAGE_LEAD = (
     "Each server started afresh, loaded by closed-loop clients (kept-alive connections and a connection per "
     "request) and stopped as its catalogue declares: its graceful stop with the clients still sending for each "
-    "delay (a balancer still routing to it), and its fast one (",
+    'delay (a balancer still routing to it), its fast one, and where it has its own "stop accepting" (Unit\'s '
+    "listener removed), that first and its graceful signal after the delay (",
     Link("shutdown.csv"),
     "). Per stop, the requests lost by what they met — reset in the accept queue (connected at the kernel, never "
     "accepted), reset in flight, refused once the listener had closed, a kept-alive connection closed under them, "

@@ -1,6 +1,7 @@
 """The shutdown lens's settings, typed (a profile's ``shutdown``: settings.schema.yaml beside this
 file): how many stops, the delays the clients keep sending after the signal, the closed loops'
-connections, the load before the signal, the waits, and a request longer than the graceful timeout."""
+connections, open-loop clients at a share of their rate, the load before the signal, the waits,
+and a request longer than the graceful timeout."""
 
 from __future__ import annotations
 
@@ -20,18 +21,33 @@ class LongRequest(LensSettings):
 
 
 @dataclass(frozen=True)
+class OpenLoopSettings(LensSettings):
+    """Open-loop clients beside the closed loops: requests started at ``share`` of the rate the
+    closed loops were answered at during the load, by ``senders`` threads."""
+
+    share: float
+    senders: int = 16
+
+
+@dataclass(frozen=True)
 class ShutdownSettings(LensSettings):
     rounds: int
     delays: tuple[float, ...]
     fast: bool
+    drain: bool
     keepalive: int
     fresh: int
     load_s: float
     timeout_s: float
     exit_wait_s: float
     long_request: LongRequest | None = None
+    open_loop: OpenLoopSettings | None = None
 
     @classmethod
     def from_dict(cls, data) -> ShutdownSettings:
-        long = data.get("long_request")
-        return dataclasses.replace(super().from_dict(data), long_request=LongRequest.from_dict(long) if long else None)
+        long, open_loop = data.get("long_request"), data.get("open_loop")
+        return dataclasses.replace(
+            super().from_dict(data),
+            long_request=LongRequest.from_dict(long) if long else None,
+            open_loop=OpenLoopSettings.from_dict(open_loop) if open_loop else None,
+        )

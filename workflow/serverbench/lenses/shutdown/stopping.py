@@ -1,6 +1,8 @@
 """One stop under load: a started server loaded by closed-loop clients (kept-alive connections
-and a connection per request), stopped as its catalogue declares (a graceful or a fast stop),
-the clients sending for ``delay_s`` more (a balancer still routing to it), then every request
+and a connection per request) and, where asked, open-loop ones at a share of the closed loops'
+answered rate, stopped as its catalogue declares (a graceful or a fast stop, or
+a drain: its control requests, then its graceful signal ``delay_s`` later), the clients sending
+for ``delay_s`` more (a balancer still routing to it), then every request
 counted by what it met and the stop timed from its signal: to the listener gone (sock_diag),
 to the last correct answer, to the server's processes gone; its exit code; and, where asked, a
 request longer than the graceful timeout, sent before the signal: answered or cut."""
@@ -18,7 +20,7 @@ from serverbench.cell import servers
 from serverbench.cell.launch import Launch
 from serverbench.cell.underload import workload_request
 from serverbench.cell.wire import request
-from serverbench.lenses.shutdown.client import Clients, Sent, cut, exchange
+from serverbench.lenses.shutdown.client import Clients, OpenLoop, Sent, answered_rate, cut, exchange
 from serverbench.lenses.shutdown.record import Request, Stop
 from serverbench.lenses.shutdown.settings import ShutdownSettings
 from serverbench.lenses.shutdown.watch import ServerSockets, Watcher
@@ -32,17 +34,20 @@ Before = Callable[[Watcher], list[Clients]]
 ACCEPTED_WITHIN_S = 10.0  # the long request's connection accepted (a started server's first accept)
 
 
-def send_stop(launch: Launch, spec: StopSpec, how: How) -> str:
-    """Stop the server as declared: a graceful stop's control requests first (Unit: its listener,
-    then its application, removed), then the signal to its main process; the signal's name."""
-    name = spec.graceful if how is How.GRACEFUL else spec.fast
-    if how is How.GRACEFUL:
-        socket_path = servers.render_argv([launch.spec.control["socket"]], launch.values)[0] if spec.control else None
-        for step in spec.control:
-            path = servers.render_argv([step["path"]], launch.values)[0]
-            status, answer = servers.control_request(socket_path, step["method"], path)
-            if status != 200:
-                raise servers.ServerError(f"{step['method']} {path} refused ({status}): {answer.strip()[:200]}")
+def stop_accepting(launch: Launch, spec: StopSpec) -> None:
+    """The server's own "stop accepting", a drain's first step: its declared control requests in
+    order (Unit: its listener, then its application, removed)."""
+    socket_path = servers.render_argv([launch.spec.control["socket"]], launch.values)[0]
+    for step in spec.control:
+        path = servers.render_argv([step["path"]], launch.values)[0]
+        status, answer = servers.control_request(socket_path, step["method"], path)
+        if status != 200:
+            raise servers.ServerError(f"{step['method']} {path} refused ({status}): {answer.strip()[:200]}")
+
+
+def send_signal(launch: Launch, spec: StopSpec, how: How) -> str:
+    """The stop's signal to the server's main process (a drain's is the graceful one); its name."""
+    name = spec.fast if how is How.FAST else spec.graceful
     launch.server.front.proc.send_signal(getattr(signal, f"SIG{name}"))
     return name
 
@@ -114,17 +119,40 @@ def _loads(launch: Launch, plan: ShutdownSettings, watcher: Watcher) -> list[Cli
     ]
 
 
+def _open_loop(launch: Launch, plan: ShutdownSettings, loads: list[Clients], since: float, watcher: Watcher):
+    """The open loop started at its share of the closed loops' answered rate since ``since``
+    (None where they were answered at none: nothing to pace it by)."""
+    rate = plan.open_loop.share * answered_rate(loads, since)
+    if rate <= 0:
+        return None
+    sent, status = workload_request(launch)
+    return OpenLoop(launch.host, launch.port, sent, status, plan.open_loop.senders, Client.OPEN, watcher,
+                    plan.timeout_s, rate=rate).start()  # fmt: skip
+
+
 def _signalled(launch: Launch, how: How, loads: list[Clients], delay_s: float, watcher: Watcher) -> tuple:
-    """The stop sent, the clients told to stop sending ``delay_s`` after it: its moment, the
-    signal's name and, where it could not be sent, why."""
+    """The stop begun, the clients told to stop sending ``delay_s`` after it: its moment (the
+    signal's; a drain's, its first control request's, the signal sent once ``delay_s`` has
+    passed), the signal's name, the seconds from that moment to the signal and, where the stop
+    could not be sent, why."""
     origin = time.monotonic()
     watcher.since = origin
     for load in loads:
         load.until = origin + delay_s
     try:
-        return origin, send_stop(launch, launch.spec.stop, how), None
+        if how is How.DRAIN:
+            stop_accepting(launch, launch.spec.stop)
+            time.sleep(max(0.0, origin + delay_s - time.monotonic()))
+        signalled = time.monotonic()
+        return origin, send_signal(launch, launch.spec.stop, how), round(signalled - origin, 4), None
     except (OSError, servers.ServerError) as exc:
-        return origin, None, f"the {how} stop could not be sent: {exc}"
+        return origin, None, None, f"the {how} stop could not be sent: {exc}"
+
+
+def _unpaced(plan: ShutdownSettings, open_loop: OpenLoop | None) -> str | None:
+    if plan.open_loop is not None and open_loop is None:
+        return "no open loop: the closed loops were answered at no rate to pace it by"
+    return None
 
 
 def stop_under_load(
@@ -140,17 +168,24 @@ def stop_under_load(
     whose requests are counted with the load's (a condition a test creates: requests queued
     behind a busy worker)."""
     watcher = Watcher(ServerSockets(launch.host, launch.port)).start()
-    loads, long, gone = _loads(launch, plan, watcher), None, None
+    loaded_at = time.monotonic()
+    loads, long, gone, open_loop = _loads(launch, plan, watcher), None, None, None
     if plan.long_request is not None:
         long = LongRequest(launch, plan.long_request.path, plan.long_request.timeout_s, watcher)
     try:
-        time.sleep(plan.load_s)
+        # With an open loop, the closed loops' first half of the load paces it, its second half
+        # has both.
+        time.sleep(plan.load_s / 2 if plan.open_loop is not None else plan.load_s)
+        if plan.open_loop is not None:
+            open_loop = _open_loop(launch, plan, loads, loaded_at, watcher)
+            loads += [open_loop] if open_loop is not None else []
+            time.sleep(plan.load_s / 2)
         if long is not None:
             long.start()
             watcher.wait_for(lambda snapshot: long.port in snapshot.accepted, ACCEPTED_WITHIN_S)
         if before_signal is not None:
             loads += before_signal(watcher)
-        origin, name, problem = _signalled(launch, how, loads, delay_s, watcher)
+        origin, name, signal_s, problem = _signalled(launch, how, loads, delay_s, watcher)
         if problem is None:
             gone = wait_gone(launch, plan.exit_wait_s)
         if gone is not None:  # the listener went at the latest with the processes: its last snapshot
@@ -169,11 +204,14 @@ def stop_under_load(
         str(how),
         name,
         delay_s,
-        reason=problem or watcher.error,
+        reason=problem or watcher.error or _unpaced(plan, open_loop),
+        signal_s=signal_s,
         listener_closed_s=since(watcher.listener_gone_at),
         last_answer_s=since(max(answers)) if answers else None,
         exited_s=since(gone),
         exit_code=launch.server.front.exit_code(),
+        open_rate=round(open_loop.rate, 2) if open_loop is not None else None,
+        open_lag_s=round(open_loop.lag_s, 4) if open_loop is not None else None,
         killed=gone is None,
         long_request=long.result(origin) if long is not None else None,
         answered=answered,

@@ -1,11 +1,13 @@
 """shutdown.csv: a server stopped under load, one row per (profile, server, how, delay).
 
 Each row reads every stop of that kind: how many (``stops``), the requests lost per stop
-(median and mean over the stops, and by client kind), each outcome's requests per stop
-(``words.LOST``, a column each; ``refused`` the connections refused, ``refused_attempts`` every
-try), the seconds from the signal to the listener gone, the last
-correct answer and the exit (medians), the exit codes seen, how many stops the lens had to
-kill, and what the long request met. A request is lost when it ended at or after the signal
+(median and mean over the stops, and by client kind: kept-alive, fresh, open loop), each
+outcome's requests per stop (``words.LOST``, a column each; ``refused`` the connections
+refused, an open loop's requests each its own, ``refused_attempts`` every try), the seconds from
+the signal to the listener gone, the last correct answer and the exit (medians), the exit codes
+seen, how many stops the lens had to kill, what the long request met, and the open loop's rate
+(median) and its longest lag (the most a due request waited for a sender: above the pace's
+step, the loop was no longer open). A request is lost when it ended at or after the signal
 without an answer; those that failed before it (``lost_before``, a control: none expected)
 are counted apart. A server that could not be stopped so is a row with its status and reason.
 """
@@ -39,6 +41,8 @@ SHUTDOWN_COLUMNS = [
     "exit_codes",
     "killed",
     "long_request",
+    "open_rate",
+    "open_lag_s",
     "status",
     "reason",
 ]
@@ -91,6 +95,8 @@ def _row(result: dict, stops: list[dict]) -> dict:
         exit_codes=" ".join(sorted({str(stop["exit_code"]) for stop in done})),
         killed=sum(bool(stop["killed"]) for stop in done),
         long_request="; ".join(f"{name} ×{count}" for name, count in sorted(met.items())) or None,
+        open_rate=_median(stop.get("open_rate") for stop in done),
+        open_lag_s=max((stop["open_lag_s"] for stop in done if stop.get("open_lag_s") is not None), default=None),
         status=Status.OK,
         reason="; ".join(dict.fromkeys(stop["reason"] for stop in done if stop["reason"])) or None,
     )

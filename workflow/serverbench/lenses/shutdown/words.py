@@ -52,15 +52,21 @@ LOST = (
 class How(StrEnum):
     """Which of the server's declared stops was sent (the catalogue's `stop`)."""
 
-    GRACEFUL = "graceful"
+    GRACEFUL = "graceful"  # its graceful signal alone
     FAST = "fast"
+    # The server's own "stop accepting" first (its control requests: Unit's listener, then its
+    # application, removed), the graceful signal once the delay still routed has passed.
+    DRAIN = "drain"
 
 
 class Client(StrEnum):
-    """How a closed-loop client connects."""
+    """How a client connects and paces its requests."""
 
-    KEEPALIVE = "keep-alive"  # one connection kept for request after request
-    FRESH = "fresh"  # a connection per request
+    KEEPALIVE = "keep-alive"  # closed loop: one connection kept for request after request
+    FRESH = "fresh"  # closed loop: a connection per request
+    # Open loop: a connection per request, each started on a schedule at a share of the rate
+    # the closed loops were answered at, whether or not the ones before it were answered.
+    OPEN = "open loop"
 
 
 NOT_DECLARED = "the catalogue declares no stop for this server"
