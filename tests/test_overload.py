@@ -11,17 +11,22 @@ objective (0.15 s) is shorter than every hold, so no answer is within it.
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import subprocess
 import sys
 import time
 
 import pytest
-from conftest import REPO_ROOT, require
+from conftest import REPO_ROOT, add_server, require
 from serverbench.lenses.overload.backlog import own_backlog_config, raised_somaxconn, without_backlog
 from serverbench.lenses.overload.client import Answer, count, offer
+from serverbench.lenses.overload.measure import run_overload
 from serverbench.lenses.overload.recovery import recovery_s
+from serverbench.lenses.overload.report import overload_section
+from serverbench.lenses.overload.table import overload_table
 from serverbench.lenses.overload.words import NO_OWN_BACKLOG, Client, Met
+from serverbench.record.vocabulary import Status
 
 PLANTED = REPO_ROOT / "tests" / "apps" / "overloaded.py"
 OBJECTIVE_S = 0.15
@@ -144,3 +149,46 @@ def test_somaxconn_is_raised_for_the_run_and_restored_after(tmp_path):
     assert somaxconn.read_text() == "100\n"
     with raised_somaxconn(64, somaxconn) as raised:  # already enough: left alone
         assert raised == {"before": 100, "during": 100, "raised": False}
+
+
+LENS_PLAN = {
+    "multiples": [2], "hold_s": 1, "clients": ["fresh"], "connections": 64, "timeout_s": 5, "connect_timeout_s": 2,
+    "backlogs": ["own", "set"], "step_s": 1, "max_step_s": 1, "rate_steps": 3, "resolution": 0.2, "peak_s": 0.5,
+    "objective_p99_ms": 200, "tool": "oha-fresh", "peak_tool": "oha-fresh-closed", "tail_samples": 100,
+    "max_connections": 64,
+    "burst": {"multiple": 3, "seconds": 1, "after": 0.5, "after_s": 2, "window_s": 0.5, "share": 0.95},
+}  # fmt: skip
+
+
+def test_the_lens_goes_past_a_planted_servers_capacity_at_its_own_backlog_and_the_set_one(
+    base_config, tmp_path, no_leftovers
+):
+    """The whole job on a planted server that answers one request at a time, each after 10 ms (its
+    capacity near 100 a second, p99 far within the 200 ms objective below it): its capacity found,
+    then twice it and a burst, at its own backlog (4096: its argv without `--backlog`) and the
+    profile's (2048); every request due counted; the table and the section read the record. (The
+    objective search's closed loop counts 503s as answers: a shedding server starts it far too
+    high, so the queueing one is the one measured here.)"""
+    require("oha")
+    config = base_config
+    add_server(config, "planted", ["python", str(PLANTED), "queue", "{port}", "0.01", "--backlog", "{backlog}"])
+    config["profiles"]["default"]["overload"] = LENS_PLAN
+    path = tmp_path / "planted.json"
+    result = run_overload(config, "default", "planted", path, tmp_path / "planted.log")
+    assert json.loads(path.read_text()) == result
+    own, told = result["conditions"]
+    assert (own["backlog"], own["asked_backlog"], own["listen_backlog"]) == ("own", None, 4096)
+    assert (told["backlog"], told["asked_backlog"], told["listen_backlog"]) == ("set", 2048, 2048)
+    for condition in (own, told):
+        assert condition["status"] == Status.OK, condition["reason"]
+        assert condition["capacity_rps"] > 0
+        assert [(s["phase"], s["multiple"]) for s in condition["stretches"]] == [("steady", 2), ("burst", 3)]
+        for stretch in condition["stretches"]:
+            assert sum(stretch["counts"].values()) >= stretch["due"] > 0
+        assert condition["stretches"][1]["recovered"] is (condition["stretches"][1]["recovery_s"] is not None)
+    table = overload_table([result])
+    assert len(table) == 4 and set(table["status"]) == {Status.OK}
+    csv = tmp_path / "overload.csv"
+    table.to_csv(csv, index=False)
+    section = overload_section(csv)
+    assert section.title == "Past capacity: does it fall over?"

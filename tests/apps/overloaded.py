@@ -10,6 +10,9 @@ each way made by the server, not by the machine's speed:
   further SYNs (the client times out connecting);
 - ``slow PORT SLOW_S FOR_S``: threaded, each request SLOW_S until FOR_S after its first request,
   then at once (a server that comes back).
+
+``--backlog N`` after the mode's numbers: listen with N (the lens's `set` backlog); without it,
+each mode's own.
 """
 
 import socket
@@ -36,11 +39,16 @@ def asked(connection: socket.socket) -> bool:
 
 def answer(connection: socket.socket, status: str) -> None:
     with connection:
-        head = f"HTTP/1.1 {status}\r\nContent-Length: {len(BODY)}\r\nConnection: close\r\n\r\n"
+        fields = f"Content-Type: text/plain\r\nContent-Length: {len(BODY)}\r\nConnection: close"
+        head = f"HTTP/1.1 {status}\r\n{fields}\r\n\r\n"
         connection.sendall(head.encode() + BODY)
 
 
+TOLD_BACKLOG: list[int] = []  # --backlog N: what every mode listens with
+
+
 def listener(port: int, backlog: int) -> socket.socket:
+    backlog = TOLD_BACKLOG[0] if TOLD_BACKLOG else backlog
     server = socket.socket()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind(("127.0.0.1", port))
@@ -108,6 +116,10 @@ def slow(port: int, slow_s: float, for_s: float) -> None:
 
 if __name__ == "__main__":
     mode, port, *numbers = sys.argv[1:]
+    if "--backlog" in numbers:
+        at = numbers.index("--backlog")
+        TOLD_BACKLOG.append(int(numbers[at + 1]))
+        numbers = numbers[:at] + numbers[at + 2 :]
     kinds = {"shed": (int, float), "queue": (float,), "backlog": (int, float), "slow": (float, float)}
     values = [kind(number) for kind, number in zip(kinds[mode], numbers, strict=True)]
     {"shed": shed, "queue": queue, "backlog": backlog, "slow": slow}[mode](int(port), *values)

@@ -59,6 +59,7 @@ class Offered:
     answers: list[Answer] = field(default_factory=list)
     errors: dict[str, int] = field(default_factory=dict)  # oha's own words, kept as it said them
     exit_code: int = 0
+    due: int = 0  # requests due at the rate over the seconds (two clients together: both's)
 
 
 def oha_argv(oha: str, url: str, rate: float, seconds: float, client: Client, connections: int, timeout_s: float,
@@ -87,7 +88,7 @@ def count(rate: float, seconds: float, client: str, report: dict, answers: list[
         counts[met_of_error(message)] += n
     due = round(rate * seconds)
     counts[Met.NEVER_SENT] = max(0, due - sum(counts.values()))
-    return Offered(rate, seconds, client, counts, answers, errors, exit_code)
+    return Offered(rate, seconds, client, counts, answers, errors, exit_code, due)
 
 
 def read_answers(rows: Path) -> list[Answer]:

@@ -162,12 +162,14 @@ class Load:
 
 
 def merged(one: Offered, other: Offered | None) -> Offered:
-    """Two clients' stretches as one (their counts and errors summed, answers together)."""
+    """Two clients' stretches as one (their counts, errors and requests due summed, answers
+    together; the rate the burst's, the seconds the longer one's)."""
     if other is None:
         return one
     counts = {met: one.counts.get(met, 0) + other.counts.get(met, 0) for met in map(str, Met)}
     errors = {key: one.errors.get(key, 0) + other.errors.get(key, 0) for key in {*one.errors, *other.errors}}
-    return Offered(one.rate + other.rate, one.seconds, one.client, counts, one.answers + other.answers, errors)
+    rate, answers = round(one.rate + other.rate, 1), one.answers + other.answers
+    return Offered(rate, one.seconds, one.client, counts, answers, errors, due=one.due + other.due)
 
 
 def stretch_of(phase: Phase, multiple: float, offered: Offered, queue: list, objective_s: float) -> Stretch:
@@ -180,6 +182,7 @@ def stretch_of(phase: Phase, multiple: float, offered: Offered, queue: list, obj
         multiple=multiple,
         rate=offered.rate,
         seconds=offered.seconds,
+        due=offered.due,
         client=offered.client,
         counts=offered.counts,
         errors=offered.errors,

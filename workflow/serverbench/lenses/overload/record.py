@@ -5,6 +5,7 @@ answered, the goodput, the accept queue's depth sampled, and after the burst the
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 
 from serverbench.record.vocabulary import Status
@@ -14,12 +15,14 @@ OVERLOAD_SCHEMA = "serverbench.overload/1"
 
 @dataclass(frozen=True)
 class Stretch:
-    """One stretch of open-loop load: which, at what multiple of capacity and rate, by which client."""
+    """One stretch of open-loop load: which, at what multiple of capacity and rate (the burst's: its
+    peak, over the after-rate's seconds), by which client, how many requests were due."""
 
     phase: str
     multiple: float
     rate: float
     seconds: float
+    due: int
     client: str
     counts: dict = field(default_factory=dict)  # {words.Met: requests}
     errors: dict = field(default_factory=dict)  # oha's own words for the failed ones
@@ -62,4 +65,5 @@ class OverloadResult:
     settings: dict = field(default_factory=dict)  # the profile's `overload` as the job read it
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """As written to JSON (tuples as lists, the words as their strings): what the job returns."""
+        return json.loads(json.dumps(asdict(self)))

@@ -1,7 +1,8 @@
 """overload.csv: each server past its capacity, one row per (profile, server, backlog, client,
 phase, multiple): the capacity it went past, the rate offered, every request by what it met
-(words.Met, a column each), goodput (answers within the objective per second) as offered's and
-capacity's share, the p99 of what was answered, the accept queue's deepest sample, and after
+(words.Met, a column each), goodput (answers within the objective per second of the stretch;
+as offered's share, the requests due answered within it; as capacity's share), the p99 of what
+was answered, the accept queue's deepest sample, and after
 the burst the seconds until the after-rate was met again (``recovered`` false: never within the
 window). A condition not measured or failed is one row with its status and reason. The lens's
 table job (its TableJob's entry) writes it; no verdicts yet (issue 95's item 6)."""
@@ -22,6 +23,7 @@ OVERLOAD_COLUMNS = [
     "capacity_rps",
     "rate",
     "seconds",
+    "due",
     *MET_COLUMNS,
     "goodput_rps",
     "goodput_of_offered",
@@ -33,6 +35,10 @@ OVERLOAD_COLUMNS = [
     "status",
     "reason",
 ]
+
+
+STRETCH_KEYS = ("client", "phase", "multiple", "rate", "seconds", "due", "answered_p99_ms", "goodput_rps", "queue_max",
+                "recovery_s", "recovered")  # fmt: skip
 
 
 def rows_of(result: dict) -> list[dict]:
@@ -47,12 +53,12 @@ def rows_of(result: dict) -> list[dict]:
             continue
         for stretch in condition["stretches"]:
             goodput, capacity = stretch["goodput_rps"], condition["capacity_rps"]
+            within = stretch["counts"].get(str(Met.WITHIN), 0)
             rows.append({
                 **head,
-                **{key: stretch[key] for key in ("client", "phase", "multiple", "rate", "seconds", "answered_p99_ms",
-                                                 "goodput_rps", "queue_max", "recovery_s", "recovered")},
+                **{key: stretch[key] for key in STRETCH_KEYS},
                 **{column: stretch["counts"].get(str(met), 0) for column, met in zip(MET_COLUMNS, Met, strict=True)},
-                "goodput_of_offered": round(goodput / stretch["rate"], 4) if stretch["rate"] else None,
+                "goodput_of_offered": round(within / stretch["due"], 4) if stretch["due"] else None,
                 "goodput_of_capacity": round(goodput / capacity, 4) if capacity else None,
                 "status": Status.OK,
             })  # fmt: skip
