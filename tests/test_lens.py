@@ -33,7 +33,7 @@ TOY = "toy_bytes"
 def test_the_registry_lists_the_built_in_lenses_and_those_a_config_adds(monkeypatch):
     monkeypatch.syspath_prepend(str(LENSES))
     built_in = [lens.name for lens in registry.lenses({})]
-    assert built_in == ["http", "advise", "front", "releases", "operations", "recycle", "shutdown", "work"]
+    assert built_in == ["http", "advise", "front", "releases", "operations", "recycle", "shutdown", "overload", "work"]
     added = registry.lenses({"lenses": [TOY]})
     assert [lens.name for lens in added] == [*built_in, TOY]
     toy = added[-1]
@@ -174,7 +174,9 @@ def test_the_toy_lens_without_rules_of_its_own_is_wired_by_the_core(tmp_path):
     }
 
 
-@pytest.mark.parametrize("profile", ["default", "advise", "front", "operations", "recycle", "releases", "shutdown"])
+@pytest.mark.parametrize(
+    "profile", ["default", "advise", "front", "operations", "recycle", "releases", "shutdown", "overload"]
+)
 def test_each_lens_asks_for_the_records_its_wired_rule_writes(profile):
     """A lens's jobs (LENS_RESULTS) are paths of its measuring job's record pattern, the output of
     the rule the core writes for it: a lens that said otherwise would leave rule all without a rule."""
@@ -273,7 +275,7 @@ def test_serverbench_list_reads_the_registry_and_the_config():
     )
     assert listed["plackup+nginx"]["compared_with"] == "plackup" and listed["gunicorn"]["compared_with"] is None
     one = subprocess.run([sys.executable, "-m", "serverbench.cli", "list", "lenses"], capture_output=True, text=True)
-    assert one.returncode == 0 and one.stdout.startswith("lenses (8):\n  http ")
+    assert one.returncode == 0 and one.stdout.startswith("lenses (9):\n  http ")
 
 
 def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_records(tmp_path):

@@ -28,7 +28,7 @@ def toy_on_path(monkeypatch):
 
 def test_the_built_in_lenses_settings_come_from_their_folders():
     found = schema.lens_settings_schemas()
-    assert set(found) == {"advise", "front", "operations", "recycle", "shutdown"}
+    assert set(found) == {"advise", "front", "operations", "recycle", "shutdown", "overload"}
     profile = schema.load_schema()["properties"]["profiles"]["additionalProperties"]["properties"]
     assert all(profile[key] == settings for key, settings in found.items())
     core = schema.yaml.safe_load(schema.SCHEMA_PATH.read_text())
@@ -129,13 +129,13 @@ def test_the_lenses_say_whose_settings_enter_the_cells_conditions(base_config, t
 
 
 def test_the_shipped_lenses_settings_read_back_as_validated(base_config):
-    """Each shipped profile's settings of advise, front, operations and shutdown, typed, write back
+    """Each shipped profile's settings of advise, front, operations, shutdown and overload, typed, write back
     the dict they were parsed from (the conditions digest hashes it)."""
     checked = set()
     for name, written in base_config["profiles"].items():
-        for key in ("advise", "front", "operations", "shutdown"):
+        for key in ("advise", "front", "operations", "shutdown", "overload"):
             if written.get(key):
                 parsed = schema.declared_settings()[key].parse(written[key])
                 assert parsed.to_dict() == written[key], (name, key)
                 checked.add(key)
-    assert checked == {"advise", "front", "operations", "shutdown"}
+    assert checked == {"advise", "front", "operations", "shutdown", "overload"}

@@ -26,6 +26,7 @@ BUILT_IN = (
     "serverbench.lenses.operations",
     "serverbench.lenses.recycle",
     "serverbench.lenses.shutdown",
+    "serverbench.lenses.overload",
     "serverbench.lenses.work",
 )
 

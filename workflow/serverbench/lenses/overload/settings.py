@@ -1,0 +1,48 @@
+"""The overload lens's settings, typed (a profile's ``overload``: settings.schema.yaml beside this
+file): the objective search that finds each server's capacity, the multiples of it offered, the
+clients, the burst and the recovery windows, the backlogs."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from serverbench.plan.objective import ObjectiveSearch
+from serverbench.plan.shapes import LensSettings
+
+
+@dataclass(frozen=True)
+class Burst(LensSettings):
+    """``multiple`` of capacity for ``seconds``, ``after`` of it throughout and ``after_s`` more;
+    recovery read in windows of ``window_s`` (``share`` of those due answered within the objective)."""
+
+    multiple: float
+    seconds: float
+    after: float
+    after_s: float
+    window_s: float
+    share: float
+
+
+@dataclass(frozen=True)
+class OverloadSettings(LensSettings):
+    search: ObjectiveSearch  # its keys stand at the top of `overload`, beside the others
+    multiples: tuple[float, ...]
+    hold_s: float
+    clients: tuple[str, ...]
+    connections: int
+    timeout_s: float
+    connect_timeout_s: float
+    backlogs: tuple[str, ...]
+    burst: Burst | None = None
+
+    @classmethod
+    def from_dict(cls, data) -> OverloadSettings:
+        own = {key: value for key, value in data.items() if key not in ObjectiveSearch.keys()}
+        burst = own.pop("burst", None)
+        typed = LensSettings.from_dict.__func__(cls, {**own, "search": ObjectiveSearch.from_dict(data)})
+        return dataclasses.replace(typed, burst=Burst.from_dict(burst) if burst else None)
+
+    def to_dict(self) -> dict:
+        out = super().to_dict()
+        return {**out.pop("search"), **out}

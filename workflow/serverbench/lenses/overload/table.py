@@ -1,0 +1,76 @@
+"""overload.csv: each server past its capacity, one row per (profile, server, backlog, client,
+phase, multiple): the capacity it went past, the rate offered, every request by what it met
+(words.Met, a column each), goodput (answers within the objective per second of the stretch;
+as offered's share, the requests due answered within it; as capacity's share), the p99 of what
+was answered, the accept queue's deepest sample, and after
+the burst the seconds until the after-rate was met again (``recovered`` false: never within the
+window). A condition not measured or failed is one row with its status and reason. The lens's
+table job (its TableJob's entry) writes it; no verdicts yet (issue 95's item 6)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from serverbench import files
+from serverbench.lenses.overload.words import Met
+from serverbench.record.vocabulary import Status
+
+KEYS = ["profile", "server", "language", "backlog", "client", "phase", "multiple"]
+MET_COLUMNS = [str(met).replace(" ", "_") for met in Met]
+OVERLOAD_COLUMNS = [
+    *KEYS,
+    "listen_backlog",
+    "capacity_rps",
+    "rate",
+    "seconds",
+    "due",
+    *MET_COLUMNS,
+    "goodput_rps",
+    "goodput_of_offered",
+    "goodput_of_capacity",
+    "answered_p99_ms",
+    "queue_max",
+    "recovery_s",
+    "recovered",
+    "status",
+    "reason",
+]
+
+
+STRETCH_KEYS = ("client", "phase", "multiple", "rate", "seconds", "due", "answered_p99_ms", "goodput_rps", "queue_max",
+                "recovery_s", "recovered")  # fmt: skip
+
+
+def rows_of(result: dict) -> list[dict]:
+    """A record's rows (the module's docstring)."""
+    base = {key: result[key] for key in ("profile", "server", "language")}
+    rows = []
+    for condition in result["conditions"] or [{"backlog": None, "status": result["status"], "stretches": []}]:
+        head = {**base, "backlog": condition["backlog"], "listen_backlog": condition.get("listen_backlog"),
+                "capacity_rps": condition.get("capacity_rps")}  # fmt: skip
+        if condition["status"] != Status.OK or not condition["stretches"]:
+            rows.append({**head, "status": condition["status"], "reason": condition.get("reason") or result["reason"]})
+            continue
+        for stretch in condition["stretches"]:
+            goodput, capacity = stretch["goodput_rps"], condition["capacity_rps"]
+            within = stretch["counts"].get(str(Met.WITHIN), 0)
+            rows.append({
+                **head,
+                **{key: stretch[key] for key in STRETCH_KEYS},
+                **{column: stretch["counts"].get(str(met), 0) for column, met in zip(MET_COLUMNS, Met, strict=True)},
+                "goodput_of_offered": round(within / stretch["due"], 4) if stretch["due"] else None,
+                "goodput_of_capacity": round(goodput / capacity, 4) if capacity else None,
+                "status": Status.OK,
+            })  # fmt: skip
+    return rows
+
+
+def overload_table(results: list[dict]) -> pd.DataFrame:
+    rows = [row for result in results for row in rows_of(result)]
+    return pd.DataFrame(rows, columns=OVERLOAD_COLUMNS).sort_values(KEYS[:5], kind="stable", ignore_index=True)
+
+
+def write_tables(config: dict, records: list[str], outputs: dict[str, str]) -> None:
+    """The lens's table job (called by workflow/scripts/lens_job.py): the records merged into overload.csv."""
+    results = [files.read_json(path) for path in sorted(map(str, records))]
+    files.write_atomic(outputs["table"], overload_table(results).to_csv(index=False))
