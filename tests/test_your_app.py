@@ -154,7 +154,8 @@ def test_an_app_with_its_own_workloads_is_measured_on_them_by_every_profile(base
     config = cfg.validate(base_config)
     assert cfg.effective_profile(config, "default").workloads == ["home", "orders"]
     recycle = cfg.effective_profile(config, "recycle")
-    assert recycle.workloads == ["home", "orders"] and "workload" not in recycle.recycle, recycle.recycle
+    settings = recycle.settings("recycle")
+    assert recycle.workloads == ["home", "orders"] and settings.workload is None, settings  # None: the first, home
     config["profiles"]["default"]["workloads"] = ["hello", "orders"]
     assert cfg.effective_profile(config, "default").workloads == ["orders"]
 
