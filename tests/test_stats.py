@@ -275,9 +275,7 @@ def test_a_run_without_comparisons_still_has_answers(tmp_path):
         "not measured": [],
         "connections kept waiting": [],
         "latency under load": [],
-        "speaks HTTP differently": [],
-        "request framing": [],
-    }
+    }  # the HTTP lens's sentences are its section's (lenses/http), no longer the core's answers
 
 
 def _language_row(kind, concurrency, a, b, ratio, verdict, why="", detectable=1.4):

@@ -38,15 +38,29 @@ LEAD = (
 )
 
 
-def sweep(pool: Pool, server: str, deployment: str, keepalive: str, keepalive_s: float, connections: int,
-          factors: Iterable[float]) -> list[dict]:  # fmt: skip
+def sweep(
+    pool: Pool,
+    server: str,
+    deployment: str,
+    keepalive: str,
+    keepalive_s: float,
+    connections: int,
+    factors: Iterable[float],
+) -> list[dict]:
     """A row per idle time around ``keepalive_s``: the reuses of ``connections`` pooled ones."""
     rows = []
     for idle_s in idle_times(keepalive_s, factors):
         counts = reuse_after(pool, idle_s, connections)
-        rows.append({"server": server, "deployment": deployment, "keepalive": keepalive,
-                     "keepalive_s": keepalive_s, "idle_s": idle_s,
-                     **{column: counts.get(Reuse(column), 0) for column in REUSE_COLUMNS}})  # fmt: skip
+        rows.append(
+            {
+                "server": server,
+                "deployment": deployment,
+                "keepalive": keepalive,
+                "keepalive_s": keepalive_s,
+                "idle_s": idle_s,
+                **{column: counts.get(Reuse(column), 0) for column in REUSE_COLUMNS},
+            }
+        )
     return rows
 
 
@@ -56,8 +70,16 @@ def cost(pool: Pool, server: str, deployment: str, holds: int, wait_s: float, pr
     rows = []
     for held in (holds - 1, holds):
         fresh = fresh_client_beside(pool, held, wait_s, pre_opened)
-        rows.append({"server": server, "deployment": deployment, "held": held, "pre_opened": pre_opened,
-                     "fresh": str(fresh.got), "wait_s": fresh.wait_s})  # fmt: skip
+        rows.append(
+            {
+                "server": server,
+                "deployment": deployment,
+                "held": held,
+                "pre_opened": pre_opened,
+                "fresh": str(fresh.got),
+                "wait_s": fresh.wait_s,
+            }
+        )
     return rows
 
 
@@ -74,11 +96,15 @@ def verdicts(sweeps: pd.DataFrame, costs: pd.DataFrame | None = None) -> pd.Data
         default = rows[rows["keepalive"] == DEFAULT]
         raised = rows[rows["keepalive"] == RAISED]
         window = race_window(_swept(default))
-        row = {"server": server, "deployment": deployment, "keepalive_s": default["keepalive_s"].iloc[0],
-               "race_window_s": " ".join(f"{idle:g}" for idle in window),
-               "safe_idle_timeout_s": safe_idle_timeout(_swept(default)),
-               "raised_keepalive_s": raised["keepalive_s"].iloc[0] if not raised.empty else None,
-               "raised_closes_window": (not race_window(_swept(raised))) if not raised.empty else None}  # fmt: skip
+        row = {
+            "server": server,
+            "deployment": deployment,
+            "keepalive_s": default["keepalive_s"].iloc[0],
+            "race_window_s": " ".join(f"{idle:g}" for idle in window),
+            "safe_idle_timeout_s": safe_idle_timeout(_swept(default)),
+            "raised_keepalive_s": raised["keepalive_s"].iloc[0] if not raised.empty else None,
+            "raised_closes_window": (not race_window(_swept(raised))) if not raised.empty else None,
+        }
         if costs is not None:
             mine = costs[(costs["server"] == server) & (costs["deployment"] == deployment)]
             starved = mine[mine["fresh"] == str(Fresh.STARVED)]
@@ -93,9 +119,11 @@ def _sentence(row: pd.Series) -> str:
         said = f"{where}: no reuse failed at any idle time swept around its {row['keepalive_s']:g} s keep-alive"
     else:
         safe = row["safe_idle_timeout_s"]
-        said = (f"{where}: reuses fail at idle {row['race_window_s']} s against its {row['keepalive_s']:g} s "
-                f"keep-alive; a balancer idle timeout is safe up to "
-                f"{'none swept' if pd.isna(safe) else f'{safe:g} s'}")  # fmt: skip
+        said = (
+            f"{where}: reuses fail at idle {row['race_window_s']} s against its {row['keepalive_s']:g} s "
+            f"keep-alive; a balancer idle timeout is safe up to "
+            f"{'none swept' if pd.isna(safe) else f'{safe:g} s'}"
+        )
     if row.get("raised_closes_window") is not None and not pd.isna(row["raised_closes_window"]):
         closes = "closes" if row["raised_closes_window"] else "does not close"
         said += f"; raising its keep-alive to {row['raised_keepalive_s']:g} s {closes} the window"
@@ -112,8 +140,10 @@ def idle_pool_section(sweeps: pd.DataFrame, costs: pd.DataFrame | None = None) -
     judged = verdicts(sweeps, costs)
     columns = ["server", "deployment", "keepalive", "keepalive_s", "idle_s", *REUSE_COLUMNS]
     shown = [column for column in columns if column in columns[:5] or sweeps[column].any()]
-    rows = [[f"{value:g}" if isinstance(value, float) else str(value) for value in found]
-            for found in sweeps[shown].itertuples(index=False)]  # fmt: skip
+    rows = [
+        [f"{value:g}" if isinstance(value, float) else str(value) for value in found]
+        for found in sweeps[shown].itertuples(index=False)
+    ]
     return Section(
         TITLE,
         (

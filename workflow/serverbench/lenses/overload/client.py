@@ -62,8 +62,18 @@ class Offered:
     due: int = 0  # requests due at the rate over the seconds (two clients together: both's)
 
 
-def oha_argv(oha: str, url: str, rate: float, seconds: float, client: Client, connections: int, timeout_s: float,
-             report: Path, rows: Path, connect_timeout_s: float | None = None) -> list[str]:  # fmt: skip
+def oha_argv(
+    oha: str,
+    url: str,
+    rate: float,
+    seconds: float,
+    client: Client,
+    connections: int,
+    timeout_s: float,
+    report: Path,
+    rows: Path,
+    connect_timeout_s: float | None = None,
+) -> list[str]:
     """oha at ``rate`` for ``seconds``, its report and rows to files; the connect timeout the
     request's unless given."""
     argv = [oha, "--no-tui", "--output-format", "json", "-o", str(report), "--db-url", str(rows)]
@@ -74,8 +84,15 @@ def oha_argv(oha: str, url: str, rate: float, seconds: float, client: Client, co
     return [*argv, url]
 
 
-def count(rate: float, seconds: float, client: str, report: dict, answers: list[Answer], objective_s: float,
-          exit_code: int = 0) -> Offered:  # fmt: skip
+def count(
+    rate: float,
+    seconds: float,
+    client: str,
+    report: dict,
+    answers: list[Answer],
+    objective_s: float,
+    exit_code: int = 0,
+) -> Offered:
     """Every request of a stretch by what it met (the module's docstring)."""
     counts = dict.fromkeys(map(str, Met), 0)
     for answer in answers:
@@ -101,14 +118,30 @@ def read_answers(rows: Path) -> list[Answer]:
     return sorted(Answer(float(due), float(end), int(status)) for due, end, status in found)
 
 
-def offer(oha: str, url: str, rate: float, seconds: float, client: Client, connections: int, timeout_s: float,
-          objective_s: float, log=None, connect_timeout_s: float | None = None) -> Offered:  # fmt: skip
+def offer(
+    oha: str,
+    url: str,
+    rate: float,
+    seconds: float,
+    client: Client,
+    connections: int,
+    timeout_s: float,
+    objective_s: float,
+    log=None,
+    connect_timeout_s: float | None = None,
+) -> Offered:
     """Run one stretch and count it; oha's own output goes to ``log`` (a file open for writing)."""
     with tempfile.TemporaryDirectory(prefix="overload-") as work:
         report, rows = Path(work) / "report.json", Path(work) / "rows.db"
         argv = oha_argv(oha, url, rate, seconds, client, connections, timeout_s, report, rows, connect_timeout_s)
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=seconds + 2 * timeout_s + 30, check=False)  # fmt: skip
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=seconds + 2 * timeout_s + 30,
+            check=False,
+        )
         if log is not None:
             log.write(f"serverbench: {' '.join(argv)}\n{done.stdout}{done.stderr}")
         parsed = json.loads(report.read_text()) if report.exists() and report.stat().st_size else {}

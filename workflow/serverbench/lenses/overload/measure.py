@@ -132,8 +132,18 @@ class Load:
 
     def _offer(self, rate: float, seconds: float, client: Client) -> Offered:
         with self.log_path.open("a") as log:
-            return offer(self.oha, self.url, rate, seconds, client, self.plan.connections, self.plan.timeout_s,
-                         self.objective_s, log, self.plan.connect_timeout_s)  # fmt: skip
+            return offer(
+                self.oha,
+                self.url,
+                rate,
+                seconds,
+                client,
+                self.plan.connections,
+                self.plan.timeout_s,
+                self.objective_s,
+                log,
+                self.plan.connect_timeout_s,
+            )
 
     def steady(self, client: Client, multiple: float, capacity: float) -> Stretch:
         rate = round(multiple * capacity, 1)
@@ -155,8 +165,9 @@ class Load:
             top.join()
         both = merged(throughout, found.get("top"))
         until = burst.seconds + burst.after_s
-        back = recovery_s(throughout.answers, burst.seconds, until, after_rate, self.objective_s, burst.window_s,
-                          burst.share)  # fmt: skip
+        back = recovery_s(
+            throughout.answers, burst.seconds, until, after_rate, self.objective_s, burst.window_s, burst.share
+        )
         stretch = stretch_of(Phase.BURST, burst.multiple, both, queue.samples, self.objective_s)
         return Stretch(**{**stretch.__dict__, "recovery_s": back, "recovered": back is not None})
 

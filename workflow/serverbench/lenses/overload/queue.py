@@ -34,8 +34,9 @@ def listener_queue(port: int, family: int = socket.AF_INET) -> tuple[int, int] |
         raise SockDiagError(f"netlink sock_diag unavailable: {exc}") from None
     with netlink:
         request = REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, 1 << TCP_LISTEN)
-        netlink.send(HEADER.pack(HEADER.size + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, 1, 0)
-                     + request)  # fmt: skip
+        netlink.send(
+            HEADER.pack(HEADER.size + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + request
+        )
         found = []
         while True:
             data, offset = netlink.recv(1 << 17), 0

@@ -20,8 +20,15 @@ def window_meets(answers: list[Answer], due: float, objective_s: float, share: f
     return float(np.percentile([a.latency_s for a in answers], 99)) <= objective_s
 
 
-def recovery_s(answers: list[Answer], since_s: float, until_s: float, rate: float, objective_s: float,
-               window_s: float, share: float) -> float | None:  # fmt: skip
+def recovery_s(
+    answers: list[Answer],
+    since_s: float,
+    until_s: float,
+    rate: float,
+    objective_s: float,
+    window_s: float,
+    share: float,
+) -> float | None:
     """Seconds from ``since_s`` (the burst's end) until the offered ``rate`` is met again and stays
     met until ``until_s``; None: never within the window."""
     starts = np.arange(since_s, until_s - window_s / 2, window_s)

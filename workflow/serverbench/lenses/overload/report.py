@@ -33,20 +33,38 @@ def _recovery(row: pd.Series) -> str:
 
 
 def section_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    columns = ["server", "backlog", "client", "load", "goodput of capacity", *map(str, Met), "p99 answered (ms)",
-               "queue", "recovery"]  # fmt: skip
+    columns = [
+        "server",
+        "backlog",
+        "client",
+        "load",
+        "goodput of capacity",
+        *map(str, Met),
+        "p99 answered (ms)",
+        "queue",
+        "recovery",
+    ]
     rows = []
     for _, row in table.iterrows():
         if row["status"] != Status.OK:
-            rows.append([row["server"], str(row["backlog"]), "", "", f"{row['status']}: {row['reason']}"]
-                        + [""] * (len(columns) - 5))  # fmt: skip
+            rows.append(
+                [row["server"], str(row["backlog"]), "", "", f"{row['status']}: {row['reason']}"]
+                + [""] * (len(columns) - 5)
+            )
             continue
-        rows.append([
-            row["server"], row["backlog"], row["client"], _stretch(row), f"{row['goodput_of_capacity']:.2f}",
-            *(f"{row[column]:.0f}" for column in MET_COLUMNS),
-            "" if pd.isna(row["answered_p99_ms"]) else f"{row['answered_p99_ms']:.1f}",
-            "" if pd.isna(row["queue_max"]) else f"{row['queue_max']:.0f}", _recovery(row),
-        ])  # fmt: skip
+        rows.append(
+            [
+                row["server"],
+                row["backlog"],
+                row["client"],
+                _stretch(row),
+                f"{row['goodput_of_capacity']:.2f}",
+                *(f"{row[column]:.0f}" for column in MET_COLUMNS),
+                "" if pd.isna(row["answered_p99_ms"]) else f"{row['answered_p99_ms']:.1f}",
+                "" if pd.isna(row["queue_max"]) else f"{row['queue_max']:.0f}",
+                _recovery(row),
+            ]
+        )
     return columns, rows
 
 
@@ -56,8 +74,10 @@ def console_lines(table: pd.DataFrame) -> list[str]:
     for server, rows in table[table["status"] == Status.OK].groupby("server", sort=True):
         steady = rows[rows["phase"] == "steady"]
         top = steady[steady["multiple"] == steady["multiple"].max()]
-        said = [f"{r['backlog']} {r['client']} {r['multiple']:g}×: {r['goodput_of_capacity']:.2f}" for _, r in
-                top.iterrows()]  # fmt: skip
+        said = [
+            f"{r['backlog']} {r['client']} {r['multiple']:g}×: {r['goodput_of_capacity']:.2f}"
+            for _, r in top.iterrows()
+        ]
         said += [
             f"{r['backlog']} {r['client']} burst: {_recovery(r)}" for _, r in rows[rows["phase"] == "burst"].iterrows()
         ]

@@ -37,8 +37,19 @@ OVERLOAD_COLUMNS = [
 ]
 
 
-STRETCH_KEYS = ("client", "phase", "multiple", "rate", "seconds", "due", "answered_p99_ms", "goodput_rps", "queue_max",
-                "recovery_s", "recovered")  # fmt: skip
+STRETCH_KEYS = (
+    "client",
+    "phase",
+    "multiple",
+    "rate",
+    "seconds",
+    "due",
+    "answered_p99_ms",
+    "goodput_rps",
+    "queue_max",
+    "recovery_s",
+    "recovered",
+)
 
 
 def rows_of(result: dict) -> list[dict]:
@@ -46,22 +57,30 @@ def rows_of(result: dict) -> list[dict]:
     base = {key: result[key] for key in ("profile", "server", "language")}
     rows = []
     for condition in result["conditions"] or [{"backlog": None, "status": result["status"], "stretches": []}]:
-        head = {**base, "backlog": condition["backlog"], "listen_backlog": condition.get("listen_backlog"),
-                "capacity_rps": condition.get("capacity_rps")}  # fmt: skip
+        head = {
+            **base,
+            "backlog": condition["backlog"],
+            "listen_backlog": condition.get("listen_backlog"),
+            "capacity_rps": condition.get("capacity_rps"),
+        }
         if condition["status"] != Status.OK or not condition["stretches"]:
             rows.append({**head, "status": condition["status"], "reason": condition.get("reason") or result["reason"]})
             continue
         for stretch in condition["stretches"]:
             goodput, capacity = stretch["goodput_rps"], condition["capacity_rps"]
             within = stretch["counts"].get(str(Met.WITHIN), 0)
-            rows.append({
-                **head,
-                **{key: stretch[key] for key in STRETCH_KEYS},
-                **{column: stretch["counts"].get(str(met), 0) for column, met in zip(MET_COLUMNS, Met, strict=True)},
-                "goodput_of_offered": round(within / stretch["due"], 4) if stretch["due"] else None,
-                "goodput_of_capacity": round(goodput / capacity, 4) if capacity else None,
-                "status": Status.OK,
-            })  # fmt: skip
+            rows.append(
+                {
+                    **head,
+                    **{key: stretch[key] for key in STRETCH_KEYS},
+                    **{
+                        column: stretch["counts"].get(str(met), 0) for column, met in zip(MET_COLUMNS, Met, strict=True)
+                    },
+                    "goodput_of_offered": round(within / stretch["due"], 4) if stretch["due"] else None,
+                    "goodput_of_capacity": round(goodput / capacity, 4) if capacity else None,
+                    "status": Status.OK,
+                }
+            )
     return rows
 
 

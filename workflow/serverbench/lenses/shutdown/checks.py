@@ -79,12 +79,25 @@ def check_rows(result: dict) -> list[dict]:
     lost = [len(lost_after(stop)) for stop in stops]
     exited = [stop["exited_s"] for stop in stops if stop["exited_s"] is not None]
     return [
-        _row(result, LOST_CHECK, CHECK_UNITS[LOST_CHECK], value=round(float(np.mean(lost)), 4), n=len(lost),
-             status=Status.OK, reason=None),
-        _row(result, STOP_CHECK, CHECK_UNITS[STOP_CHECK], value=float(np.median(exited)) if exited else None,
-             n=len(exited), status=Status.OK if exited else Status.NOT_MEASURED,
-             reason=None if exited else "no exit seen within the lens's wait"),
-    ]  # fmt: skip
+        _row(
+            result,
+            LOST_CHECK,
+            CHECK_UNITS[LOST_CHECK],
+            value=round(float(np.mean(lost)), 4),
+            n=len(lost),
+            status=Status.OK,
+            reason=None,
+        ),
+        _row(
+            result,
+            STOP_CHECK,
+            CHECK_UNITS[STOP_CHECK],
+            value=float(np.median(exited)) if exited else None,
+            n=len(exited),
+            status=Status.OK if exited else Status.NOT_MEASURED,
+            reason=None if exited else "no exit seen within the lens's wait",
+        ),
+    ]
 
 
 def check_table(results: list[dict]) -> pd.DataFrame:

@@ -126,8 +126,9 @@ def _open_loop(launch: Launch, plan: ShutdownSettings, loads: list[Clients], sin
     if rate <= 0:
         return None
     sent, status = workload_request(launch)
-    return OpenLoop(launch.host, launch.port, sent, status, plan.open_loop.senders, Client.OPEN, watcher,
-                    plan.timeout_s, rate=rate).start()  # fmt: skip
+    return OpenLoop(
+        launch.host, launch.port, sent, status, plan.open_loop.senders, Client.OPEN, watcher, plan.timeout_s, rate=rate
+    ).start()
 
 
 def _signalled(launch: Launch, how: How, loads: list[Clients], delay_s: float, watcher: Watcher) -> tuple:
@@ -173,16 +174,7 @@ def stop_under_load(
     if plan.long_request is not None:
         long = LongRequest(launch, plan.long_request.path, plan.long_request.timeout_s, watcher)
     try:
-        # With an open loop, the closed loops' first half of the load paces it, its second half
-        # has both.
-        time.sleep(plan.load_s / 2 if plan.open_loop is not None else plan.load_s)
-        if plan.open_loop is not None:
-            open_loop = _open_loop(launch, plan, loads, loaded_at, watcher)
-            loads += [open_loop] if open_loop is not None else []
-            time.sleep(plan.load_s / 2)
-        if long is not None:
-            long.start()
-            watcher.wait_for(lambda snapshot: long.port in snapshot.accepted, ACCEPTED_WITHIN_S)
+        open_loop = _run_load(launch, plan, loads, loaded_at, watcher, long)
         if before_signal is not None:
             loads += before_signal(watcher)
         origin, name, signal_s, problem = _signalled(launch, how, loads, delay_s, watcher)
@@ -193,6 +185,31 @@ def stop_under_load(
     finally:
         done = [one for load in loads for one in load.join()]
         watcher.stop()
+    return _stop_record(
+        launch, plan, how, delay_s, round_number, done, watcher, origin, name, signal_s, problem, gone, open_loop, long
+    )
+
+
+def _run_load(launch: Launch, plan: ShutdownSettings, loads: list, loaded_at: float, watcher: Watcher, long):
+    """The load before the signal (``loads`` grows by the open loop, where one is asked): with an
+    open loop, the closed loops' first half of the load paces it, its second half has both; then
+    the long request, where asked, accepted before the signal. Returns the open loop (or None)."""
+    open_loop = None
+    time.sleep(plan.load_s / 2 if plan.open_loop is not None else plan.load_s)
+    if plan.open_loop is not None:
+        open_loop = _open_loop(launch, plan, loads, loaded_at, watcher)
+        loads += [open_loop] if open_loop is not None else []
+        time.sleep(plan.load_s / 2)
+    if long is not None:
+        long.start()
+        watcher.wait_for(lambda snapshot: long.port in snapshot.accepted, ACCEPTED_WITHIN_S)
+    return open_loop
+
+
+def _stop_record(
+    launch, plan, how, delay_s, round_number, done, watcher, origin, name, signal_s, problem, gone, open_loop, long
+) -> Stop:
+    """One stop's record from every request it counted and the moments the watcher saw."""
     answered, failures = _counted(done, origin)
     answers = [one.ended for one in done if one.met is Met.ANSWERED and one.ended >= origin]
 
