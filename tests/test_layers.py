@@ -43,6 +43,7 @@ def test_the_tree_shows_the_stages_and_the_lenses():
         "files.py",
         "lens.py",
         "registry.py",
+        "section.py",
     ]
 
 
