@@ -25,6 +25,31 @@ RESAMPLES = 4000
 MIN_FIGURES = 5
 
 
+# A check verdict table's columns after the lens's own condition columns (profile, server, ...):
+# what each comparison's row holds (Comparison.as_row, its ratio as `estimate`).
+CHECK_VERDICT_COLUMNS = [
+    "check",
+    "kind",
+    "a",
+    "b",
+    "metric",
+    "unit",
+    "scale",
+    "a_value",
+    "b_value",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "level",
+    "margin",
+    "outcome",
+    "n_a",
+    "n_b",
+    "reason_codes",
+    "why",
+]
+
+
 class Read(StrEnum):
     """How a pair of figures is read: a/b of the medians, or a-b of the means."""
 

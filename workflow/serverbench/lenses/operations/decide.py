@@ -75,26 +75,5 @@ def operations_verdict_table(results: list[dict], config: dict) -> pd.DataFrame:
     rows = [comparison.as_row() for comparison in operations_comparisons(results, config)]
     for row in rows:
         row["estimate"] = row.pop("ratio")
-    columns = [
-        "profile",
-        "check",
-        "kind",
-        "a",
-        "b",
-        "metric",
-        "unit",
-        "scale",
-        "a_value",
-        "b_value",
-        "estimate",
-        "ci_low",
-        "ci_high",
-        "level",
-        "margin",
-        "outcome",
-        "n_a",
-        "n_b",
-        "reason_codes",
-        "why",
-    ]
+    columns = ["profile", *bootstrap.CHECK_VERDICT_COLUMNS]
     return pd.DataFrame(rows, columns=columns)

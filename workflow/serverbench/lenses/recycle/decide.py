@@ -93,31 +93,7 @@ def comparisons(result: RecycleResult) -> list[bootstrap.CheckComparison]:
     return found
 
 
-VERDICT_COLUMNS = [
-    "profile",
-    "server",
-    "client",
-    "upstream",
-    "check",
-    "kind",
-    "a",
-    "b",
-    "metric",
-    "unit",
-    "scale",
-    "a_value",
-    "b_value",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "level",
-    "margin",
-    "outcome",
-    "n_a",
-    "n_b",
-    "reason_codes",
-    "why",
-]
+VERDICT_COLUMNS = ["profile", "server", "client", "upstream", *bootstrap.CHECK_VERDICT_COLUMNS]
 
 
 def recycle_verdict_table(results: list[RecycleResult]) -> pd.DataFrame:

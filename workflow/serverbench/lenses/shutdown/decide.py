@@ -97,29 +97,7 @@ def release_comparisons(results: list[dict], config: dict) -> list[bootstrap.Che
     return found
 
 
-VERDICT_COLUMNS = [
-    "profile",
-    "server",
-    "check",
-    "kind",
-    "a",
-    "b",
-    "metric",
-    "unit",
-    "scale",
-    "a_value",
-    "b_value",
-    "estimate",
-    "ci_low",
-    "ci_high",
-    "level",
-    "margin",
-    "outcome",
-    "n_a",
-    "n_b",
-    "reason_codes",
-    "why",
-]
+VERDICT_COLUMNS = ["profile", "server", *bootstrap.CHECK_VERDICT_COLUMNS]
 
 
 def shutdown_verdict_table(results: list[dict], config: dict | None = None) -> pd.DataFrame:
