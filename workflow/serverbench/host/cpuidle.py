@@ -38,6 +38,23 @@ def idle_entries(cpus: Path = CPUS) -> dict[str, int]:
     return counts
 
 
+def wake_every_cpu() -> None:
+    """Run this thread once on every CPU it may use, then give it its CPUs back.
+
+    The kernel counts an idle state's entry when the CPU leaves it: a CPU that was halted when
+    the request was written (the kernel's wake-up IPI is asynchronous) would count that halt
+    after the first reading. Once this thread has run on a CPU, that CPU has left its idle state
+    and the counter has it, so the first reading is taken after every halt that began before
+    the hold."""
+    allowed = os.sched_getaffinity(0)
+    try:
+        for cpu in sorted(allowed):
+            os.sched_setaffinity(0, {cpu})
+            os.sched_yield()
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
 def _read(path: Path) -> str | None:
     try:
         return path.read_text().strip()
@@ -64,6 +81,8 @@ class IdleLatencyHold:
             except OSError as exc:
                 self.release()
                 self.reason = f"{self.device}: {exc.strerror}"
+            else:
+                wake_every_cpu()
         self.before = idle_entries()
         return self
 
