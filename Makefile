@@ -26,9 +26,10 @@ bench: install
 # The tests that count (answers, instructions, processes, files) run two at a time, a test
 # file to a worker (pytest-xdist); then the ones marked serial, which time what they test
 # against a figure measured beside it, run alone: the 2 CPUs are their experiment.
+# The paired set starts the files that took longest last time first (tests/conftest.py).
 # Both sets always run; the target fails if either did.
 test: install-test
-	SERVERBENCH_MAKE_TEST=1 python -m pytest -ra -m "not serial" -n 2 --dist loadfile --durations=20 \
+	SERVERBENCH_MAKE_TEST=1 python -m pytest -ra -m "not serial" -n 2 --dist loadfile --no-loadscope-reorder --durations=20 \
 		--junitxml=.test-times-paired.xml; paired=$$?; \
 	SERVERBENCH_MAKE_TEST=1 python -m pytest -ra -m serial --durations=20 --junitxml=.test-times-serial.xml; \
 	serial=$$?; test $$paired -eq 0 && test $$serial -eq 0

@@ -21,8 +21,30 @@ from serverbench.plan import config as cfg
 from serverbench.plan.shapes import Cell
 
 RAW = Path(__file__).parent / "data" / "raw"
+# Each test file's time in the last recorded make test (benchmarks/test_times.py --write).
+TEST_TIMES = REPO_ROOT / "docs" / "data" / "test-times.csv"
 # Records of the default matrix written before the typed model, with their tables.
 RECORDS_V1 = Path(__file__).parent / "data" / "records-v1"
+
+
+def recorded_seconds(table: Path = TEST_TIMES) -> dict[str, float]:
+    """Each test file's seconds in the last recorded make test, by file name."""
+    import csv
+
+    try:
+        with table.open(newline="") as rows:
+            return {row["file"].strip("`"): float(row["seconds"]) for row in csv.DictReader(rows)}
+    except (OSError, KeyError, ValueError):
+        return {}
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest files first, each file's tests in their own order. make test's paired set
+    hands whole files to its two workers as each frees (pytest-xdist --dist loadfile
+    --no-loadscope-reorder): started longest first, the two end together, where in the file
+    names' order the longest file began last and one worker waited minutes for the other."""
+    seconds = recorded_seconds()
+    items.sort(key=lambda item: -seconds.get(item.path.name, 0.0))
 
 
 def unitd_path() -> str | None:
