@@ -160,6 +160,9 @@ def _log_and_var(found: inference.Estimate) -> tuple[float, float]:
     if found.se is not None:
         return found.log_ratio, found.se**2
     low, high = found.interval(0.05)
+    if not (low > 0 and math.isfinite(high)):
+        # Too few repeats for a rank interval at 95% (3 against 3 reach p 0.1 at best): unbounded.
+        return found.log_ratio, math.inf
     return found.log_ratio, ((math.log(high) - math.log(low)) / (2 * stats.norm.ppf(0.975))) ** 2
 
 
