@@ -14,6 +14,7 @@ import pandas as pd
 
 from serverbench import REPO_ROOT, files
 from serverbench.lenses.advise.drain import DEFAULT_DELAY_S, Drain, drain_of
+from serverbench.lenses.advise.limit import limit_clause
 from serverbench.plan import apps
 from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import requested_profile
@@ -23,9 +24,17 @@ DEFAULT_ADDRESS = ("127.0.0.1", 8000)
 
 
 def _note(row: dict) -> str:
+    limit = row.get("cpu_limit")
+    if limit is None or pd.isna(limit):
+        return (
+            f"{row['workers']} workers, {row['threads']} threads each: {row['capacity_rps']:.0f} req/s with "
+            f"p99 ≤ {row['objective_p99_ms']:g} ms on {row['cpus']} CPU(s), {row['memory_mb']} MB PSS under that load"
+        )
+    # Under a limit the worker count is the limit's, not the host's: the note says so and what the host's would cost.
     return (
-        f"{row['workers']} workers, {row['threads']} threads each: {row['capacity_rps']:.0f} req/s with "
-        f"p99 ≤ {row['objective_p99_ms']:g} ms on {row['cpus']} CPU(s), {row['memory_mb']} MB PSS under that load"
+        f"{row['workers']} workers for a CPU limit of {limit:g}, {row['threads']} threads each: "
+        f"{row['capacity_rps']:.0f} req/s with p99 ≤ {row['objective_p99_ms']:g} ms, {row['memory_mb']} MB PSS "
+        f"under that load{limit_clause(row)}"
     )
 
 
