@@ -87,7 +87,7 @@ PROFILE_OVERRIDES = (
 )
 # Top-level keys that, when set, replace the same key of every lens's settings that take it
 # (their schema declares the key, at their top or in an object of them: recycle's `capacity`).
-LENS_OVERRIDES = ("objective_p99_ms", "memory_budget_mb")
+LENS_OVERRIDES = ("objective_p99_ms", "memory_budget_mb", "cpu_limit")
 
 FD_RESERVE = 64
 
@@ -217,7 +217,8 @@ def _number(value):
 
 def normalise_overrides(config: dict) -> dict:
     """Numbers given on the command line as text become numbers (in place)."""
-    for key in ("concurrency", "repeats", "duration", "requests", "rate", "objective_p99_ms", "memory_budget_mb"):
+    numbers = ("concurrency", "repeats", "duration", "requests", "rate", "objective_p99_ms", "memory_budget_mb")
+    for key in (*numbers, "cpu_limit"):
         value = config.get(key)
         if isinstance(value, list):
             config[key] = [_number(v) for v in value]

@@ -3,7 +3,9 @@ budget (of those its intervals do not tell apart, beyond the record's margin, th
 least memory: the same reading the search steered by, ``search.best``, each setting read by
 all its readings, ``search.pool``), then the servers ranked.
 
-Beside each: what the rule of thumb's setting gave at the same objective, what held the
+Beside each: what the rule of thumb's setting gave at the same objective (its capacity, p99
+and memory: under a CPU limit the rule counts the host's CPUs, so that is what the host-CPU
+rule would have cost), each one's throttling under the limit, what held the
 recommended setting (the objective, the memory budget where a setting over it did clearly
 more, or the point budget where the search wanted more settings than it could measure),
 whether it reproduced from its deployed file (its capacity then inside the search's interval
@@ -64,6 +66,15 @@ COLUMNS = [
     "runner_up",
     "runner_up_capacity_rps",
     "runner_up_reproduced_rps",
+    "cpu_limit",
+    "p99_ms",
+    "throttled_periods",
+    "throttled_s",
+    "rule_p99_ms",
+    "rule_throttled_periods",
+    "rule_throttled_s",
+    "rule_capacity_lost_rps",
+    "rule_memory_extra_mb",
 ]
 
 
@@ -147,6 +158,10 @@ def server_row(record: AdviceRecord) -> dict:
         "rule_threads": rule.threads if rule else None,
         "rule_capacity_rps": rule.met_rps if rule else None,
         "rule_memory_mb": megabytes(rule.memory_bytes) if rule else None,
+        "rule_p99_ms": rule.p99_ms if rule else None,
+        "rule_throttled_periods": rule.throttled_periods if rule else None,
+        "rule_throttled_s": rule.throttled_s if rule else None,
+        "cpu_limit": record.cpu_limit,
         "reload": record.reload.outcome if record.reload else None,
         "reload_failed": record.reload.failed if record.reload else None,
     }
@@ -173,7 +188,35 @@ def _chosen(chosen: Measured, points: list[Measured], record: AdviceRecord, rule
         "equivalent_settings": json.dumps(sorted(p.setting.label() for p in tied if p.setting != setting)),
         "gain": round(chosen.capacity.met / rule.met_rps, 3) if rule and rule.met_rps else None,
         **_reproduced_columns(record, chosen, points),
+        **_rule_cost(record, chosen, rule),
     }
+
+
+def _rule_cost(record: AdviceRecord, chosen: Measured, rule: Point | None) -> dict:
+    """The chosen setting's own reading (its p99, its throttling), and what the rule of thumb's
+    would have cost beside it: the capacity it lacks, the memory it uses over the chosen one's."""
+    own = _reading_at_capacity(record, chosen.setting)
+    memory = megabytes(chosen.memory_bytes)
+    rule_memory = megabytes(rule.memory_bytes) if rule else None
+    return {
+        "p99_ms": own.p99_ms if own else None,
+        "throttled_periods": own.throttled_periods if own else None,
+        "throttled_s": own.throttled_s if own else None,
+        "rule_capacity_lost_rps": round(chosen.capacity.met - rule.met_rps, 1) if rule else None,
+        "rule_memory_extra_mb": (
+            round(rule_memory - memory, 1) if rule_memory is not None and memory is not None else None
+        ),
+    }
+
+
+def _reading_at_capacity(record: AdviceRecord, setting: Setting) -> Point | None:
+    """The search's reading of a setting at its capacity (the one ``pool`` takes its met rate from)."""
+    readings = [
+        p
+        for p in record.points
+        if p.role is not Role.REPRODUCE and p.status is Status.OK and measured(p).setting == setting
+    ]
+    return min(readings, key=lambda p: p.met_rps, default=None)
 
 
 def _reproduced_columns(record: AdviceRecord, chosen: Measured, points: list[Measured]) -> dict:

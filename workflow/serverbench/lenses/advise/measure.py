@@ -8,7 +8,10 @@ searched adaptively (``plan.search``); each setting is a server started through 
 measured once more from a fresh start (``search``). The setting the search found best and its
 runner-up are then measured again from their deployed files, as a user starts them
 (``deploy``: ``gunicorn --config FILE``), one after the other: whether the recommendation
-reproduces. At the best setting the server is started once more and reloaded under load
+reproduces. Under ``advise.cpu_limit`` every start's cgroup holds that quota, its cpuset the
+host's CPUs (a container's view, whose rule of thumb counts the host's CPUs): the quota is
+read back at each start, and the CFS periods it throttled over the rates offered are kept
+beside capacity and PSS. At the best setting the server is started once more and reloaded under load
 (operations' machinery): a server that fails requests on reload is never recommended. Everything measured is one frozen
 ``AdviceRecord``, the load tool's raw output beside it; a server that cannot start is a
 recorded failure, and no process outlives the job.
@@ -28,12 +31,13 @@ from serverbench.cell.objective import Found, ObjectiveProbe, connections_for
 from serverbench.cell.rawlog import RawLog
 from serverbench.cell.session import ServerSession
 from serverbench.cell.underload import reload_under_load
+from serverbench.host.cgroups import CpuThrottling
 from serverbench.lenses.advise import deploy, search
 from serverbench.lenses.advise.record import ADVICE_SCHEMA, AdviceRecord, Point, ReloadCheck, ReloadOutcome, Role
 from serverbench.lenses.advise.settings import AdviseSettings
 from serverbench.plan import apps
 from serverbench.plan.catalogue import SearchSpec, server_entry
-from serverbench.plan.config import effective_profile
+from serverbench.plan.config import available_cpus, effective_profile
 from serverbench.plan.recycling import recycling_argv, with_argv
 from serverbench.plan.shapes import Profile, Target
 from serverbench.record.units import megabytes
@@ -68,6 +72,10 @@ class Advising:
         self.log_path = Path(log_path)
         self.raw = RawLog(str(Path(json_path).with_suffix(".raw.txt")))
         self.settings: AdviseSettings = profile.settings("advise")
+        self.cpu_limit = self.settings.cpu_limit
+        if self.cpu_limit is not None:
+            # As in a container: the quota bounds the time, the cpuset is every CPU the host has.
+            self.profile = dataclasses.replace(profile, server_cpus=sorted(available_cpus()))
         self.budget = self.settings.memory_budget_bytes
         self.points: list[Point] = []
         self.rules: set[search.Setting] = set()
@@ -98,13 +106,40 @@ class Advising:
 
     def config_for(self, model: str) -> dict:
         """The config a model's settings run with: its command with the profile's fixed recycling."""
+        config = self._limited(model)
         asked = self.settings.recycle
         if asked is None:
-            return self.config
-        recycle = server_entry(self.config, model).recycle
+            return config
+        recycle = server_entry(config, model).recycle
         argv, cannot = recycling_argv(recycle, asked.max_requests, asked.jitter)
         self.recycling[model] = {"argv": argv, "reason": cannot}
-        return with_argv(self.config, model, argv, None if cannot else asked.max_requests)
+        return with_argv(config, model, argv, None if cannot else asked.max_requests)
+
+    def _limited(self, model: str) -> dict:
+        """The config with the model's entry held to the CPU limit (its ``cpu_quota``)."""
+        if self.cpu_limit is None:
+            return self.config
+        return {
+            **self.config,
+            "catalogue": {
+                **self.config["catalogue"],
+                model: {**self.config["catalogue"][model], "cpu_quota": self.cpu_limit},
+            },
+        }
+
+    def _quota_held(self, session: ServerSession) -> float | None:
+        """The quota the server's cgroup holds, read back: under a limit, the limit or the setting fails."""
+        isolation = session.launch.isolation
+        held = isolation.cpu_quota_read() if isolation is not None else None
+        if self.cpu_limit is not None and (held is None or abs(held - self.cpu_limit) > 1e-9):
+            problem = getattr(isolation, "problem", None) or f"its cgroup reads a quota of {held}"
+            raise CellFailed(f"the CPU limit of {self.cpu_limit:g} is not held: {problem}")
+        return held
+
+    @staticmethod
+    def _throttling(session: ServerSession) -> CpuThrottling | None:
+        isolation = session.launch.isolation
+        return isolation.throttling() if isolation is not None else None
 
     def _verified(self, session: ServerSession) -> str:
         """The workload's path, once its answer is checked (a wrong answer fails the setting)."""
@@ -119,6 +154,7 @@ class Advising:
         started = time.monotonic()
         connections = connections_for(setting.workers, setting.threads, self.settings.search.max_connections)
         found = Found()
+        quota, throttled = None, None
         session = self._session(setting)
         read_before = any(p.role is not Role.REPRODUCE and self._setting_of(p) == setting for p in self.points)
         role = Role.REPRODUCE if deployed else Role.CONFIRM if read_before else Role.SEARCH
@@ -129,7 +165,10 @@ class Advising:
             path = self._verified(session)
             label = f"{setting.label()} ({role})"
             probe = ObjectiveProbe(self.config, self.profile, launch, path, self.raw, label, self.settings.search)
+            quota, before = self._quota_held(session), self._throttling(session)
             found = probe.capacity(connections)
+            after = self._throttling(session)
+            throttled = after.since(before) if before and after else None
         ending = session.ending
         point = Point(
             model=setting.model,
@@ -147,6 +186,11 @@ class Advising:
             rule_of_thumb=setting in self.rules,
             seconds=round(time.monotonic() - started, 2),
             role=role,
+            p99_ms=p99_at_met(found),
+            cpu_quota=quota,
+            periods=throttled.periods if throttled else None,
+            throttled_periods=throttled.throttled_periods if throttled else None,
+            throttled_s=throttled.throttled_s if throttled else None,
         )
         self.points.append(point)
         return search.Measured(setting, search.Capacity(found.met, found.missed), point.memory_bytes, ending.ok)
@@ -184,6 +228,7 @@ class Advising:
                 "capacity_rps": found.capacity.met,
                 "objective_p99_ms": self.settings.search.objective_p99_ms,
                 "cpus": len(self.profile.server_cpus),
+                "cpu_limit": self.cpu_limit,
                 "memory_mb": megabytes(found.memory_bytes),
             }
             self.measure(setting, deployed=row)
@@ -204,6 +249,12 @@ class Advising:
         if not session.ending.ok:
             found = {"status": "broken", "reason": session.ending.reason, "reloads": []}
         return reload_from(setting, found, spec.reloads)
+
+
+def p99_at_met(found: Found) -> float | None:
+    """p99 (ms) of the last run at the highest rate that met the objective."""
+    at = [s for s in found.steps if s.met and s.offered_rps == found.met]
+    return at[-1].p99_ms if at else None
 
 
 def reload_from(setting: search.Setting, found: dict, asked: int) -> ReloadCheck:
@@ -270,7 +321,8 @@ def run_advise(config: dict, profile_name: str, server: str, json_path, log_path
         objective_p99_ms=float(advising.settings.search.objective_p99_ms),
         memory_budget_bytes=advising.budget,
         margin=margin,
-        cpus=len(profile.server_cpus),
+        cpus=len(advising.profile.server_cpus),
+        cpu_limit=advising.cpu_limit,
         memory_limit_bytes=profile.memory_limit,
         models=models,
         status=status,

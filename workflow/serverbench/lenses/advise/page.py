@@ -44,10 +44,17 @@ def advice_chart(points: pd.DataFrame) -> dict:
 def _inputs(first: dict) -> str:
     """The objective and the limits the search kept to, in words."""
     budget = first.get("memory_budget_mb")
+    limit = first.get("cpu_limit")
+    cpus = (
+        f", {first.get('cpus')} CPU(s) for the server"
+        if limit is None or pd.isna(limit)
+        else f", a CPU limit of {limit:g} for the server (a cgroup quota; its cpuset the host's "
+        f"{first.get('cpus')} CPU(s))"
+    )
     return (
         f"p99 ≤ {first.get('objective_p99_ms', float('nan')):g} ms, "
         + (f"at most {budget:g} MB of PSS" if not pd.isna(budget) else "no memory budget")
-        + f", {first.get('cpus')} CPU(s) for the server"
+        + cpus
     )
 
 

@@ -5,7 +5,8 @@ Every setting measured is a ``Point`` (a setting measured again from a fresh sta
 more, its ``role`` saying why); its capacity at the objective rests on ``Step``s, each one
 open-loop run at an offered rate whose p99 met the objective or did not. The raw output of
 every load-tool run is kept beside the record (``raw``: the file and each run's header in it).
-A record of ``serverbench.advice/1`` (no roles, no reproduction) is read as before.
+A record of ``serverbench.advice/1`` (no roles, no reproduction) or ``/2`` (no CPU limit, no
+throttling, no p99 at capacity) is read as before.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from enum import StrEnum
 from serverbench.record.capacity import Limit, Step
 from serverbench.record.vocabulary import Status
 
-ADVICE_SCHEMA = "serverbench.advice/2"
-READ_SCHEMAS = ("serverbench.advice/1", ADVICE_SCHEMA)
+ADVICE_SCHEMA = "serverbench.advice/3"
+READ_SCHEMAS = ("serverbench.advice/1", "serverbench.advice/2", ADVICE_SCHEMA)
 
 
 class Role(StrEnum):
@@ -59,6 +60,13 @@ class Point:
     rule_of_thumb: bool  # the setting the rule of thumb gives
     seconds: float
     role: Role = Role.SEARCH
+    p99_ms: float | None = None  # at the highest rate that met the objective
+    # Under a CPU limit: the quota its cgroup held, read back (CPUs' worth), and over the rates
+    # offered the CFS periods it ran in, those it was throttled in, and the time it waited.
+    cpu_quota: float | None = None
+    periods: int | None = None
+    throttled_periods: int | None = None
+    throttled_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -90,7 +98,7 @@ class AdviceRecord:
     objective_p99_ms: float
     memory_budget_bytes: int | None
     margin: float  # capacities told apart only beyond it (plan.search)
-    cpus: int  # the server's CPUs (the machine emulated)
+    cpus: int  # the server's CPUs (the machine emulated; under a CPU limit, the host's)
     memory_limit_bytes: int | None  # the server cgroup's limit
     models: tuple[str, ...]
     status: Status
@@ -103,6 +111,7 @@ class AdviceRecord:
     stopped_at_budget: tuple[str, ...] = ()
     # Per model, the fixed recycling its settings ran with (`advise.recycle`): {argv, reason}.
     recycling: dict = field(default_factory=dict)
+    cpu_limit: float | None = None  # CPUs' worth of time its cgroup was held to (advise.cpu_limit)
 
     def to_dict(self) -> dict:
         return asdict(self)

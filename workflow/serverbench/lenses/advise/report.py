@@ -8,22 +8,16 @@ import json
 
 import pandas as pd
 
+from serverbench.lenses.advise.limit import limit_clause, setting_words
 from serverbench.lenses.advise.record import Bound, Reproduced, Verdict
 from serverbench.record.vocabulary import Outcome
-
-
-def _setting(row: dict) -> str:
-    threads = f" × {int(row['threads'])} threads" if row["threads"] and int(row["threads"]) > 1 else ""
-    model = f"{row['model']}, " if row["model"] != row["server"] else ""
-    workers = int(row["workers"])
-    return f"{model}{workers} worker{'s' if workers != 1 else ''}{threads}"
 
 
 def _rule(row: dict) -> str:
     if pd.isna(row.get("rule_workers")):
         return ""
     rule = {"model": row["rule_model"], "server": row["server"], "workers": row["rule_workers"]}
-    said = f"the rule of thumb ({_setting({**rule, 'threads': row['rule_threads']})})"
+    said = f"the rule of thumb ({setting_words({**rule, 'threads': row['rule_threads']})})"
     if not row.get("rule_capacity_rps"):
         return f"; {said} met the objective at no rate offered"
     gain = f", {row['gain']:.2f}× of it" if not pd.isna(row.get("gain")) else ""
@@ -36,7 +30,7 @@ def server_sentence(row: dict) -> str:
     if row["verdict"] == Verdict.NOT_MEASURED:
         return f"{row['server']}: not measured ({row['reason']})."
     if row["verdict"] == Verdict.NOT_RECOMMENDED:
-        setting = f" (best setting {_setting(row)})" if not pd.isna(row.get("model")) else ""
+        setting = f" (best setting {setting_words(row)})" if not pd.isna(row.get("model")) else ""
         return f"{row['server']}: not recommended: {row['reason']}{setting}{_rule(row)}."
     interval = (
         f"{row['capacity_rps']:.0f}–{row['capacity_missed_rps']:.0f}"
@@ -47,9 +41,9 @@ def server_sentence(row: dict) -> str:
     tie = f"; not told apart from {', '.join(tied)}, which use more memory" if tied else ""
     bound = BOUND_WORDS.get(row["bound_by"], "")
     return (
-        f"#{int(row['rank'])} {row['server']}: {_setting(row)}: {row['capacity_rps']:.0f} req/s with {objective} "
+        f"#{int(row['rank'])} {row['server']}: {setting_words(row)}: {row['capacity_rps']:.0f} req/s with {objective} "
         f"(capacity {interval} req/s), {row['memory_mb']} MB PSS under that load{bound}{tie}{_rule(row)}"
-        f"{_reproduced(row)}."
+        f"{_reproduced(row)}{limit_clause(row)}."
     )
 
 

@@ -1,6 +1,7 @@
 """The advise lens's settings, typed (a profile's ``advise``: settings.schema.yaml beside this
 file): the objective search every setting is measured by, the memory budget, the walk's
-points and the reload check."""
+points, the reload check, the CPU limit the server runs under and the drain delay its deployed
+file says."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ class AdviseSettings(LensSettings):
     reloads: int
     reload_every: float
     reload_concurrency: int
+    cpu_limit: float | None = None  # CPUs' worth of time (cgroup quota); None: whole CPUs
+    drain_delay_s: float | None = None  # None: drain.DEFAULT_DELAY_S
 
     @classmethod
     def from_dict(cls, data) -> AdviseSettings:
@@ -42,6 +45,10 @@ class AdviseSettings(LensSettings):
 
     def to_dict(self) -> dict:
         out = super().to_dict()
+        # Keys declared later, absent: left out, so the digests of cells stored before them hold.
+        for key in ("cpu_limit", "drain_delay_s"):
+            if out[key] is None:
+                out.pop(key)
         return {**out.pop("search"), **out}
 
     @property

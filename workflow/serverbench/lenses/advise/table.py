@@ -6,8 +6,10 @@ objective, ``capacity_missed_rps`` the lowest that did not; empty: none missed),
 it (``limit``), the server tree's PSS under that load, whether it fits the budget, whether it
 is the rule of thumb's setting, why it was measured (``role``: the search's reading, once more
 where it would have ended a walk, or again from its deployed file) and the open-loop runs it
-rests on (``steps``, JSON). A setting that could not be measured is a row with its status and
-reason.
+rests on (``steps``, JSON); under a CPU limit (``cpu_limit``) the quota its cgroup held, read
+back (``cpu_quota``), and over the rates offered the CFS periods it ran in and was throttled in
+and the time it waited (``periods``, ``throttled_periods``, ``throttled_s``), and p99 at its
+capacity (``p99_ms``). A setting that could not be measured is a row with its status and reason.
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ COLUMNS = [
     "seconds",
     "role",
     "steps",
+    "p99_ms",
+    "cpu_limit",
+    "cpu_quota",
+    "periods",
+    "throttled_periods",
+    "throttled_s",
 ]
 
 
@@ -80,6 +88,12 @@ def point_rows(record: AdviceRecord) -> list[dict]:
                 "seconds": point.seconds,
                 "role": point.role,
                 "steps": json.dumps([asdict(step) for step in point.steps]),
+                "p99_ms": point.p99_ms,
+                "cpu_limit": record.cpu_limit,
+                "cpu_quota": point.cpu_quota,
+                "periods": point.periods,
+                "throttled_periods": point.throttled_periods,
+                "throttled_s": point.throttled_s,
             }
         )
     return rows
