@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +23,7 @@ import pytest
 from conftest import REPO_ROOT, add_server, require
 from serverbench.lenses.overload.backlog import own_backlog_config, raised_somaxconn, without_backlog
 from serverbench.lenses.overload.client import Answer, count, offer
+from serverbench.lenses.overload.hang import ANSWERED, send_hung, with_request_timeout
 from serverbench.lenses.overload.measure import run_overload
 from serverbench.lenses.overload.recovery import recovery_s
 from serverbench.lenses.overload.report import overload_section
@@ -192,3 +195,59 @@ def test_the_lens_goes_past_a_planted_servers_capacity_at_its_own_backlog_and_th
     table.to_csv(csv, index=False)
     section = overload_section(csv)
     assert section.title == "Past capacity: does it fall over?"
+
+
+# A request that hangs (issue 95's item 5), on a real gunicorn with one sync worker hosting the
+# shipped app: each outcome follows from the worker being taken, not from the machine's speed.
+@contextlib.contextmanager
+def one_sync_worker(*timeout_argv: str):
+    """gunicorn, one sync worker, the hello app, on a free port until the block ends."""
+    require("gunicorn")
+    port = free_port()
+    argv = ["gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1", *timeout_argv]
+    app = ["--chdir", str(REPO_ROOT / "apps" / "python"), "hello:application"]
+    server = subprocess.Popen([*argv, *app], start_new_session=True)
+    try:
+        wait_listening(port)
+        yield port
+    finally:
+        # Its whole group: a worker it forked meanwhile (the one replacing a killed worker) too.
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+def test_a_hung_request_is_ended_by_gunicorns_timeout_and_its_worker_freed(no_leftovers):
+    with one_sync_worker("--timeout", "2") as port:
+        hung = send_hung("127.0.0.1", port, "/hang", 20)  # the app sleeps an hour
+        after = send_hung("127.0.0.1", port, "/", 20)
+    # The arbiter aborts the silent worker once past 2 s (it looks every second or so), long
+    # before the client's 20 s; the abort raises inside the request, which this gunicorn answers
+    # with a 500 on the worker's way out.
+    assert (hung.outcome, hung.status) == (ANSWERED, 500) and hung.ended_by_server
+    assert 2 <= hung.ended_s <= 2 + 5
+    assert (after.outcome, after.status) == (ANSWERED, 200)  # a new worker answers
+
+
+def test_without_a_timeout_the_hung_request_keeps_the_worker_and_the_next_requests_wait(no_leftovers):
+    """gunicorn's 30 s default never fires on a 3 s hang: the two requests after it, each given
+    1 s by its client, both time out (2 s of the 3); the one after them waits and is answered."""
+    with one_sync_worker() as port, socket.create_connection(("127.0.0.1", port)) as hang:
+        hang.sendall(b"GET /hang?s=3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        waited = [send_hung("127.0.0.1", port, "/", 1) for _ in range(2)]
+        after = send_hung("127.0.0.1", port, "/", 20)
+        hang.settimeout(20)
+        answer = hang.recv(4096)
+    assert [r.outcome for r in waited] == [Met.TIMED_OUT, Met.TIMED_OUT]
+    assert (after.outcome, after.status) == (ANSWERED, 200)
+    assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"Hello World!")
+
+
+def test_a_servers_own_request_timeout_is_set_by_its_argv_or_its_templates_or_by_nothing(base_config):
+    set_gunicorn = with_request_timeout(base_config, "gunicorn", 2)
+    assert set_gunicorn["catalogue"]["gunicorn"]["command"][-2:] == ["--timeout", "2"]
+    assert with_request_timeout(base_config, "uwsgi", 2)["catalogue"]["uwsgi"]["command"][-2:] == ["--harakiri", "2"]
+    unit = with_request_timeout(base_config, "unit-python", 2)["catalogue"]["unit-python"]
+    assert unit["template_vars"]["request_timeout_s"] == 2
+    assert with_request_timeout(base_config, "starman", 2) is None
+    assert with_request_timeout(base_config, "waitress", 2) is None
+    assert "--timeout" not in base_config["catalogue"]["gunicorn"]["command"]  # the shipped one untouched
