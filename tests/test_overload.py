@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 
 import pytest
 from conftest import REPO_ROOT, add_server, require
@@ -251,3 +252,39 @@ def test_a_servers_own_request_timeout_is_set_by_its_argv_or_its_templates_or_by
     assert with_request_timeout(base_config, "starman", 2) is None
     assert with_request_timeout(base_config, "waitress", 2) is None
     assert "--timeout" not in base_config["catalogue"]["gunicorn"]["command"]  # the shipped one untouched
+
+
+def test_the_hung_request_runs_at_gunicorns_own_timeout_and_the_set_one_into_the_table_and_section(
+    base_config, tmp_path, no_leftovers
+):
+    """The measurement itself on gunicorn with one sync worker, its capacity given (40/s, no
+    search): a quarter of 20 requests a second hang. At its own 30 s no hung request is ended
+    before the client's 5 s; at 2 s set the first one is (its worker aborted at 2 to 3 s)."""
+    require("oha", "gunicorn")
+    from serverbench.lenses.overload.hang import hang_runs
+    from serverbench.lenses.overload.settings import OverloadSettings
+    from serverbench.lenses.overload.table import hang_table
+    from serverbench.plan.config import effective_profile
+    from serverbench.plan.shapes import Target
+
+    base_config["profiles"]["default"].update(workers=1)
+    hang = {"share": 0.25, "multiple": 0.5, "seconds": 2, "hang_s": 3600, "timeout_s": 2}
+    plan = OverloadSettings.from_dict({**LENS_PLAN, "clients": ["fresh"], "hang": hang})
+    profile = effective_profile(base_config, "default")
+    runs = hang_runs(base_config, profile, Target("default", "gunicorn", "hello"), plan, 40, tmp_path / "log")
+    own, told = runs
+    assert (own.timeout, own.timeout_s, told.timeout, told.timeout_s) == ("default", 30, "set", 2)
+    assert own.status == told.status == Status.OK, (own.reason, told.reason)
+    assert sum(own.hung.values()) == sum(told.hung.values()) == 10
+    assert own.freed == 0 and set(own.hung) == {Met.TIMED_OUT}
+    assert told.freed >= 1 and told.hung.get("answered 500", 0) >= 1
+    record = {"profile": "default", "server": "gunicorn", "language": "python", "hangs": [asdict(r) for r in runs]}
+    table = hang_table([record])
+    assert list(table["timeout"]) == ["default", "set"] and list(table["hung"]) == [10, 10]
+    csv = tmp_path / "overload_hang.csv"
+    table.to_csv(csv, index=False)
+    overload_csv = tmp_path / "overload.csv"
+    overload_table([{**record, "status": Status.OK, "reason": None, "conditions": []}]).to_csv(overload_csv)
+    blocks = overload_section(overload_csv, csv).blocks
+    shown = [[cell.text for cell in row[:2]] for row in blocks[-1].rows]
+    assert shown == [["gunicorn", "default"], ["gunicorn", "set"]]

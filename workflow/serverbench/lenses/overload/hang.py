@@ -12,16 +12,24 @@ but not when); the rest by oha's rate mode, as the lens's other stretches."""
 from __future__ import annotations
 
 import copy
+import shutil
 import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from serverbench.lenses.overload.words import Met
+from serverbench.cell import servers
+from serverbench.cell.session import ServerSession
+from serverbench.lenses.overload.client import Offered, offer
+from serverbench.lenses.overload.words import Client, Met
+from serverbench.plan import apps
 from serverbench.plan.catalogue import server_entry
+from serverbench.record.vocabulary import Status
 
 ANSWERED = "answered"  # a whole status line came back (its status kept)
+NOTHING_SETS_IT = "the server has no request timeout to set (catalogue request_timeout)"
 
 
 @dataclass(frozen=True)
@@ -147,3 +155,70 @@ def summary(found: list[HungRequest]) -> tuple[dict, dict, int]:
         by.setdefault(label, []).append(request.ended_s)
     medians = {label: sorted(times)[len(times) // 2] for label, times in by.items()}
     return {label: len(times) for label, times in by.items()}, medians, sum(r.ended_by_server for r in found)
+
+
+def hang_runs(config, profile, target, plan, capacity: float | None, log_path) -> tuple[HangRun, ...]:
+    """The server at its own request timeout and at the set one, each started afresh (its hung
+    workers are never handed on), a HangRun each; none where the lens found no capacity."""
+    bound = server_entry(config, target.server).request_timeout
+    if plan.hang is None or not capacity:
+        return ()
+    own = bound.default_s if bound else None
+    runs = [one_run(config, profile, target, plan, capacity, log_path, "default", own)]
+    changed = with_request_timeout(config, target.server, plan.hang.timeout_s)
+    if changed is None:
+        runs.append(HangRun("set", str(Status.NOT_MEASURED), NOTHING_SETS_IT, per_request=None))
+    else:
+        runs.append(one_run(changed, profile, target, plan, capacity, log_path, "set", plan.hang.timeout_s))
+    return tuple(runs)
+
+
+def one_run(config, profile, target, plan, capacity, log_path, timeout: str, timeout_s) -> HangRun:
+    """Start the server, offer the rest alone, then the rest with the hung requests; always end it."""
+    bound = server_entry(config, target.server).request_timeout
+    shape = {"timeout": timeout, "timeout_s": timeout_s, "per_request": bound.per_request if bound else None}
+    found: list[HangRun] = []
+    session = ServerSession(config, target, profile, log_path, failures=(OSError, servers.ServerError))
+    with session:
+        launch = session.start()
+        session.verify()
+        found.append(offered_with_hangs(config, profile, launch, plan, capacity, log_path, shape))
+    if found and session.ending.ok:
+        return found[0]
+    return HangRun(**shape, status=str(session.ending.status), reason=session.ending.reason)
+
+
+def offered_with_hangs(config, profile, launch, plan, capacity, log_path, shape) -> HangRun:
+    hang = plan.hang
+    workloads = apps.workloads(config, profile.name)
+    rest_url = f"http://{launch.host}:{launch.port}{workloads[profile.workloads[0]]['path']}"
+    hung_path = f"{workloads['hang']['path']}?s={hang.hang_s:g}"
+    rate = round(hang.multiple * capacity, 1)
+    rest_rate, hung_rate = round(rate * (1 - hang.share), 1), rate * hang.share
+    oha = shutil.which(str(config["load_tools"]["oha"]["command"][0])) or "oha"
+    objective_s = plan.search.objective_p99_ms / 1000
+
+    def rest() -> Offered:
+        with Path(log_path).open("a") as log:
+            client = Client(plan.clients[0])
+            args = (rest_rate, hang.seconds, client, plan.connections, plan.timeout_s, objective_s, log)
+            return offer(oha, rest_url, *args, plan.connect_timeout_s)
+
+    baseline = rest()
+    address = (launch.host, launch.port)
+    with HungSender(address, hung_path, hung_rate, hang.seconds, plan.timeout_s, plan.connections) as sender:
+        with_hangs = rest()
+    hung, medians, freed = summary(sender.found)
+    return HangRun(
+        **shape,
+        status=str(Status.OK),
+        capacity_rps=capacity,
+        rate=rate,
+        seconds=hang.seconds,
+        hung=hung,
+        hung_ended_s=medians,
+        freed=freed,
+        rest_counts=with_hangs.counts,
+        rest_goodput_rps=round(with_hangs.counts[Met.WITHIN] / hang.seconds, 2),
+        baseline_goodput_rps=round(baseline.counts[Met.WITHIN] / hang.seconds, 2),
+    )
