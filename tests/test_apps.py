@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 import warnings
 import wsgiref.util
 import wsgiref.validate
@@ -18,9 +19,10 @@ sys.path.insert(0, str(REPO_ROOT / "apps" / "python"))
 import hello  # noqa: E402
 
 PATHS = ["/", "/json", "/big", "/cpu", "/sleep"]
+TIMED = ["/hang?s=0.01", "/spin?s=0.01"]  # their seconds asked, short
 
 
-def wsgi_answer(path: str):
+def wsgi_answer(path: str, query: str = ""):
     """Status, headers and body of the WSGI app under wsgiref.validate."""
     captured = {}
 
@@ -30,7 +32,7 @@ def wsgi_answer(path: str):
 
     environ = {}
     wsgiref.util.setup_testing_defaults(environ)
-    environ.update(PATH_INFO=path, QUERY_STRING="")
+    environ.update(PATH_INFO=path, QUERY_STRING=query)
     with warnings.catch_warnings():
         warnings.simplefilter("error", wsgiref.validate.WSGIWarning)
         body = wsgiref.validate.validator(hello.application)(environ, start_response)
@@ -91,6 +93,20 @@ def test_workload_answers_are_what_they_say():
     assert len(wsgi_answer("/cpu")[2]) == 64
 
 
+def test_hang_sleeps_and_spin_keeps_the_cpu_busy_for_the_seconds_asked():
+    """The overload lens's hung and spinning requests: each answers hello world after ``?s=``
+    seconds, /hang asleep (next to no CPU time), /spin on the CPU (seconds of CPU time: a sleep
+    would spend none)."""
+    for path, busy in (("/hang", False), ("/spin", True)):
+        started, cpu = time.monotonic(), time.thread_time()
+        status, _, body = wsgi_answer(path, "s=0.3")
+        took, spent = time.monotonic() - started, time.thread_time() - cpu
+        assert (status, body) == ("200 OK", b"Hello World!")
+        assert took >= 0.3
+        assert (spent >= 0.3) if busy else (spent < 0.1), (path, spent)
+    assert hello.HANG_S >= 3600  # unless told, longer than every server's and client's timeout
+
+
 def test_python_and_perl_answer_byte_for_byte_alike():
     require("perl", "plackup")
     code = (
@@ -101,15 +117,15 @@ def test_python_and_perl_answer_byte_for_byte_alike():
         "print encode_json(\\%out)"
     )
     done = subprocess.run(
-        ["perl", "-e", code, str(REPO_ROOT / "apps/perl/hello.psgi"), *PATHS, "/lint"],
+        ["perl", "-e", code, str(REPO_ROOT / "apps/perl/hello.psgi"), *PATHS, "/lint", *TIMED],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
     perl = json.loads(done.stdout)
-    for path in [*PATHS, "/lint"]:
-        status, headers, body = wsgi_answer(path)
+    for path in [*PATHS, "/lint", *TIMED]:
+        status, headers, body = wsgi_answer(*path.split("?"))
         assert perl[path] == [int(status.split()[0]), headers["Content-Type"], body.hex()], path
 
 

@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 
 import pytest
 from conftest import REPO_ROOT, add_server, require
 from serverbench.lenses.overload.backlog import own_backlog_config, raised_somaxconn, without_backlog
 from serverbench.lenses.overload.client import Answer, count, offer
+from serverbench.lenses.overload.hang import ANSWERED, send_hung, with_request_timeout
 from serverbench.lenses.overload.measure import run_overload
 from serverbench.lenses.overload.recovery import recovery_s
 from serverbench.lenses.overload.report import overload_section
@@ -192,3 +196,95 @@ def test_the_lens_goes_past_a_planted_servers_capacity_at_its_own_backlog_and_th
     table.to_csv(csv, index=False)
     section = overload_section(csv)
     assert section.title == "Past capacity: does it fall over?"
+
+
+# A request that hangs (issue 95's item 5), on a real gunicorn with one sync worker hosting the
+# shipped app: each outcome follows from the worker being taken, not from the machine's speed.
+@contextlib.contextmanager
+def one_sync_worker(*timeout_argv: str):
+    """gunicorn, one sync worker, the hello app, on a free port until the block ends."""
+    require("gunicorn")
+    port = free_port()
+    argv = ["gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1", *timeout_argv]
+    app = ["--chdir", str(REPO_ROOT / "apps" / "python"), "hello:application"]
+    server = subprocess.Popen([*argv, *app], start_new_session=True)
+    try:
+        wait_listening(port)
+        yield port
+    finally:
+        # Its whole group: a worker it forked meanwhile (the one replacing a killed worker) too.
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+def test_a_hung_request_is_ended_by_gunicorns_timeout_and_its_worker_freed(no_leftovers):
+    with one_sync_worker("--timeout", "2") as port:
+        hung = send_hung("127.0.0.1", port, "/hang", 20)  # the app sleeps an hour
+        after = send_hung("127.0.0.1", port, "/", 20)
+    # The arbiter aborts the silent worker once past 2 s (it looks every second or so), long
+    # before the client's 20 s; the abort raises inside the request, which this gunicorn answers
+    # with a 500 on the worker's way out.
+    assert (hung.outcome, hung.status) == (ANSWERED, 500) and hung.ended_by_server
+    assert 2 <= hung.ended_s <= 2 + 5
+    assert (after.outcome, after.status) == (ANSWERED, 200)  # a new worker answers
+
+
+def test_without_a_timeout_the_hung_request_keeps_the_worker_and_the_next_requests_wait(no_leftovers):
+    """gunicorn's 30 s default never fires on a 3 s hang: the two requests after it, each given
+    1 s by its client, both time out (2 s of the 3); the one after them waits and is answered."""
+    with one_sync_worker() as port, socket.create_connection(("127.0.0.1", port)) as hang:
+        hang.sendall(b"GET /hang?s=3 HTTP/1.1\r\nHost: x\r\n\r\n")
+        waited = [send_hung("127.0.0.1", port, "/", 1) for _ in range(2)]
+        after = send_hung("127.0.0.1", port, "/", 20)
+        hang.settimeout(20)
+        answer = hang.recv(4096)
+    assert [r.outcome for r in waited] == [Met.TIMED_OUT, Met.TIMED_OUT]
+    assert (after.outcome, after.status) == (ANSWERED, 200)
+    assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"Hello World!")
+
+
+def test_a_servers_own_request_timeout_is_set_by_its_argv_or_its_templates_or_by_nothing(base_config):
+    set_gunicorn = with_request_timeout(base_config, "gunicorn", 2)
+    assert set_gunicorn["catalogue"]["gunicorn"]["command"][-2:] == ["--timeout", "2"]
+    assert with_request_timeout(base_config, "uwsgi", 2)["catalogue"]["uwsgi"]["command"][-2:] == ["--harakiri", "2"]
+    unit = with_request_timeout(base_config, "unit-python", 2)["catalogue"]["unit-python"]
+    assert unit["template_vars"]["request_timeout_s"] == 2
+    assert with_request_timeout(base_config, "starman", 2) is None
+    assert with_request_timeout(base_config, "waitress", 2) is None
+    assert "--timeout" not in base_config["catalogue"]["gunicorn"]["command"]  # the shipped one untouched
+
+
+def test_the_hung_request_runs_at_gunicorns_own_timeout_and_the_set_one_into_the_table_and_section(
+    base_config, tmp_path, no_leftovers
+):
+    """The measurement itself on gunicorn with one sync worker, its capacity given (40/s, no
+    search): a quarter of 20 requests a second hang. At its own 30 s no hung request is ended
+    before the client's 5 s; at 2 s set the first one is (its worker aborted at 2 to 3 s)."""
+    require("oha", "gunicorn")
+    from serverbench.lenses.overload.hang import hang_runs
+    from serverbench.lenses.overload.settings import OverloadSettings
+    from serverbench.lenses.overload.table import hang_table
+    from serverbench.plan.config import effective_profile
+    from serverbench.plan.shapes import Target
+
+    base_config["profiles"]["default"].update(workers=1)
+    hang = {"share": 0.25, "multiple": 0.5, "seconds": 2, "hang_s": 3600, "timeout_s": 2}
+    plan = OverloadSettings.from_dict({**LENS_PLAN, "clients": ["fresh"], "hang": hang})
+    profile = effective_profile(base_config, "default")
+    runs = hang_runs(base_config, profile, Target("default", "gunicorn", "hello"), plan, 40, tmp_path / "log")
+    own, told = runs
+    assert (own.timeout, own.timeout_s, told.timeout, told.timeout_s) == ("default", 30, "set", 2)
+    assert own.status == told.status == Status.OK, (own.reason, told.reason)
+    assert sum(own.hung.values()) == sum(told.hung.values()) == 10
+    assert own.freed == 0 and set(own.hung) == {Met.TIMED_OUT}
+    assert told.freed >= 1 and told.hung.get("answered 500", 0) >= 1
+    record = {"profile": "default", "server": "gunicorn", "language": "python", "hangs": [asdict(r) for r in runs]}
+    table = hang_table([record])
+    assert list(table["timeout"]) == ["default", "set"] and list(table["hung"]) == [10, 10]
+    csv = tmp_path / "overload_hang.csv"
+    table.to_csv(csv, index=False)
+    overload_csv = tmp_path / "overload.csv"
+    overload_table([{**record, "status": Status.OK, "reason": None, "conditions": []}]).to_csv(overload_csv)
+    blocks = overload_section(overload_csv, csv).blocks
+    shown = [[cell.text for cell in row[:2]] for row in blocks[-1].rows]
+    assert shown == [["gunicorn", "default"], ["gunicorn", "set"]]

@@ -12,6 +12,10 @@
 #   /pid     the id of the process that answered
 #   /leak    hello world, keeping $leak_bytes more of the worker's memory for good (the recycle
 #            lens's ground truth: its leak per request is known, config app_workloads.leak)
+#   /hang    hello world after ?s= seconds asleep ($hang_s unless given: longer than any server's
+#            or client's timeout), a request that never answers (the overload lens's hung request)
+#   /spin    hello world after ?s= seconds of CPU time spun ($spin_s unless given), a request that
+#            keeps its worker busy rather than asleep
 use strict;
 use warnings;
 use Digest::SHA qw(sha256);
@@ -27,6 +31,16 @@ my $cpu_rounds = 3000;
 my $json       = JSON::PP->new->canonical(1);
 my $leak_bytes = 4096;
 my @leaked;
+my $hang_s     = 3600;    # /hang's sleep unless ?s= says: far past every timeout
+my $spin_s     = 1;       # /spin's busy seconds unless ?s= says
+
+sub cpu_s { my ( $user, $system ) = times; return $user + $system }
+
+sub seconds {
+    my ( $env, $default ) = @_;
+    my ($found) = ( $env->{QUERY_STRING} // '' ) =~ /(?:^|&)s=([0-9.]+)/;
+    return $found // $default;
+}
 
 sub text {
     my ( $content, $type ) = @_;
@@ -92,7 +106,17 @@ my $lint   = sub {
         'X-Serverbench-Lint-Outcome' => 'warn';
     return $res;
 };
-my %probed = ( '/echo' => \&echo, '/lint' => $lint );
+# The paths that read their query: asleep, or the CPU kept busy (no sleep, no system call to yield in).
+my %timed = (
+    '/hang' => sub { Time::HiRes::sleep( seconds( shift, $hang_s ) ); text($body) },
+    '/spin' => sub {
+        # Seconds of CPU time, not of the clock: a busy machine stretches it, never shortens it.
+        my $until = cpu_s() + seconds( shift, $spin_s );
+        1 while cpu_s() < $until;
+        text($body);
+    },
+);
+my %probed = ( '/echo' => \&echo, '/lint' => $lint, %timed );
 
 my $app = sub {
     my $env  = shift;

@@ -18,6 +18,10 @@ every server can keep the connection alive.
     /pid     the id of the process that answered
     /leak    hello world, keeping LEAK_BYTES more of the worker's memory for good (the recycle
              lens's ground truth: its leak per request is known, config app_workloads.leak)
+    /hang    hello world after ?s= seconds asleep (HANG_S unless given: longer than any server's
+             or client's timeout), a request that never answers (the overload lens's hung request)
+    /spin    hello world after ?s= seconds of CPU time spun (SPIN_S unless given), a request that
+             keeps its worker busy rather than asleep
 
 With ``SERVERBENCH_EXTRA_SHARE`` set, every hello answer does that share of
 its own cost in extra CPU work (``extra_work``: a planted variant).
@@ -29,6 +33,7 @@ import json
 import os
 import sys
 import time
+import urllib.parse
 from wsgiref.validate import validator
 
 # Servers that load this file by path (uWSGI --wsgi-file, mod_wsgi) may not put its folder on sys.path.
@@ -42,6 +47,8 @@ LARGE_REPEATS = 524288  # of 16 bytes: 8 MiB
 CPU_ROUNDS = 3000  # about 1 ms here; the answer is the final digest
 LEAK_BYTES = 4096  # kept per /leak answer: large beside an object's header, so the leak is this
 _LEAKED = []
+HANG_S = 3600.0  # /hang's sleep unless ?s= says: far past every timeout
+SPIN_S = 1.0  # /spin's busy seconds unless ?s= says
 
 
 def _text(body: bytes, content_type: str = "text/plain"):
@@ -75,6 +82,25 @@ def _sleep():
 def _leak():
     # Built byte by byte (never a calloc'd buffer the kernel need not back): the pages are touched.
     _LEAKED.append(b"x" * LEAK_BYTES)
+    return _text(BODY)
+
+
+def _seconds(environ, default: float) -> float:
+    found = urllib.parse.parse_qs(environ.get("QUERY_STRING", "")).get("s")
+    return float(found[0]) if found else default
+
+
+def _hang(environ):
+    time.sleep(_seconds(environ, HANG_S))
+    return _text(BODY)
+
+
+def _spin(environ):
+    # The CPU kept busy (no sleep, no system call to yield in): what a runaway computation does.
+    # Seconds of this thread's CPU time, not of the clock: a busy machine stretches it, never shortens it.
+    until = time.thread_time() + _seconds(environ, SPIN_S)
+    while time.thread_time() < until:
+        pass
     return _text(BODY)
 
 
@@ -135,8 +161,17 @@ def _lint(environ, start_response):
     return _LINTED({**environ, **dict.fromkeys(omitted, "")}, noting)
 
 
-# The conformance job's paths, answered whole by their own WSGI callables.
-PROBED = {"/echo": _echo_app, "/lint": _lint}
+def _timed_app(route):
+    def app(environ, start_response):
+        status, headers, body = route(environ)
+        start_response(status, headers)
+        return body
+
+    return app
+
+
+# The conformance job's paths, and the ones that read their query, answered whole by their own WSGI callables.
+PROBED = {"/echo": _echo_app, "/lint": _lint, "/hang": _timed_app(_hang), "/spin": _timed_app(_spin)}
 
 
 def application(environ, start_response):

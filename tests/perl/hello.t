@@ -6,6 +6,7 @@ use Test::More;
 use Plack::Test;
 use Plack::Util;
 use HTTP::Request::Common;
+use Time::HiRes ();
 
 my $app = Plack::Util::load_psgi("$FindBin::Bin/../../apps/perl/hello.psgi");
 
@@ -22,6 +23,19 @@ test_psgi $app, sub {
     is $res->content, 'ping-pong', 'POST /echo returns the body';
     $res = $cb->( GET '/lint' );
     is $res->content, 'Hello World!', '/lint answers under Plack::Middleware::Lint';
+
+    # The overload lens's hung and spinning requests: hello world after the seconds asked,
+    # /hang asleep (next to no CPU time), /spin on the CPU (seconds of CPU time).
+    for my $case ( [ '/hang', 0 ], [ '/spin', 1 ] ) {
+        my ( $path, $busy ) = @$case;
+        my ( $started, $cpu ) = ( Time::HiRes::time(), ( times() )[0] + ( times() )[1] );
+        $res = $cb->( GET "$path?s=0.3" );
+        my ( $took, $spent ) = ( Time::HiRes::time() - $started, ( times() )[0] + ( times() )[1] - $cpu );
+        is $res->content, 'Hello World!', "$path answers hello world";
+        cmp_ok $took, '>=', 0.3, "$path after the seconds asked";
+        if ($busy) { cmp_ok $spent, '>=', 0.3, "$path on the CPU meanwhile" }
+        else       { cmp_ok $spent, '<', 0.1, "$path asleep meanwhile" }
+    }
 };
 
 # Lint is really in the way of /lint: an environment without SERVER_NAME (which PSGI

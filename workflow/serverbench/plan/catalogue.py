@@ -114,6 +114,23 @@ class Stop:
 
 
 @dataclass(frozen=True)
+class RequestTimeout:
+    """The server's own bound on one request's handling (the schema's ``request_timeout``): the argv
+    that sets it (``{request_timeout_s}``; empty where its templates take it or nothing sets it), its
+    default (None: none), whether it bounds a request rather than a silent worker, what it does."""
+
+    default_s: float | None
+    per_request: bool
+    note: str
+    setting: tuple[str, ...] = ()
+    in_templates: bool = False
+
+    @property
+    def settable(self) -> bool:
+        return bool(self.setting) or self.in_templates
+
+
+@dataclass(frozen=True)
 class Behind:
     """How a server runs behind a front (the schema's ``behind``)."""
 
@@ -187,6 +204,7 @@ class ServerEntry:
     recycle: Recycle | None = None  # how it restarts a worker after a number of requests or connections
     behind: Behind | None = None  # how it runs behind a front (config `fronts`)
     timeouts: dict[str, float] = field(default_factory=dict)  # what it applies to a client, seconds by name
+    request_timeout: RequestTimeout | None = None  # its own bound on one request's handling
     fronted: Fronted | None = None  # this deployment is a server behind a front
     release: Release | None = None  # this entry is a server at one release of its package
 
@@ -221,6 +239,9 @@ class ServerEntry:
             )
         if "stop" in values:
             values["stop"] = Stop.from_spec(values["stop"])
+        if "request_timeout" in values:
+            bound = dict(values["request_timeout"])
+            values["request_timeout"] = RequestTimeout(**{**bound, "setting": tuple(bound.get("setting") or ())})
         if "behind" in values:
             values["behind"] = Behind(values["behind"]["protocol"], tuple(values["behind"]["command"]))
         if "fronted" in values:

@@ -17,7 +17,7 @@ def _wanted(config, matrix, cell) -> bool:
 
 
 def _section(tables: dict, inputs: Inputs) -> Section | None:
-    return overload_section(tables.get("overload.csv"))
+    return overload_section(tables.get("overload.csv"), tables.get("overload_hang.csv"))
 
 
 LENS = Lens(
@@ -30,7 +30,7 @@ LENS = Lens(
     conditions=False,
     place=Place.AFTER,
     jobs=per_server("overload", _wanted),
-    tables=("overload.csv",),
+    tables=("overload.csv", "overload_hang.csv"),
     section=_section,
     words=Words(kinds=OverloadKind, metrics=OverloadMetric),
     measure_job=MeasureJob(
@@ -38,5 +38,7 @@ LENS = Lens(
         record="overload/{profile}/{server}.json",
         message="loading {wildcards.server} past its capacity (profile {wildcards.profile})",
     ),
-    table_job=TableJob(entry=f"{__name__}.table:write_tables", outputs={"table": "overload.csv"}),
+    table_job=TableJob(
+        entry=f"{__name__}.table:write_tables", outputs={"table": "overload.csv", "hang": "overload_hang.csv"}
+    ),
 )

@@ -25,6 +25,7 @@ from serverbench.cell.rawlog import RawLog
 from serverbench.cell.session import ServerSession
 from serverbench.lenses.overload.backlog import own_backlog_config, raised_somaxconn
 from serverbench.lenses.overload.client import Offered, offer
+from serverbench.lenses.overload.hang import hang_runs
 from serverbench.lenses.overload.queue import QueueSampler
 from serverbench.lenses.overload.record import OVERLOAD_SCHEMA, Condition, OverloadResult, Stretch
 from serverbench.lenses.overload.recovery import recovery_s
@@ -54,6 +55,8 @@ def run_overload(config: dict, profile_name: str, server: str, json_path, log_pa
     started, started_at = time.monotonic(), round(time.time(), 4)
     target = Target(profile.name, server, workload)
     conditions = [one_condition(config, profile, target, Backlog(b), plan, log_path, raw) for b in plan.backlogs]
+    capacity = next((c.capacity_rps for c in conditions if c.status == Status.OK and c.capacity_rps), None)
+    hangs = hang_runs(config, profile, target, plan, capacity, log_path)
     status, reason = Status.OK, None
     if all(c.status != Status.OK for c in conditions):
         status, reason = conditions[0].status, conditions[0].reason
@@ -71,6 +74,7 @@ def run_overload(config: dict, profile_name: str, server: str, json_path, log_pa
         started_at=started_at,
         ended_at=round(time.time(), 4),
         settings=plan.to_dict(),
+        hangs=hangs,
     )
     files.write_json(json_path, result.to_dict())
     return result.to_dict()

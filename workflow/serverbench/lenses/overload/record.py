@@ -63,6 +63,7 @@ class OverloadResult:
     started_at: float | None = None
     ended_at: float | None = None
     settings: dict = field(default_factory=dict)  # the profile's `overload` as the job read it
+    hangs: tuple = ()  # hang.HangRun's: the server at its own request timeout and at the set one
 
     def to_dict(self) -> dict:
         """As written to JSON (tuples as lists, the words as their strings): what the job returns."""

@@ -85,7 +85,40 @@ def console_lines(table: pd.DataFrame) -> list[str]:
     return lines
 
 
-def overload_section(overload_csv) -> Section | None:
+HANG_LEAD = (
+    "A request that hangs (",
+    Link("overload_hang.csv"),
+    "): at half its capacity one request in twenty goes to a path that sleeps an hour, with the server's own "
+    "request timeout and with one set; what the hung request's client got and when, how many the server ended "
+    "before the client gave up (its worker freed), and the goodput the rest lost against the same rest without "
+    "hangs.",
+)
+
+
+def _cell(value, form: str = "{}") -> str:
+    return "" if pd.isna(value) else form.format(value)
+
+
+def hang_block(hang_csv) -> tuple:
+    """The hung request's sentence and table, none without rows."""
+    table = pd.read_csv(hang_csv) if hang_csv else pd.DataFrame()
+    if table.empty:
+        return ()
+    columns = ["server", "timeout", "timeout (s)", "hung", "what their clients got", "after (s, median)",
+               "ended by the server", "rest's goodput lost"]  # fmt: skip
+    rows = []
+    for _, row in table.iterrows():
+        if row["status"] != Status.OK:
+            rows.append([row["server"], row["timeout"], _cell(row["timeout_s"], "{:g}"), "",
+                         f"{row['status']}: {row['reason']}", "", "", ""])  # fmt: skip
+            continue
+        rows.append([row["server"], row["timeout"], _cell(row["timeout_s"], "{:g}") or "none", f"{row['hung']:.0f}",
+                     _cell(row["hung_outcomes"]), _cell(row["hung_ended_s"]), f"{row['freed']:.0f}",
+                     _cell(row["rest_lost"], "{:.2f}")])  # fmt: skip
+    return (Paragraph(HANG_LEAD), Table(columns, rows, classes="sortable overload-hang", labelled=True))
+
+
+def overload_section(overload_csv, hang_csv=None) -> Section | None:
     if not overload_csv:
         return None
     table = pd.read_csv(overload_csv)
@@ -100,5 +133,6 @@ def overload_section(overload_csv) -> Section | None:
             Paragraph(f"{TITLE} (overload.csv)", Medium.CONSOLE),
             Sentences(console_lines(table), Medium.CONSOLE, marker=""),
             Table(columns, rows, classes="sortable overload", labelled=True),
+            *hang_block(hang_csv),
         ),
     )

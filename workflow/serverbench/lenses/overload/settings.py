@@ -25,6 +25,19 @@ class Burst(LensSettings):
 
 
 @dataclass(frozen=True)
+class Hang(LensSettings):
+    """The hung request (hang.py): at ``multiple`` of capacity for ``seconds``, ``share`` of the
+    requests to the apps' /hang asleep ``hang_s``; the server at its own request timeout and at
+    ``timeout_s``."""
+
+    share: float
+    multiple: float
+    seconds: float
+    hang_s: float
+    timeout_s: float
+
+
+@dataclass(frozen=True)
 class OverloadSettings(LensSettings):
     search: ObjectiveSearch  # its keys stand at the top of `overload`, beside the others
     multiples: tuple[float, ...]
@@ -35,13 +48,16 @@ class OverloadSettings(LensSettings):
     connect_timeout_s: float
     backlogs: tuple[str, ...]
     burst: Burst | None = None
+    hang: Hang | None = None
 
     @classmethod
     def from_dict(cls, data) -> OverloadSettings:
         own = {key: value for key, value in data.items() if key not in ObjectiveSearch.keys()}
-        burst = own.pop("burst", None)
+        burst, hang = own.pop("burst", None), own.pop("hang", None)
         typed = LensSettings.from_dict.__func__(cls, {**own, "search": ObjectiveSearch.from_dict(data)})
-        return dataclasses.replace(typed, burst=Burst.from_dict(burst) if burst else None)
+        return dataclasses.replace(
+            typed, burst=Burst.from_dict(burst) if burst else None, hang=Hang.from_dict(hang) if hang else None
+        )
 
     def to_dict(self) -> dict:
         out = super().to_dict()

@@ -89,7 +89,57 @@ def overload_table(results: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=OVERLOAD_COLUMNS).sort_values(KEYS[:5], kind="stable", ignore_index=True)
 
 
+# overload_hang.csv: a row per (profile, server, timeout): the request timeout in force (None:
+# none), the hung requests by what their clients got (answered_500, reset, timed_out...: a column
+# each where seen) and the median seconds until, how many the server ended before the client's
+# limit (`freed`), and the rest's goodput with the hangs against the same rest without them.
+HANG_KEYS = ["profile", "server", "language", "timeout"]
+HANG_COLUMNS = [
+    *HANG_KEYS,
+    "timeout_s",
+    "per_request",
+    "capacity_rps",
+    "rate",
+    "seconds",
+    "hung",
+    "freed",
+    "hung_outcomes",
+    "hung_ended_s",
+    "rest_goodput_rps",
+    "baseline_goodput_rps",
+    "rest_lost",
+    "status",
+    "reason",
+]
+
+
+def hang_rows(result: dict) -> list[dict]:
+    base = {key: result[key] for key in ("profile", "server", "language")}
+    rows = []
+    for run in result.get("hangs") or ():
+        good, baseline = run.get("rest_goodput_rps"), run.get("baseline_goodput_rps")
+        rows.append(
+            {
+                **base,
+                **{key: run.get(key) for key in HANG_COLUMNS if key in run and key not in ("hung", "hung_ended_s")},
+                "hung": sum((run.get("hung") or {}).values()) if run["status"] == Status.OK else None,
+                "hung_outcomes": "; ".join(f"{k}: {n}" for k, n in sorted((run.get("hung") or {}).items())),
+                "hung_ended_s": "; ".join(f"{k}: {s:g}" for k, s in sorted((run.get("hung_ended_s") or {}).items())),
+                "rest_lost": round(1 - good / baseline, 4) if baseline and good is not None else None,
+            }
+        )
+    return rows
+
+
+def hang_table(results: list[dict]) -> pd.DataFrame:
+    rows = [row for result in results for row in hang_rows(result)]
+    return pd.DataFrame(rows, columns=HANG_COLUMNS).sort_values(HANG_KEYS, kind="stable", ignore_index=True)
+
+
 def write_tables(config: dict, records: list[str], outputs: dict[str, str]) -> None:
-    """The lens's table job (called by workflow/scripts/lens_job.py): the records merged into overload.csv."""
+    """The lens's table job (called by workflow/scripts/lens_job.py): the records merged into
+    overload.csv, and their hung requests into overload_hang.csv."""
     results = [files.read_json(path) for path in sorted(map(str, records))]
     files.write_atomic(outputs["table"], overload_table(results).to_csv(index=False))
+    if "hang" in outputs:
+        files.write_atomic(outputs["hang"], hang_table(results).to_csv(index=False))
