@@ -1,5 +1,5 @@
 """Which balancer idle timeout is safe? (issue 96, item 2): the balancer's idle pool as a client
-kind (lenses/front/idlepool.py) on planted servers and on gunicorn.
+kind (lenses/idlepool/pool.py) on planted servers and on gunicorn.
 
 Each count follows from a condition the test creates: a server that closes an idle connection
 the moment a request arrives after its keep-alive (tests/apps/idle_closing.py arrival: the
@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 from conftest import REPO_ROOT, require
 from serverbench.cell.wire import request
-from serverbench.lenses.front.idlepool import (
+from serverbench.lenses.idlepool.pool import (
     Fresh,
     Pool,
     Reuse,
@@ -33,7 +33,7 @@ from serverbench.lenses.front.idlepool import (
     reuse_after,
     safe_idle_timeout,
 )
-from serverbench.lenses.front.idlesweep import DEFAULT, RAISED, cost, idle_pool_section, sweep, verdicts
+from serverbench.lenses.idlepool.sweep import DEFAULT, RAISED, cost, idle_pool_section, sweep, verdicts
 
 IDLE_CLOSING = REPO_ROOT / "tests" / "apps" / "idle_closing.py"
 GET = request("GET", "/", headers=[("Host", "x")])
@@ -219,3 +219,57 @@ def test_nginx_retries_a_get_on_a_pooled_connection_the_server_reset_but_not_a_p
         posted = reuse_after(post, 3.0, POOLED)
     assert get == Counter({Reuse.ANSWERED: POOLED})
     assert posted == Counter({Reuse.BAD_STATUS: 1, Reuse.ANSWERED: POOLED - 1})
+
+
+def idlepool_config(**catalogue_changes) -> dict:
+    """The shipped idlepool profile on gunicorn-gthread alone, a tiny sweep around a 1 s keep-alive
+    (its command's and its catalogue fact's), on the machine's two CPUs."""
+    from serverbench.plan import config as cfg
+
+    config = cfg.load(REPO_ROOT / "config.yaml", {"profile": "idlepool", "servers": ["gunicorn-gthread"]})
+    profile = config["profiles"]["idlepool"]
+    profile.update(server_cpus=[0], client_cpus=[1], time_wait_max=10**6, threads=POOLED)
+    profile["idle_pool"] = {**profile["idle_pool"], "factors": [0.25, 3.0], "connections": 5, "fresh_wait_s": 1}
+    entry = config["catalogue"]["gunicorn-gthread"]
+    entry["command"] = [("1" if part == "5" else part) for part in entry["command"]]  # its --keep-alive 5
+    entry["keepalive"] = {**entry["keepalive"], "default_s": 1, **catalogue_changes}
+    return cfg.validate(config)
+
+
+def test_the_profiles_job_sweeps_a_server_bare_and_raised_and_its_tables_answer(tmp_path, no_leftovers):
+    """run_idle_pool end to end on gunicorn-gthread: past its 1 s keep-alive its timer has closed
+    every pooled connection before the reuse (seen, retried: no failure), at 4 × it every reuse is
+    answered; the table job judges every idle time equivalent to the shortest, so the whole sweep
+    is safe, and writes a fresh client's lot beside the held idle connections."""
+    require("gunicorn")
+    from serverbench.lenses.idlepool.decide import write_tables
+    from serverbench.lenses.idlepool.measure import run_idle_pool
+
+    config = idlepool_config()
+    record = run_idle_pool(config, "idlepool", "gunicorn-gthread", tmp_path / "g.json", tmp_path / "logs" / "g.log")
+    assert [(d["keepalive"], d["keepalive_s"], d["status"]) for d in record["deployments"]] == [
+        (DEFAULT, 1.0, "ok"),
+        (RAISED, 4.0, "ok"),
+    ]
+    reuses = {(row["keepalive"], row["idle_s"]): row for row in record["sweeps"]}
+    assert reuses[(DEFAULT, 0.25)][str(Reuse.ANSWERED)] == 5
+    assert reuses[(DEFAULT, 3.0)][str(Reuse.CLOSED_BEFORE_SEND)] == 5
+    assert reuses[(RAISED, 3.0)][str(Reuse.ANSWERED)] == 5
+    outputs = {name: tmp_path / f"{name}.csv" for name in ("table", "costs", "verdicts", "answers")}
+    write_tables(config, [tmp_path / "g.json"], outputs)
+    answer = pd.read_csv(outputs["answers"]).iloc[0]
+    assert (answer["server"], answer["keepalive_s"], answer["safe_idle_timeout_s"]) == ("gunicorn-gthread", 1.0, 3.0)
+    assert pd.isna(answer["race_window_s"])
+    verdicts = pd.read_csv(outputs["verdicts"])
+    assert set(verdicts["outcome"]) == {"equivalent"} and set(verdicts["metric"]) == {"failed reuses"}
+    costs = pd.read_csv(outputs["costs"])
+    assert sorted(costs["held"]) == [7, 7, 8, 8]  # 2 workers × 4 threads, and one fewer; pooled and pre-opened
+
+
+def test_a_servers_keepalive_fact_stays_out_of_its_cells_conditions_digest():
+    from serverbench.plan.matrix import Matrix
+
+    def digest(config):
+        return Matrix(config).conditions("idlepool", "wrk", "gunicorn-gthread", "hello")
+
+    assert digest(idlepool_config()) == digest(idlepool_config(default_s=7, setting="keepalive"))

@@ -22,6 +22,7 @@ BUILT_IN = (
     "serverbench.lenses.http",
     "serverbench.lenses.advise",
     "serverbench.lenses.front",
+    "serverbench.lenses.idlepool",  # after the front: which balancer idle timeout is safe
     "serverbench.lenses.releases",
     "serverbench.lenses.operations",
     "serverbench.lenses.recycle",

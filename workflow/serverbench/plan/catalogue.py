@@ -131,6 +131,22 @@ class RequestTimeout:
 
 
 @dataclass(frozen=True)
+class KeepAlive:
+    """How long the server keeps an idle kept-alive connection (the schema's ``keepalive``): its
+    default as its command leaves it, the setting a user changes, and the argv appended to its
+    command that sets it ({keepalive_s}; None where only its configuration file or API does)."""
+
+    default_s: float
+    setting: str
+    argv: tuple[str, ...] | None = None
+    note: str | None = None
+
+    def said(self) -> str:
+        """In words: "2 s by default (--keep-alive)"."""
+        return f"{self.default_s:g} s by default ({self.setting})"
+
+
+@dataclass(frozen=True)
 class Behind:
     """How a server runs behind a front (the schema's ``behind``)."""
 
@@ -205,6 +221,7 @@ class ServerEntry:
     behind: Behind | None = None  # how it runs behind a front (config `fronts`)
     timeouts: dict[str, float] = field(default_factory=dict)  # what it applies to a client, seconds by name
     request_timeout: RequestTimeout | None = None  # its own bound on one request's handling
+    keepalive: KeepAlive | None = None  # its idle keep-alive timeout and how it is set (the idle-pool lens)
     fronted: Fronted | None = None  # this deployment is a server behind a front
     release: Release | None = None  # this entry is a server at one release of its package
 
@@ -242,6 +259,10 @@ class ServerEntry:
         if "request_timeout" in values:
             bound = dict(values["request_timeout"])
             values["request_timeout"] = RequestTimeout(**{**bound, "setting": tuple(bound.get("setting") or ())})
+        if "keepalive" in values:
+            keepalive = values["keepalive"]
+            argv = tuple(keepalive["argv"]) if keepalive.get("argv") else None
+            values["keepalive"] = KeepAlive(keepalive["default_s"], keepalive["setting"], argv, keepalive.get("note"))
         if "behind" in values:
             values["behind"] = Behind(values["behind"]["protocol"], tuple(values["behind"]["command"]))
         if "fronted" in values:

@@ -50,6 +50,8 @@ SERVER_PLACEHOLDERS = frozenset(
 )
 # A server's recycling argvs (catalogue `recycle`): the limit, its spread over workers, its floor,
 # a worker's memory limit.
+# The argv that sets a server's idle keep-alive timeout (its catalogue entry's `keepalive`).
+KEEPALIVE_PLACEHOLDERS = frozenset({"keepalive_s"})
 RECYCLE_PLACEHOLDERS = {
     "limit": frozenset({"max_requests"}),
     "jitter": frozenset({"max_requests_jitter"}),
@@ -288,6 +290,8 @@ def _check_catalogue(config: dict) -> None:
                 _check_argv(f"catalogue.{name}.{key}", server[key], SERVER_PLACEHOLDERS)
         if "behind" in server:
             _check_argv(f"catalogue.{name}.behind.command", server["behind"]["command"], SERVER_PLACEHOLDERS)
+        if (server.get("keepalive") or {}).get("argv"):
+            _check_argv(f"catalogue.{name}.keepalive.argv", server["keepalive"]["argv"], KEEPALIVE_PLACEHOLDERS)
         for key, allowed in RECYCLE_PLACEHOLDERS.items():
             if (server.get("recycle") or {}).get(key):
                 _check_argv(f"catalogue.{name}.recycle.{key}", server["recycle"][key], allowed)

@@ -125,6 +125,12 @@ def tree_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
+# A catalogue entry's facts about the server that shape none of its cells: its idle keep-alive
+# timeout and its own bound on a request (the idle-pool and overload lenses read them; the cells
+# run the command as it is).
+NOT_DIGESTED = ("keepalive", "request_timeout")
+
+
 class Matrix:
     def __init__(self, config: dict):
         self.config = config
@@ -204,7 +210,7 @@ class Matrix:
 
     def _digest(self, profile: str, tool: str, server: str, workload: str) -> str:
         config = self.config
-        server_spec = config["catalogue"][server]
+        server_spec = {key: value for key, value in config["catalogue"][server].items() if key not in NOT_DIGESTED}
         spec = {
             "profile": self.profiles[profile].measuring_conditions(),
             "server": server_spec,

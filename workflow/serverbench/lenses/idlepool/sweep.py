@@ -1,4 +1,4 @@
-"""Which balancer idle timeout is safe? The balancer's idle pool (idlepool.py) swept across and
+"""Which balancer idle timeout is safe? The balancer's idle pool (pool.py) swept across and
 around a server's keep-alive, read as a table and a verdict per (server, deployment), and shown
 as a section of the typed model.
 
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from serverbench.lens import Medium, Paragraph, Section, Sentences, Table
-from serverbench.lenses.front.idlepool import (
+from serverbench.lenses.idlepool.pool import (
     Fresh,
     Pool,
     Reuse,

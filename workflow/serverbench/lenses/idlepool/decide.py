@@ -1,0 +1,170 @@
+"""Which balancer idle timeout is safe? The records as tables (declared columns), and failed
+reuses judged by the one rule (``decide.margins`` through ``decide.bootstrap``, as the shutdown
+lens judges its stops).
+
+Each reuse is a figure: 1 where it failed (reset, closed before the answer, timed out, a bad
+status: what a balancer answers 502 for), 0 where it was answered or seen closed before the send
+(retried on a new connection). Per (server, deployment, keep-alive), the share failed at each
+idle time against the share at the shortest idle time swept (the race: *higher*), and at the
+raised keep-alive against the default at the same idle time (raising it closes the window:
+*lower*), a difference of the means read against the profile's ``margin``. A reuse never made (a
+connection the server would not keep: ``not kept``) is no figure.
+
+The answer per (server, deployment): the race window (idle times judged *higher* than the
+shortest), the largest balancer idle timeout that is safe at its own keep-alive (the longest idle
+time below the first judged higher or undetermined), whether the raised keep-alive closes the
+window, and how many idle connections starve a fresh client.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from serverbench import files
+from serverbench.decide import bootstrap
+from serverbench.decide.judgement import HIGHER, LOWER
+from serverbench.lenses.idlepool.pool import FAILED, Reuse
+from serverbench.lenses.idlepool.sweep import DEFAULT, RAISED, REUSE_COLUMNS
+from serverbench.lenses.idlepool.words import IdlePoolKind, IdlePoolMetric
+from serverbench.record.vocabulary import Outcome
+
+SEED = 20261203
+CHECK, UNIT = "failed_reuses", "share of reuses failed"
+KEY = ["profile", "server", "deployment", "keepalive"]
+SWEEP_COLUMNS = [*KEY, "language", "keepalive_s", "idle_s", *REUSE_COLUMNS]
+COST_COLUMNS = ["profile", "server", "deployment", "held", "pre_opened", "fresh", "wait_s"]
+DEPLOYMENT_COLUMNS = ["profile", "server", "deployment", "keepalive", "keepalive_s", "status", "reason"]
+VERDICT_COLUMNS = ["profile", "server", "deployment", "keepalive", "idle_s", *bootstrap.CHECK_VERDICT_COLUMNS]
+ANSWER_COLUMNS = ["profile", "server", "deployment", "keepalive_s", "keepalive_setting", "race_window_s",
+                  "safe_idle_timeout_s", "raised_keepalive_s", "raised_closes_window", "starved_beside",
+                  "status", "reason"]  # fmt: skip
+
+
+def tables(records: list[dict]) -> dict[str, pd.DataFrame]:
+    """The sweeps, costs and deployments of every record, with its profile and server."""
+    sweeps, costs, deployments = [], [], []
+    for record in records:
+        mine = {"profile": record["profile"], "server": record["server"]}
+        sweeps += [{**mine, "language": record["language"], **row} for row in record["sweeps"]]
+        costs += [{**mine, **row} for row in record["costs"]]
+        deployments += [{**mine, **{("deployment" if k == "name" else k): v for k, v in d.items()}}
+                        for d in record["deployments"]]  # fmt: skip
+        if not record["deployments"]:
+            deployments.append({**mine, "deployment": record["server"], "status": record["status"],
+                                "reason": record["reason"]})  # fmt: skip
+    return {
+        "sweeps": pd.DataFrame(sweeps, columns=SWEEP_COLUMNS),
+        "costs": pd.DataFrame(costs, columns=COST_COLUMNS),
+        "deployments": pd.DataFrame(deployments, columns=DEPLOYMENT_COLUMNS),
+    }
+
+
+def figures(row: pd.Series) -> list[float]:
+    """One idle time's reuses, 1 where it failed, 0 where it did not (a reuse never made: none)."""
+    failed = sum(int(row[str(outcome)]) for outcome in FAILED)
+    made = sum(int(row[column]) for column in REUSE_COLUMNS if column != str(Reuse.NOT_KEPT))
+    return [1.0] * failed + [0.0] * (made - failed)
+
+
+def judge(condition: tuple, a: tuple[str, list], b: tuple[str, list], margin: float) -> bootstrap.CheckComparison:
+    rule = bootstrap.CheckRule(UNIT, bootstrap.Read.DIFFERENCE.value, margin)
+    return bootstrap.judge(
+        rule, CHECK, a, b, SEED, condition=condition, kind=IdlePoolKind.IDLE_POOL, metric=IdlePoolMetric.FAILED_REUSES
+    )
+
+
+def judged(sweeps: pd.DataFrame, margins: dict[str, float]) -> list[tuple[dict, bootstrap.CheckComparison]]:
+    """Each idle time against the shortest, and the raised keep-alive against the default."""
+    found = []
+    for (profile, server, deployment), rows in sweeps.groupby(["profile", "server", "deployment"], sort=True):
+        margin = margins[profile]
+        by_setting = {setting: part.sort_values("idle_s") for setting, part in rows.groupby("keepalive")}
+        for setting, part in by_setting.items():
+            shortest = part.iloc[0]
+            for _, row in part.iloc[1:].iterrows():
+                where = {"profile": profile, "server": server, "deployment": deployment, "keepalive": setting,
+                         "idle_s": row["idle_s"]}  # fmt: skip
+                condition = tuple(where.items())
+                a = (f"{deployment} idle {row['idle_s']:g} s", figures(row))
+                b = (f"{deployment} idle {shortest['idle_s']:g} s", figures(shortest))
+                found.append((where, judge(condition, a, b, margin)))
+        if RAISED in by_setting and DEFAULT in by_setting:
+            default = by_setting[DEFAULT].set_index("idle_s")
+            for _, row in by_setting[RAISED].iterrows():
+                if row["idle_s"] not in default.index:
+                    continue
+                where = {"profile": profile, "server": server, "deployment": deployment, "keepalive": RAISED,
+                         "idle_s": row["idle_s"]}  # fmt: skip
+                a = (f"{deployment} raised keep-alive, idle {row['idle_s']:g} s", figures(row))
+                b = (f"{deployment} own keep-alive, idle {row['idle_s']:g} s", figures(default.loc[row["idle_s"]]))
+                found.append(({**where, "against": DEFAULT}, judge(tuple(where.items()), a, b, margin)))
+    return found
+
+
+def verdict_table(found) -> pd.DataFrame:
+    rows = []
+    for where, comparison in found:
+        row = comparison.as_row()
+        row["estimate"] = row.pop("ratio")
+        rows.append({**row, **{k: v for k, v in where.items() if k != "against"}})
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def _safe(own: pd.DataFrame, idle_times: list[float]) -> tuple[list[float], float | None]:
+    """The idle times judged higher than the shortest, and the longest idle time before the first
+    one judged anything but equivalent or lower (the shortest itself is safe where nothing failed)."""
+    outcomes = dict(zip(own["idle_s"], own["outcome"], strict=True))
+    window = [idle for idle in idle_times if outcomes.get(idle) == HIGHER]
+    safe = None
+    for idle in idle_times:
+        if idle == idle_times[0] or outcomes.get(idle) in (Outcome.EQUIVALENT, LOWER):
+            safe = idle
+            continue
+        break
+    return window, safe
+
+
+def answers(t: dict[str, pd.DataFrame], verdicts: pd.DataFrame, records: list[dict]) -> pd.DataFrame:
+    """A row per (server, deployment): the race window, the safe idle timeout, the raised keep-alive's
+    effect and the cost, from the judgements."""
+    settings = {record["server"]: record.get("keepalive_setting") for record in records}
+    rows = []
+    for _, deployed in t["deployments"].iterrows():
+        if deployed["keepalive"] == RAISED:
+            continue
+        mine = {"profile": deployed["profile"], "server": deployed["server"], "deployment": deployed["deployment"]}
+        at = (verdicts["server"] == mine["server"]) & (verdicts["deployment"] == mine["deployment"])
+        swept = t["sweeps"][
+            (t["sweeps"]["server"] == mine["server"]) & (t["sweeps"]["deployment"] == mine["deployment"])
+        ]
+        idle_times = sorted(swept[swept["keepalive"] == DEFAULT]["idle_s"])
+        own = verdicts[at & (verdicts["keepalive"] == DEFAULT)]
+        window, safe = _safe(own, idle_times) if idle_times else ([], None)
+        raised = verdicts[at & (verdicts["keepalive"] == RAISED) & verdicts["a"].str.contains("raised")]
+        raised_s = swept[swept["keepalive"] == RAISED]["keepalive_s"]
+        closes = None
+        if window and len(raised):
+            closes = bool((raised[raised["idle_s"].isin(window)]["outcome"] == LOWER).all())
+        costs = t["costs"][(t["costs"]["server"] == mine["server"]) & (t["costs"]["deployment"] == mine["deployment"])]
+        starved = costs[costs["fresh"] == "starved"]
+        rows.append({
+            **mine, "keepalive_s": deployed["keepalive_s"], "keepalive_setting": settings.get(mine["server"]),
+            "race_window_s": " ".join(f"{idle:g}" for idle in window), "safe_idle_timeout_s": safe,
+            "raised_keepalive_s": float(raised_s.iloc[0]) if len(raised_s) else None,
+            "raised_closes_window": closes, "starved_beside": int(starved["held"].min()) if len(starved) else None,
+            "status": deployed["status"], "reason": deployed["reason"],
+        })  # fmt: skip
+    return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
+
+
+def write_tables(config: dict, records: list[str], outputs: dict[str, str]) -> None:
+    """The lens's table job (its TableJob's entry): idle_pool.csv (every idle time's reuses),
+    idle_pool_costs.csv, idle_pool_verdicts.csv (each judgement) and idle_pool_answers.csv."""
+    results = [files.read_json(path) for path in sorted(map(str, records))]
+    t = tables(results)
+    margins = {name: float((p.get("idle_pool") or {}).get("margin", 0.25)) for name, p in config["profiles"].items()}
+    verdicts = verdict_table(judged(t["sweeps"], margins))
+    files.write_atomic(outputs["table"], t["sweeps"].to_csv(index=False))
+    files.write_atomic(outputs["costs"], t["costs"].to_csv(index=False))
+    files.write_atomic(outputs["verdicts"], verdicts.to_csv(index=False))
+    files.write_atomic(outputs["answers"], answers(t, verdicts, results).to_csv(index=False))
