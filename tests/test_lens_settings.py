@@ -28,7 +28,7 @@ def toy_on_path(monkeypatch):
 
 def test_the_built_in_lenses_settings_come_from_their_folders():
     found = schema.lens_settings_schemas()
-    assert set(found) == {"advise", "front", "operations", "recycle", "shutdown", "overload"}
+    assert set(found) == {"advise", "front", "operations", "recycle", "shutdown", "overload", "idle_pool"}
     profile = schema.load_schema()["properties"]["profiles"]["additionalProperties"]["properties"]
     assert all(profile[key] == settings for key, settings in found.items())
     core = schema.yaml.safe_load(schema.SCHEMA_PATH.read_text())
