@@ -33,7 +33,18 @@ TOY = "toy_bytes"
 def test_the_registry_lists_the_built_in_lenses_and_those_a_config_adds(monkeypatch):
     monkeypatch.syspath_prepend(str(LENSES))
     built_in = [lens.name for lens in registry.lenses({})]
-    assert built_in == ["http", "advise", "front", "releases", "operations", "recycle", "shutdown", "overload", "work"]
+    assert built_in == [
+        "http",
+        "deploy",
+        "advise",
+        "front",
+        "releases",
+        "operations",
+        "recycle",
+        "shutdown",
+        "overload",
+        "work",
+    ]
     added = registry.lenses({"lenses": [TOY]})
     assert [lens.name for lens in added] == [*built_in, TOY]
     toy = added[-1]
@@ -275,7 +286,7 @@ def test_serverbench_list_reads_the_registry_and_the_config():
     )
     assert listed["plackup+nginx"]["compared_with"] == "plackup" and listed["gunicorn"]["compared_with"] is None
     one = subprocess.run([sys.executable, "-m", "serverbench.cli", "list", "lenses"], capture_output=True, text=True)
-    assert one.returncode == 0 and one.stdout.startswith("lenses (9):\n  http ")
+    assert one.returncode == 0 and one.stdout.startswith("lenses (10):\n  http ")
 
 
 def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_records(tmp_path):
