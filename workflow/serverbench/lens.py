@@ -185,7 +185,7 @@ class Ruling(StrEnum):
     """What a lens's finding says of a deployment (``Finding``)."""
 
     RULES_OUT = "rules out"  # its figure contradicts the deployment: it is not recommended
-    HOLDS = "holds"  # its figure measured it and found nothing against it
+    STANDS = "stands"  # its figure measured it and found nothing against it (not "holds": a seed claim's outcome)
     NOT_MEASURED = "not measured"  # the lens did not measure it in this run
 
 

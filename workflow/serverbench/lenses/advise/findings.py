@@ -77,7 +77,7 @@ def _server_finding(row: dict) -> Finding:
         )
         return Finding("advise", Choice.SERVER, Ruling.RULES_OUT, f"advise: {row['reason']}", evidence, **keys)
     sentence = f"advise: the most capacity at p99 ≤ {row['objective_p99_ms']:g} ms within the memory budget"
-    return Finding("advise", Choice.SERVER, Ruling.HOLDS, sentence, _capacity(row, "capacity_rps"), **keys)
+    return Finding("advise", Choice.SERVER, Ruling.STANDS, sentence, _capacity(row, "capacity_rps"), **keys)
 
 
 def findings(results: Path, config: Mapping) -> list[Finding]:
@@ -90,7 +90,7 @@ def findings(results: Path, config: Mapping) -> list[Finding]:
             sentence = f"advise searched {int(row['points'])} settings: {setting} held the most{gain}"
             evidence = _capacity(row, "capacity_rps")
             keys = {"language": row["language"], "server": row["server"], "setting": setting}
-            found.append(Finding("advise", Choice.WORKERS, Ruling.HOLDS, sentence, evidence, **keys))
+            found.append(Finding("advise", Choice.WORKERS, Ruling.STANDS, sentence, evidence, **keys))
     return found
 
 

@@ -60,7 +60,7 @@ def check(run: RunFindings, candidate: Candidate) -> Checked:
     fronts = _on(run, candidate, Choice.FRONT)
     bare = [f for f in fronts if f.setting == NO_FRONT]
     if bare and bare[0].ruling is Ruling.RULES_OUT:
-        held = [f for f in fronts if f.setting != NO_FRONT and f.ruling is Ruling.HOLDS]
+        held = [f for f in fronts if f.setting != NO_FRONT and f.ruling is Ruling.STANDS]
         return Checked(candidate, None if held else bare[0], (bare[0], *held[:1]))
     return Checked(candidate, None, tuple(bare[:1]))
 
@@ -110,7 +110,7 @@ def versus(chosen: Candidate, runner_up: Candidate | None) -> Versus:
 
 def _server_rows(run: RunFindings, checked: Checked, runner_up: Candidate | None) -> list[dict]:
     chosen = checked.candidate
-    held = [f for f in _on(run, chosen, Choice.SERVER) if f.ruling is Ruling.HOLDS]
+    held = [f for f in _on(run, chosen, Choice.SERVER) if f.ruling is Ruling.STANDS]
     ranked = next((f for f in held if f.lens == chosen.lens), None)
     more = {
         "runner_up": f"{runner_up.model} {runner_up.setting}" if runner_up else None,

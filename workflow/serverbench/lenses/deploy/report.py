@@ -26,7 +26,7 @@ def _figure(row: dict) -> str:
 
 
 def _value(rows: list[dict], choice: Choice) -> str:
-    chosen = [r for r in rows if r["choice"] == choice and r["ruling"] == Ruling.HOLDS]
+    chosen = [r for r in rows if r["choice"] == choice and r["ruling"] == Ruling.STANDS]
     return chosen[-1]["value"] if chosen else ""
 
 
@@ -41,7 +41,7 @@ def answer_sentences(language: str, rows: list[dict]) -> str:
     setting = _value(mine, Choice.WORKERS)
     ruled = [f"{r['lens']} rules out {r['value']} ({_figure(r)})" for r in rows if r["role"] == Role.RULED_OUT]
     against = f"; {'; '.join(ruled)}" if ruled else ""
-    held = sorted({r["lens"] for r in mine if r["ruling"] == Ruling.HOLDS})
+    held = sorted({r["lens"] for r in mine if r["ruling"] == Ruling.STANDS})
     because = f"{server['sentence']}, {_figure(server)}, and no lens that measured it rules it out ({', '.join(held)})"
     said = f"Deploy {server['value']} {setting}{where} for {language} because {because}{against}."
     if server["fails_at"] is not None:

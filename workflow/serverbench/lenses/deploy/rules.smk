@@ -3,8 +3,16 @@
 # the run made, advise's candidates checked against them.
 rule deploy_table:
     input:
-        tables=[path for name in registry.ruling_lenses(config) for path in LENS_TABLES[name]],
-        outputs=[path for name in registry.ruling_lenses(config) for path in LENS_OUTPUTS[name]],
+        tables=[
+            path
+            for name in registry.ruling_lenses(config)
+            for path in LENS_TABLES[name]
+        ],
+        outputs=[
+            path
+            for name in registry.ruling_lenses(config)
+            for path in LENS_OUTPUTS[name]
+        ],
     output:
         table=report(f"{RESULTS}/deploy.csv", category="Tables"),
         files=directory(f"{RESULTS}/deploy"),

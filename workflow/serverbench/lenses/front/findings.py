@@ -37,7 +37,7 @@ def findings(results: Path, config: Mapping) -> list[Finding]:
         evidence = Evidence(round(float(row["a_value"]) * 100, 1), "% of its rate alone kept", TABLE, keys)
         where = "bare" if front == BARE else f"behind {front}"
         said = f"{where}, its clients kept {evidence.value:g}% of their rate beside slow clients ({EVERY_SLOW_KIND})"
-        ruling = Ruling.RULES_OUT if row["a_value"] < least else Ruling.HOLDS
+        ruling = Ruling.RULES_OUT if row["a_value"] < least else Ruling.STANDS
         sentence = f"front: {said} ({'under' if ruling is Ruling.RULES_OUT else 'at least'} {least:.0%})"
         found.append(Finding("front", Choice.FRONT, ruling, sentence, evidence, language, server, front))
     return found

@@ -34,7 +34,7 @@ def findings(results: Path, config: Mapping) -> list[Finding]:
         evidence = Evidence(
             row["value"], f"{row['unit']} failed per reload", TABLE, f"server={row['server']}, check={CHECK}"
         )
-        ruling = Ruling.RULES_OUT if row["value"] > allowed else Ruling.HOLDS
+        ruling = Ruling.RULES_OUT if row["value"] > allowed else Ruling.STANDS
         sentence = f"operations: {row['value']:g} requests failed per graceful reload under load (at most {allowed:g})"
         found.append(Finding("operations", Choice.SERVER, ruling, sentence, evidence, **keys))
     return found

@@ -32,7 +32,7 @@ def findings(results: Path, config: Mapping) -> list[Finding]:
             continue
         allowed = RecycleSettings.from_dict(config["profiles"][row["profile"]]["recycle"]).deploy_failed_per_restart
         evidence = Evidence(row["value"], row["unit"], TABLE, f"server={row['server']}, check={CHECK}")
-        ruling = Ruling.RULES_OUT if row["value"] > allowed else Ruling.HOLDS
+        ruling = Ruling.RULES_OUT if row["value"] > allowed else Ruling.STANDS
         sentence = f"recycle: {row['value']:g} requests failed per worker restart (at most {allowed:g})"
         found.append(Finding("recycle", Choice.RECYCLING, ruling, sentence, evidence, **keys))
     return found

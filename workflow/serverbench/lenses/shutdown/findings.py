@@ -29,7 +29,7 @@ def _server_findings(profile: str, language: str, server: str, rows, config: Map
     drain = f"{best['signal']}, {best['delay_s']:g} s before it"
     row = f"profile={profile}, server={server}, how={GRACEFUL}, signal={best['signal']}, delay_s={best['delay_s']:g}"
     evidence = Evidence(float(best["lost_per_stop"]), "requests lost per stop", TABLE, row)
-    ruling = Ruling.RULES_OUT if best["lost_per_stop"] > allowed else Ruling.HOLDS
+    ruling = Ruling.RULES_OUT if best["lost_per_stop"] > allowed else Ruling.STANDS
     lost = best["lost_per_stop"]
     said = f"shutdown: its best graceful stop ({drain}) lost {lost:g} requests per stop (at most {allowed:g})"
     return [
