@@ -35,6 +35,7 @@ def test_the_registry_lists_the_built_in_lenses_and_those_a_config_adds(monkeypa
     built_in = [lens.name for lens in registry.lenses({})]
     assert built_in == [
         "http",
+        "deploy",
         "advise",
         "front",
         "idlepool",
@@ -286,7 +287,7 @@ def test_serverbench_list_reads_the_registry_and_the_config():
     )
     assert listed["plackup+nginx"]["compared_with"] == "plackup" and listed["gunicorn"]["compared_with"] is None
     one = subprocess.run([sys.executable, "-m", "serverbench.cli", "list", "lenses"], capture_output=True, text=True)
-    assert one.returncode == 0 and one.stdout.startswith("lenses (10):\n  http ")
+    assert one.returncode == 0 and one.stdout.startswith("lenses (11):\n  http ")
 
 
 def test_serverbench_plan_says_what_a_run_will_do_and_times_it_from_earlier_records(tmp_path):

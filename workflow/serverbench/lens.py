@@ -181,6 +181,106 @@ def malformed_words(words: Words) -> list[str]:
     ]
 
 
+class Ruling(StrEnum):
+    """What a lens's finding says of a deployment (``Finding``)."""
+
+    RULES_OUT = "rules out"  # its figure contradicts the deployment: it is not recommended
+    STANDS = "stands"  # its figure measured it and found nothing against it (not "holds": a seed claim's outcome)
+    NOT_MEASURED = "not measured"  # the lens did not measure it in this run
+
+
+class Choice(StrEnum):
+    """A choice a deployment makes, which a lens's finding bears on."""
+
+    SERVER = "server"  # the server and its worker model (catalogue name)
+    WORKERS = "workers × threads"
+    FRONT = "front"  # none, or the front before it (nginx)
+    BACKLOG = "listen backlog"
+    KEEPALIVE = "keep-alive"  # the idle timeout a balancer's pool needs
+    DRAIN = "drain"  # the stop signal and the delay before it
+    RECYCLING = "recycling"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The figure a finding rests on, and where it is: its lens's table and the row's keys."""
+
+    value: float | None
+    unit: str
+    table: str  # a file name below the results directory
+    row: str  # the row's keys as the table names them ("server=gunicorn, check=reload_failed")
+
+    def text(self) -> str:
+        shown = "no figure" if self.value is None else f"{self.value:,.4g} {self.unit}"
+        return f"{shown} ({self.table}: {self.row})"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What one lens says of one deployment choice, from its own tables: per (language, server,
+    setting, front); an empty language, server, setting or front stands for every one."""
+
+    lens: str
+    choice: Choice
+    ruling: Ruling
+    sentence: str
+    evidence: Evidence | None = None
+    language: str = ""
+    server: str = ""
+    # The choice's value it is about ("6×1", "TERM, 0 s", "nginx", "none"), empty: any.
+    setting: str = ""
+
+    def about(self, language: str, server: str) -> bool:
+        """Whether it speaks of this server of this language."""
+        return self.language in ("", language) and self.server in ("", server)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A deployment the lens that ranks them (advise) offers, in its starting order: a server at
+    its chosen workers × threads, with the figures it was ranked by."""
+
+    lens: str
+    language: str
+    server: str
+    model: str
+    workers: int
+    threads: int
+    capacity: Evidence  # the highest rate at the objective
+    missed: Evidence | None  # the lowest rate that missed it (None: none missed)
+    memory: Evidence | None
+    # Its configuration's files as the lens wrote them below the results directory.
+    files: tuple[str, ...] = ()
+
+    @property
+    def setting(self) -> str:
+        return f"{self.workers}×{self.threads}"
+
+
+@dataclass(frozen=True)
+class Rulings:
+    """What a lens declares about a deployment (``Lens.rulings``): the choices it speaks to, and
+    its findings from its own tables in a results directory; the lens that ranks deployments
+    also gives its candidates. The deploy answer reads them through the registry alone."""
+
+    choices: tuple[Choice, ...]
+    # (results directory, config) -> its findings ([] where its tables are not there).
+    read: Callable[[Path, Mapping], list[Finding]]
+    candidates: Callable[[Path, Mapping], list[Candidate]] | None = None
+
+
+@dataclass(frozen=True)
+class RunFindings:
+    """Every finding the run's lenses declared (``registry.findings``): the deploy answer's input."""
+
+    findings: tuple[Finding, ...]
+    candidates: tuple[Candidate, ...]
+    # Per choice, the lenses that speak to it, each with the profile that runs it.
+    speakers: Mapping[Choice, tuple[tuple[str, str], ...]]
+    # The lenses whose tables the run made.
+    ran: frozenset[str]
+
+
 # A lens's jobs in a run: their result files below the results directory (config, matrix).
 Jobs = Callable[[Mapping, object], list[str]]
 
@@ -277,6 +377,8 @@ class Lens:
     between_runs: RunComparison | None = None
     # The words of its own it writes (kinds, metrics, outcomes, statuses), checked against every other's.
     words: Words = Words()
+    # What it declares about a deployment (its findings.py), read by the deploy answer.
+    rulings: Rulings | None = None
 
     def asked_by(self, profile: Mapping) -> bool:
         """Whether a profile (as written) asks for this lens: its key set, or the lens's own test."""

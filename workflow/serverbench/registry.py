@@ -9,7 +9,17 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from serverbench.lens import Check, ForestPanel, Inputs, Lens, Section, malformed_words, section_of
+from serverbench.lens import (
+    Check,
+    Choice,
+    ForestPanel,
+    Inputs,
+    Lens,
+    RunFindings,
+    Section,
+    malformed_words,
+    section_of,
+)
 from serverbench.record.vocabulary import Kind, Metric, Outcome, Status
 from serverbench.report.section import section_console
 
@@ -20,6 +30,8 @@ if TYPE_CHECKING:  # pandas only where a panel's table is read: `serverbench --h
 BUILT_IN = (
     # First: its sentences follow the timed answers, before every other lens's console lines.
     "serverbench.lenses.http",
+    # Before advise: the deployment decided on every lens leads the lenses it reads.
+    "serverbench.lenses.deploy",
     "serverbench.lenses.advise",
     "serverbench.lenses.front",
     "serverbench.lenses.idlepool",  # after the front: which balancer idle timeout is safe
@@ -121,3 +133,38 @@ def print_consoles(config: Mapping, results: Path | str) -> None:
     """Every lens's lines at the end of a run."""
     for lens in lenses(config):
         print(console_text(config, results, lens.name), end="")
+
+
+def ruling_lenses(config: Mapping) -> list[str]:
+    """The lenses that declare findings about a deployment (``Lens.rulings``), by name."""
+    return [lens.name for lens in lenses(config) if lens.rulings is not None]
+
+
+def profile_running(config: Mapping, lens: Lens) -> str:
+    """The profile a user runs for this lens: the first of the config's that asks for it."""
+    for name, profile in (config.get("profiles") or {}).items():
+        if isinstance(profile, Mapping) and lens.asked_by(profile):
+            return name
+    return lens.profile_key or lens.name
+
+
+def findings(config: Mapping, results: Path | str) -> RunFindings:
+    """Every lens's findings about a deployment from its tables in ``results`` (``Lens.rulings``),
+    with the candidates of the lens that ranks them, who speaks to each choice, and which ran."""
+    results = Path(results)
+    declaring = [lens for lens in lenses(config) if lens.rulings is not None]
+    ran = frozenset(lens.name for lens in declaring if any((results / table).exists() for table in lens.tables))
+    found = tuple(finding for lens in declaring if lens.name in ran for finding in lens.rulings.read(results, config))
+    candidates = tuple(
+        candidate
+        for lens in declaring
+        if lens.name in ran and lens.rulings.candidates is not None
+        for candidate in lens.rulings.candidates(results, config)
+    )
+    speakers = {
+        choice: tuple(
+            (lens.name, profile_running(config, lens)) for lens in declaring if choice in lens.rulings.choices
+        )
+        for choice in Choice
+    }
+    return RunFindings(found, candidates, speakers, ran)

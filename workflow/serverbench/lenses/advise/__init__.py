@@ -4,6 +4,7 @@ p99 objective within the memory budget (docs/advise.md)."""
 from pathlib import Path
 
 from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, TableJob, per_server
+from serverbench.lenses.advise.findings import RULINGS
 from serverbench.lenses.advise.settings import AdviseSettings
 
 
@@ -47,4 +48,5 @@ LENS = Lens(
         directories=("configurations",),
         rule="advice_table",
     ),
+    rulings=RULINGS,
 )

@@ -4,6 +4,7 @@ by side, under fast and slow clients (docs/front.md)."""
 from pathlib import Path
 
 from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, Words, deferred, per_server
+from serverbench.lenses.front.findings import RULINGS
 from serverbench.lenses.front.record import FrontKind, FrontMetric
 from serverbench.lenses.front.settings import FrontSettings
 from serverbench.plan.fronts import is_fronted
@@ -41,4 +42,5 @@ LENS = Lens(
         database=False,
     ),
     words=Words(kinds=FrontKind, metrics=FrontMetric),
+    rulings=RULINGS,
 )

@@ -16,6 +16,7 @@ from serverbench.lens import (
     deferred,
     per_server,
 )
+from serverbench.lenses.operations.findings import RULINGS
 from serverbench.lenses.operations.record import OperationsMetric, ReloadStatus
 from serverbench.lenses.operations.settings import OperationsSettings
 
@@ -69,4 +70,5 @@ LENS = Lens(
         outputs={"table": "operations.csv", "verdicts": "operations_verdicts.csv"},
     ),
     words=Words(metrics=OperationsMetric, statuses=ReloadStatus),
+    rulings=RULINGS,
 )

@@ -30,6 +30,7 @@ class OperationsSettings(LensSettings):
     reload_every: float
     concurrency: int
     step: LoadStep | None
+    deploy_failed_per_reload: float = 0  # more failed per reload rules the server out of a deployment
 
     @classmethod
     def from_dict(cls, data) -> OperationsSettings:

@@ -16,6 +16,7 @@ from serverbench.lens import (
     deferred,
     per_server,
 )
+from serverbench.lenses.recycle.findings import RULINGS
 from serverbench.lenses.recycle.record import RecycleKind, RecycleMetric
 from serverbench.lenses.recycle.settings import RecycleSettings
 
@@ -73,4 +74,5 @@ LENS = Lens(
         unshown=("checks",),
     ),
     words=Words(kinds=RecycleKind, metrics=RecycleMetric),
+    rulings=RULINGS,
 )

@@ -41,6 +41,7 @@ class RecycleSettings(LensSettings):
     sample_every_s: float
     window_s: float
     workload: str | None = None  # None: the profile's first
+    deploy_failed_per_restart: float = 0  # more failed per restart rules recycling out of a deployment
 
     @classmethod
     def from_dict(cls, data) -> RecycleSettings:

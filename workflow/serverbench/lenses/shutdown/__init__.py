@@ -16,6 +16,7 @@ from serverbench.lens import (
     deferred,
     per_server,
 )
+from serverbench.lenses.shutdown.findings import RULINGS
 from serverbench.lenses.shutdown.settings import ShutdownSettings
 from serverbench.lenses.shutdown.words import ShutdownKind, ShutdownMetric
 
@@ -69,4 +70,5 @@ LENS = Lens(
         entry=f"{__name__}.decide:write_tables",
         outputs={"table": "shutdown.csv", "checks": "shutdown_checks.csv", "verdicts": "shutdown_verdicts.csv"},
     ),
+    rulings=RULINGS,
 )

@@ -42,6 +42,7 @@ class ShutdownSettings(LensSettings):
     exit_wait_s: float
     long_request: LongRequest | None = None
     open_loop: OpenLoopSettings | None = None
+    deploy_lost_per_stop: float = 0  # more lost at its best graceful stop rules the server out of a deployment
 
     @classmethod
     def from_dict(cls, data) -> ShutdownSettings:
