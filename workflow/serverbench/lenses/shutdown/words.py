@@ -59,6 +59,28 @@ class How(StrEnum):
     DRAIN = "drain"
 
 
+class Placement(StrEnum):
+    """Where the stopped server stood: the clients' own address, or behind the nginx front."""
+
+    BARE = "bare"
+    # Behind the front (its deployment SERVER+nginx): the app server stopped, the front left
+    # running, the clients sending to the front.
+    FRONTED = "fronted"
+
+
+class Handover(StrEnum):
+    """What took over while the server stopped: nothing, or a second instance of it started
+    while the first served (a replacement on one host)."""
+
+    NONE = "none"
+    # Both bound to the same port with SO_REUSEPORT (the catalogue's stop.reuse_port).
+    REUSE_PORT = "reuse_port"
+    # The second a second upstream of the front; the front retries a request the stopped one
+    # failed on the other (its `*_next_upstream error timeout`, nginx's default) or does not (off).
+    UPSTREAM_RETRY = "second upstream, retried"
+    UPSTREAM_NO_RETRY = "second upstream, not retried"
+
+
 class Client(StrEnum):
     """How a client connects and paces its requests."""
 
@@ -69,5 +91,7 @@ class Client(StrEnum):
     OPEN = "open loop"
 
 
+NO_REUSE_PORT = "the catalogue declares no SO_REUSEPORT option for this server (its stop.reuse_port)"
+NO_FRONT = "the server has no deployment behind a front (the catalogue's behind)"
 NOT_DECLARED = "the catalogue declares no stop for this server"
 NO_GRACEFUL = "the server has no graceful stop (the catalogue's stop.graceful: none)"
