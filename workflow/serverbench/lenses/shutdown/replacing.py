@@ -99,7 +99,7 @@ class Second:
         return argv, BACKEND_SOCKET.format(rundir=rundir)
 
     def start(self, watcher: Watcher) -> None:
-        """Start it and wait until it listens: on its socket, or as a second listener on the port."""
+        """Start it and wait until it listens: on its socket, or beside the first on the port."""
         launch = self.launch
         argv, socket_path = self._argv()
         env = {**launch.program_env, **server_env(launch.spec, launch.values)}
@@ -108,8 +108,11 @@ class Second:
         if socket_path is not None:
             servers.wait_for_socket(socket_path, [self.process], LISTENING_WITHIN_S)
             return
+        # As many listeners again as the first has: a server may bind one a worker (gunicorn 27's
+        # --reuse-port), and a connection the kernel hands a listener no worker accepts yet waits.
+        first = watcher.last.listeners if watcher.last is not None else 1
         deadline = time.monotonic() + LISTENING_WITHIN_S
-        while not watcher.wait_for(lambda snapshot: snapshot.listeners >= 2, 0.2):
+        while not watcher.wait_for(lambda snapshot: snapshot.listeners >= 2 * first, 0.2):
             if self.process.exit_code() is not None or time.monotonic() > deadline:
                 raise servers.ServerError(f"the second instance never listened beside the first: {argv[0]}")
 

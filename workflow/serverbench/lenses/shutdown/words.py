@@ -12,6 +12,9 @@ class ShutdownKind(StrEnum):
     """The lens's kind of comparison (its ``lens.Words``)."""
 
     STOP = "stop"  # a server stopped one way against itself stopped another (decide)
+    FRONTED_STOP = "fronted stop"  # stopped behind the front against bare, alone both
+    REPLACEMENT = "replacement"  # replaced through SO_REUSEPORT against the stop alone
+    UPSTREAM_RETRY = "upstream retry"  # replaced behind the front: the front's retry on against off
 
 
 class ShutdownMetric(StrEnum):
