@@ -416,3 +416,33 @@ def test_a_server_with_no_way_to_be_replaced_or_fronted_says_why_in_a_row(base_c
     for handover in (Handover.NONE, Handover.UPSTREAM_RETRY, Handover.UPSTREAM_NO_RETRY):
         assert rows.loc[(Placement.FRONTED, handover), ["status", "reason"]].tolist() == [Status.NOT_MEASURED, NO_FRONT]
     assert len(result["stops"]) == 5  # the bare stop, and each way it could not be stopped once
+
+
+def test_the_section_answers_each_handover_question_in_a_sentence_on_the_page_in_answers_and_on_the_console(
+    base_config, tmp_path
+):
+    """Planted rows of a server stopped bare and behind the front, and its verdict of kind
+    ``fronted stop``: the page, answers.md and the console each say the answer across the
+    servers in one sentence, and the page's table shows the front's 502s."""
+    base = {"profile": "p", "server": "drops", "how": "graceful", "signal": "TERM", "delay_s": 1.0, "stops": 5,
+            "status": "ok", "reason": None, "killed": 0, "exit_codes": "0", "handover": "none"}  # fmt: skip
+    rows = [{**base, "placement": "bare", "lost_per_stop": 8.0, "bad_status": 0.0},
+            {**base, "placement": "fronted", "lost_per_stop": 4.0, "bad_status": 4.0}]  # fmt: skip
+    verdict = {"server": "drops", "kind": "fronted stop", "a": "drops graceful, 1 s routed, behind the front",
+               "b": "drops graceful, 1 s routed", "outcome": "lower", "estimate": -4.0, "ci_low": -4.5,
+               "ci_high": -3.5, "why": None}  # fmt: skip
+    results = tmp_path / "results"
+    results.mkdir()
+    pd.DataFrame(rows).to_csv(results / "shutdown.csv", index=False)
+    pd.DataFrame([verdict]).to_csv(results / "shutdown_verdicts.csv", index=False)
+    sections = registry.sections(base_config, sorted(results.glob("*.csv")), {})
+    page, answers = tmp_path / "index.html", tmp_path / "answers.md"
+    write_index(STORED / "summary.csv", STORED / "verdicts.csv", None, {}, page,
+                answers_path=answers, sections=sections)  # fmt: skip
+    said = "Stopped behind the nginx front against bare, requests lost per stop: drops lower (-4.0)."
+    shown = page.read_text()[page.read_text().index('<section id="shutdown">') :]
+    assert f"<li>{said}</li>" in shown and '<td data-label="bad status">4.0</td>' in shown
+    assert f"- {said}" in answers.read_text()
+    assert "| drops | graceful (TERM), routed 1 s after, behind the front | 4 | 4.0 |" in answers.read_text()
+    printed = registry.console_text(base_config, results, "shutdown")
+    assert f"  {said}\n" in printed and "graceful 1 s, behind the front: 4 lost" in printed
