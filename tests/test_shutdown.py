@@ -24,7 +24,7 @@ from serverbench.lenses.shutdown.decide import CHECK, shutdown_verdict_table
 from serverbench.lenses.shutdown.measure import planned_stops, run_shutdown
 from serverbench.lenses.shutdown.settings import ShutdownSettings
 from serverbench.lenses.shutdown.table import lost_after, shutdown_table
-from serverbench.lenses.shutdown.words import Client, How, Met
+from serverbench.lenses.shutdown.words import NO_FRONT, NO_REUSE_PORT, Client, Handover, How, Met, Placement
 from serverbench.record.vocabulary import Status
 from serverbench.report.index import write_index
 from serverbench.report.section import section_markdown
@@ -347,3 +347,102 @@ def test_each_release_gets_its_lost_per_stop_and_seconds_to_exit_and_is_judged_o
     assert (step["against"], step["check"], step["outcome"], step["estimate"]) == ("tiny@1.0", CHECK, "higher", 3)
     # Against its baseline (the newest) the older release reads the change turned round.
     assert by_release.loc[("tiny@1.0", "baseline"), ["outcome", "estimate"]].tolist() == ["lower", -3]
+
+
+HELD_GUNICORN = ["gunicorn", "--workers", "1", "--chdir", "{root}/tests/apps", "holding:application"]
+
+
+def test_a_replacement_through_reuse_port_loses_exactly_what_the_stop_alone_loses(base_config, tmp_path, no_leftovers):
+    """gunicorn's sync worker, one, started with --reuse-port (the catalogue's stop.reuse_port),
+    held on a request with N connections queued behind it; a second instance then started on the
+    same port, waited for as a second listener, and the first TERMed: the N were in the first's
+    own accept queue, which the second does not take over (tcp_migrate_req off: the kernel's
+    default), so the replacement loses exactly the N the stop alone loses, reset in the queue."""
+    require("gunicorn")
+    stop = base_config["catalogue"]["gunicorn"]["stop"]
+    assert stop["reuse_port"] == ["--reuse-port"]
+    add_server(base_config, "gunicorn-held", [*HELD_GUNICORN, "--bind", "{host}:{port}"], stop=stop)
+    result = stopped(base_config, tmp_path, "gunicorn-held", queue_behind_a_held_request(QUEUED),
+                     replace=["reuse_port"], handover_delay_s=0)  # fmt: skip
+    alone, replaced = result["stops"]
+    assert (alone["handover"], replaced["handover"]) == (Handover.NONE, Handover.REUSE_PORT)
+    for stop in (alone, replaced):
+        assert lost(stop) == {Met.RESET_IN_QUEUE: QUEUED}
+        assert stop["answered"] == {Client.FRESH: {"after": 1}} and stop["exit_code"] == 0
+    # The replacement started two masters (gunicorn 27 with --reuse-port names no address: its
+    # workers bind), the stop alone one.
+    log = (tmp_path / "gunicorn-held.log").read_text()
+    alone_log, replaced_log = log.split(f"handed over: {Handover.REUSE_PORT}")
+    masters = [line.rsplit("(", 1)[1] for line in replaced_log.splitlines() if "Listening at:" in line]
+    assert alone_log.count("Listening at:") == 1 and len(set(masters)) == len(masters) == 2
+    (judged,) = [row for row in shutdown_verdict_table([result]).to_dict("records") if row["kind"] == "replacement"]
+    assert judged["b"] == "gunicorn-held graceful, 0 s routed"
+
+
+def test_behind_the_front_a_second_upstream_takes_what_the_stopped_one_refuses_where_the_front_retries(
+    base_config, tmp_path, no_leftovers
+):
+    """gunicorn (one sync worker) behind nginx with a second instance as a second upstream; one
+    client sends a request at a time for 2 s after TERM. The first closes its socket at TERM:
+    with the front's proxy_next_upstream error timeout each request it routes there is retried
+    on the second, none lost; with off the first such request meets a 502, then the front takes
+    the first for down (max_fails 1) and routes every other to the second: exactly one lost."""
+    require("gunicorn", "nginx")
+    from serverbench.plan.fronts import expand_fronts
+
+    behind = {"protocol": "http", "command": [*HELD_GUNICORN, "--bind", "unix:{rundir}/backend.sock"]}
+    add_server(base_config, "gunicorn-held", [*HELD_GUNICORN, "--bind", "{host}:{port}"],
+               stop=base_config["catalogue"]["gunicorn"]["stop"], behind=behind)  # fmt: skip
+    expand_fronts(base_config)
+    result = stopped(base_config, tmp_path, "gunicorn-held", fresh=1, replace=["front"], handover_delay_s=2,
+                     delays=[2])  # fmt: skip
+    stops = {stop["handover"]: stop for stop in result["stops"]}
+    retried, refused = stops[Handover.UPSTREAM_RETRY], stops[Handover.UPSTREAM_NO_RETRY]
+    assert {stop["placement"] for stop in (retried, refused)} == {Placement.FRONTED}
+    assert lost(retried) == {} and lost(refused) == {Met.BAD_STATUS: 1}
+    for stop in (retried, refused):  # the second answered on after the first had gone
+        assert stop["answered"][Client.FRESH]["after"] > 1 and stop["exit_code"] == 0 and not stop["killed"]
+    (judged,) = [row for row in shutdown_verdict_table([result]).to_dict("records") if row["kind"] == "upstream retry"]
+    assert judged["a"] == "gunicorn-held graceful, 2 s routed, replaced as a second upstream, retried"
+
+
+def test_a_server_with_no_way_to_be_replaced_or_fronted_says_why_in_a_row(base_config, tmp_path, no_leftovers):
+    add_server(base_config, "alone", [*STOPPING, "drain"], stop=PLANTED_STOP)
+    result = stopped(base_config, tmp_path, "alone", fronted=True, replace=["reuse_port", "front"],
+                     handover_delay_s=0)  # fmt: skip
+    rows = shutdown_table([tmp_path / "alone.json"]).set_index(["placement", "handover"])
+    assert rows.loc[(Placement.BARE, Handover.NONE), "status"] == Status.OK
+    assert rows.loc[(Placement.BARE, Handover.REUSE_PORT), "reason"] == NO_REUSE_PORT
+    for handover in (Handover.NONE, Handover.UPSTREAM_RETRY, Handover.UPSTREAM_NO_RETRY):
+        assert rows.loc[(Placement.FRONTED, handover), ["status", "reason"]].tolist() == [Status.NOT_MEASURED, NO_FRONT]
+    assert len(result["stops"]) == 5  # the bare stop, and each way it could not be stopped once
+
+
+def test_the_section_answers_each_handover_question_in_a_sentence_on_the_page_in_answers_and_on_the_console(
+    base_config, tmp_path
+):
+    """Planted rows of a server stopped bare and behind the front, and its verdict of kind
+    ``fronted stop``: the page, answers.md and the console each say the answer across the
+    servers in one sentence, and the page's table shows the front's 502s."""
+    base = {"profile": "p", "server": "drops", "how": "graceful", "signal": "TERM", "delay_s": 1.0, "stops": 5,
+            "status": "ok", "reason": None, "killed": 0, "exit_codes": "0", "handover": "none"}  # fmt: skip
+    rows = [{**base, "placement": "bare", "lost_per_stop": 8.0, "bad_status": 0.0},
+            {**base, "placement": "fronted", "lost_per_stop": 4.0, "bad_status": 4.0}]  # fmt: skip
+    verdict = {"server": "drops", "kind": "fronted stop", "a": "drops graceful, 1 s routed, behind the front",
+               "b": "drops graceful, 1 s routed", "outcome": "lower", "estimate": -4.0, "ci_low": -4.5,
+               "ci_high": -3.5, "why": None}  # fmt: skip
+    results = tmp_path / "results"
+    results.mkdir()
+    pd.DataFrame(rows).to_csv(results / "shutdown.csv", index=False)
+    pd.DataFrame([verdict]).to_csv(results / "shutdown_verdicts.csv", index=False)
+    sections = registry.sections(base_config, sorted(results.glob("*.csv")), {})
+    page, answers = tmp_path / "index.html", tmp_path / "answers.md"
+    write_index(STORED / "summary.csv", STORED / "verdicts.csv", None, {}, page,
+                answers_path=answers, sections=sections)  # fmt: skip
+    said = "Stopped behind the nginx front against bare, requests lost per stop: drops lower (-4.0)."
+    shown = page.read_text()[page.read_text().index('<section id="shutdown">') :]
+    assert f"<li>{said}</li>" in shown and '<td data-label="bad status">4.0</td>' in shown
+    assert f"- {said}" in answers.read_text()
+    assert "| drops | graceful (TERM), routed 1 s after, behind the front | 4 | 4.0 |" in answers.read_text()
+    printed = registry.console_text(base_config, results, "shutdown")
+    assert f"  {said}\n" in printed and "graceful 1 s, behind the front: 4 lost" in printed

@@ -99,6 +99,7 @@ class Stop:
     timeout_setting: str | None = None
     timeout_default_s: float | None = None
     note: str | None = None
+    reuse_port: tuple[str, ...] = ()  # the argv fragment setting SO_REUSEPORT (none: it has none)
 
     @classmethod
     def from_spec(cls, spec: dict) -> Stop:
@@ -110,6 +111,7 @@ class Stop:
             timeout.get("setting"),
             timeout.get("default_s"),
             spec.get("note"),
+            tuple(spec.get("reuse_port") or ()),
         )
 
 

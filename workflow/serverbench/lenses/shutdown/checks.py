@@ -1,7 +1,7 @@
 """What the shutdown lens offers to releases and bisect (``Lens.checks``), shutdown_checks.csv:
 a row per (profile, server, check) in the ``lens.Layout.ROW`` layout, both read from the graceful
-stop with no delay (the signal with no balancer still routing: the stop a release changes, not
-the deployment around it):
+stop with no delay, bare and alone (the signal with no balancer still routing, no front, no
+second instance: the stop a release changes, not the deployment around it):
 
 - ``lost_per_stop``: the requests it lost, the mean over its stops (the figure its verdicts
   judge); a release is judged on it against its baseline and the release before it
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from serverbench.lenses.shutdown.table import lost_after
+from serverbench.lenses.shutdown.table import alone, lost_after
 from serverbench.lenses.shutdown.words import NO_GRACEFUL, NOT_DECLARED, How
 from serverbench.record.vocabulary import Status
 
@@ -44,11 +44,11 @@ NO_DELAY_ASKED = "the profile's delays have no 0: no graceful stop without a del
 
 
 def offered_stops(result: dict) -> list[dict]:
-    """The record's graceful stops with no delay that were made."""
+    """The record's graceful stops with no delay that were made, bare with nothing taking over."""
     return [
         stop
         for stop in result["stops"]
-        if stop["how"] == How.GRACEFUL and stop["delay_s"] == NO_DELAY and stop["status"] == Status.OK
+        if stop["how"] == How.GRACEFUL and stop["delay_s"] == NO_DELAY and stop["status"] == Status.OK and alone(stop)
     ]
 
 
@@ -61,7 +61,7 @@ def _not_offered(result: dict) -> tuple[str, str]:
     """Why a record has no graceful stop with no delay that was made: its status and reason."""
     if result["status"] != Status.OK:
         return result["status"], result["reason"]
-    graceful = [stop for stop in result["stops"] if stop["how"] == How.GRACEFUL]
+    graceful = [stop for stop in result["stops"] if stop["how"] == How.GRACEFUL and alone(stop)]
     if not graceful:
         return Status.NOT_MEASURED, NO_GRACEFUL if result["stops"] else result["reason"] or NOT_DECLARED
     unmade = [stop for stop in graceful if stop["delay_s"] == NO_DELAY]

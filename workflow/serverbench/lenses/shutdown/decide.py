@@ -1,8 +1,11 @@
 """A server's stops judged within the server, through the one rule (``decide.margins``) as the
 operations lens judges its checks: the requests lost per stop of its graceful stop against its
 fast one (at the first delay), of each longer delay against the first (the balancer still
-routing to it against not), and of its drain (its own "stop accepting" first) against its
-graceful signal alone at each delay. Each side's figures are its stops' counts; the interval is a
+routing to it against not), of its drain (its own "stop accepting" first) against its
+graceful signal alone at each delay, and at the delay of the stops behind the front and the
+replacements (``handover_pairs``): behind the front against bare, replaced through SO_REUSEPORT
+against the stop alone, and replaced behind the front with the front's retry against without.
+Each side's figures are its stops' counts; the interval is a
 percentile bootstrap of the difference of the means (``decide.bootstrap``, seeded so a table
 repeats; a side with fewer than ``MIN_FIGURES`` stops is undetermined, with why), read against
 a margin of half a request a stop: *higher*, *lower*, *equivalent* or *undetermined*.
@@ -19,8 +22,8 @@ import pandas as pd
 from serverbench import files
 from serverbench.decide import bootstrap
 from serverbench.lenses.shutdown.checks import check_table, offered_stops
-from serverbench.lenses.shutdown.table import lost_after, write_shutdown
-from serverbench.lenses.shutdown.words import How, ShutdownKind, ShutdownMetric
+from serverbench.lenses.shutdown.table import lost_after, way_of, write_shutdown
+from serverbench.lenses.shutdown.words import Handover, How, Placement, ShutdownKind, ShutdownMetric
 from serverbench.plan.releases import release_pairs
 from serverbench.record.vocabulary import Status
 
@@ -32,8 +35,19 @@ MARGIN = 0.5  # half a request a stop: a stop that loses one request more is tol
 RULE = bootstrap.CheckRule(UNIT, bootstrap.Read.DIFFERENCE.value, MARGIN)
 
 
-def label(server: str, how: str, delay_s: float) -> str:
-    return f"{server} {how}, {delay_s:g} s routed"
+# How a stop's placement and handover read after its label (bare and alone: nothing).
+WAY_WORDS = {
+    (Placement.BARE, Handover.NONE): "",
+    (Placement.FRONTED, Handover.NONE): ", behind the front",
+    (Placement.BARE, Handover.REUSE_PORT): ", replaced through SO_REUSEPORT",
+    (Placement.FRONTED, Handover.UPSTREAM_RETRY): ", replaced as a second upstream, retried",
+    (Placement.FRONTED, Handover.UPSTREAM_NO_RETRY): ", replaced as a second upstream, not retried",
+}
+ALONE = (Placement.BARE, Handover.NONE)
+
+
+def label(server: str, how: str, delay_s: float, placement: str = Placement.BARE, handover: str = Handover.NONE) -> str:
+    return f"{server} {how}, {delay_s:g} s routed{WAY_WORDS[Placement(placement), Handover(handover)]}"
 
 
 def judge(
@@ -70,15 +84,43 @@ def pairs_of(kinds: dict[tuple[str, float], list[float]]) -> list[tuple[tuple, t
     return found
 
 
+# Each (placement, handover) judged against which, at the same stop and delay, and the kind.
+HANDOVER_PAIRS = (
+    ((Placement.FRONTED, Handover.NONE), ALONE, ShutdownKind.FRONTED_STOP),
+    ((Placement.BARE, Handover.REUSE_PORT), ALONE, ShutdownKind.REPLACEMENT),
+    ((Placement.FRONTED, Handover.UPSTREAM_RETRY), (Placement.FRONTED, Handover.UPSTREAM_NO_RETRY),
+     ShutdownKind.UPSTREAM_RETRY),
+)  # fmt: skip
+
+
+def handover_pairs(kinds: dict[tuple, list[float]]) -> list[tuple[tuple, tuple, ShutdownKind]]:
+    """Behind the front against bare, replaced through SO_REUSEPORT against alone, the front's
+    retry against none: each where both sides were stopped the same way at the same delay."""
+    return [
+        ((how, delay, *a), (how, delay, *b), kind)
+        for a, b, kind in HANDOVER_PAIRS
+        for how, delay, *way in sorted(kinds)
+        if tuple(way) == a and (how, delay, *b) in kinds
+    ]
+
+
 def comparisons(result: dict) -> list[bootstrap.CheckComparison]:
     """One server's record: its declared pairs of stops, on the requests each lost."""
-    kinds: dict[tuple[str, float], list[float]] = {}
+    ways: dict[tuple, list[float]] = {}
     for stop in result["stops"]:
         if stop["status"] == Status.OK:
-            kinds.setdefault((How(stop["how"]), stop["delay_s"]), []).append(float(len(lost_after(stop))))
+            how, delay, placement, handover = way_of(stop)
+            ways.setdefault((How(how), delay, Placement(placement), Handover(handover)), []).append(
+                float(len(lost_after(stop)))
+            )
+    kinds = {(how, delay): lost for (how, delay, *way), lost in ways.items() if tuple(way) == ALONE}
     condition = (("profile", result["profile"]), ("server", result["server"]))
     server = result["server"]
-    return [judge(condition, (label(server, *a), kinds[a]), (label(server, *b), kinds[b])) for a, b in pairs_of(kinds)]
+    found = [judge(condition, (label(server, *a), kinds[a]), (label(server, *b), kinds[b])) for a, b in pairs_of(kinds)]
+    return found + [
+        judge(condition, (label(server, *a), ways[a]), (label(server, *b), ways[b]), kind=kind)
+        for a, b, kind in handover_pairs(ways)
+    ]
 
 
 def release_comparisons(results: list[dict], config: dict) -> list[bootstrap.CheckComparison]:

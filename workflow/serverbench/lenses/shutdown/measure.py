@@ -9,7 +9,12 @@ catalogue's ``stop`` declares, ``rounds`` times each way:
 - its fast stop at the first delay (``fast``), against which the graceful one is judged;
 - where its ``stop`` declares control requests (Unit), its drain at each delay (``drain``):
   those requests first (it stops accepting), the graceful signal once the delay has passed,
-  judged against the graceful signal alone.
+  judged against the graceful signal alone;
+- at ``handover_delay_s``, its first stop (graceful, else fast) behind the nginx front
+  (``fronted``: its deployment SERVER+nginx, the app server signalled) and its replacements on
+  one host (``replace``: a second instance on the same port through SO_REUSEPORT, or as a
+  second upstream of the front, retried and not: replacing.py); a server with no such way is
+  a stop not measured, saying why, once.
 
 Each stop is a fresh start (stopping.stop_under_load): every request counted by what it met,
 the seconds from the signal to the listener gone, to the last answer and to the processes
@@ -26,10 +31,11 @@ from serverbench import files
 from serverbench.cell import servers
 from serverbench.cell.errors import interruptible
 from serverbench.cell.session import ServerSession
+from serverbench.lenses.shutdown import replacing
 from serverbench.lenses.shutdown.record import SHUTDOWN_SCHEMA, ShutdownResult, Stop
 from serverbench.lenses.shutdown.settings import ShutdownSettings
-from serverbench.lenses.shutdown.stopping import Before, stop_under_load
-from serverbench.lenses.shutdown.words import NOT_DECLARED, How
+from serverbench.lenses.shutdown.stopping import Before, Stopped, stop_under_load
+from serverbench.lenses.shutdown.words import NO_FRONT, NO_REUSE_PORT, NOT_DECLARED, Handover, How, Placement
 from serverbench.plan.catalogue import server_entry
 from serverbench.plan.config import effective_profile
 from serverbench.plan.shapes import Profile, Target
@@ -49,6 +55,29 @@ def planned_stops(plan: ShutdownSettings, has_graceful: bool, has_drain: bool = 
     if has_graceful and has_drain and plan.drain:
         stops += [(How.DRAIN, float(delay)) for delay in plan.delays]
     return stops
+
+
+# Each way of `replace`: the stops it makes (placement, handover).
+REPLACEMENTS = {
+    "reuse_port": ((Placement.BARE, Handover.REUSE_PORT),),
+    "front": ((Placement.FRONTED, Handover.UPSTREAM_RETRY), (Placement.FRONTED, Handover.UPSTREAM_NO_RETRY)),
+}
+
+
+def planned_handovers(plan: ShutdownSettings) -> list[tuple[Placement, Handover]]:
+    """Each (placement, handover) of one round besides the bare stops alone: behind the front
+    alone (``fronted``), then each way of ``replace``."""
+    found = [(Placement.FRONTED, Handover.NONE)] if plan.fronted else []
+    return found + [way for name in plan.replace for way in REPLACEMENTS[name]]
+
+
+def unable(config: dict, server: str, placement: Placement, handover: Handover) -> str | None:
+    """Why the server cannot be stopped so (None: it can)."""
+    if placement is Placement.FRONTED and replacing.deployment_of(config, server) is None:
+        return NO_FRONT
+    if handover is Handover.REUSE_PORT and not server_entry(config, server).stop.reuse_port:
+        return NO_REUSE_PORT
+    return None
 
 
 @interruptible()
@@ -93,10 +122,20 @@ def run_shutdown(config: dict, profile_name: str, server: str, json_path, log_pa
 def rounds_of(config, profile, server, workload, plan, log_path, before_signal) -> list[Stop]:
     """Every round's stops; a skipped one ends them (the others would be skipped alike)."""
     declared = server_entry(config, server).stop
+    first = How.GRACEFUL if declared.graceful is not None else How.FAST
     stops = []
     for round_number in range(1, plan.rounds + 1):
-        for how, delay in planned_stops(plan, declared.graceful is not None, bool(declared.control)):
-            which = (how, delay, round_number)
+        plain = [(how, delay, Placement.BARE, Handover.NONE) for how, delay in
+                 planned_stops(plan, declared.graceful is not None, bool(declared.control))]  # fmt: skip
+        ways = [(first, float(plan.handover_delay_s), *way) for way in planned_handovers(plan)]
+        for how, delay, placement, handover in plain + ways:
+            why = unable(config, server, placement, handover)
+            if why is not None:  # said once, in the first round
+                if round_number == 1:
+                    stops.append(Stop(round_number, str(how), None, delay, Status.NOT_MEASURED, why,
+                                      str(placement), str(handover)))  # fmt: skip
+                continue
+            which = (how, delay, round_number, placement, handover)
             stops.append(one_stop(config, profile, server, workload, which, log_path, before_signal))
             if stops[-1].status == Status.SKIPPED:
                 return stops
@@ -106,18 +145,34 @@ def rounds_of(config, profile, server, workload, plan, log_path, before_signal) 
 def one_stop(
     config: dict, profile: Profile, server: str, workload: str, which: tuple, log_path: Path, before: Before | None
 ) -> Stop:
-    """Start the server, load and stop it once (``which``: how, delay, round); always end it."""
-    how, delay, round_number = which
+    """Start the server, load and stop it once (``which``: how, delay, round, placement and
+    handover); always end it, and the second instance of a replacement."""
+    how, delay, round_number, placement, handover = which
     with log_path.open("a") as log:
-        log.write(f"serverbench: round {round_number}, {how} stop, {delay:g} s still routed\n")
+        log.write(f"serverbench: round {round_number}, {how} stop, {delay:g} s still routed, {placement}, "
+                  f"handed over: {handover}\n")  # fmt: skip
     found: list[Stop] = []
+    name = replacing.deployment_of(config, server) if placement is Placement.FRONTED else server
     session = ServerSession(
-        config, Target(profile.name, server, workload), profile, log_path, failures=(OSError, servers.ServerError)
+        config, Target(profile.name, name, workload), profile, log_path, failures=(OSError, servers.ServerError)
     )
+    second = None
     with session:
+        launch = session.prepare()
+        if handover is Handover.REUSE_PORT:
+            replacing.reuse_port_command(launch, server_entry(config, server).stop.reuse_port)
+        elif handover in replacing.UPSTREAMS:
+            replacing.add_second_upstream(launch, handover)
         launch = session.start()
-        found.append(stop_under_load(launch, profile.settings(PROFILE_KEY), how, delay, round_number, before))
+        second = replacing.Second(launch, handover) if handover is not Handover.NONE else None
+        stopped = Stopped(server_entry(config, server).stop, placement, handover, second)
+        try:
+            found.append(stop_under_load(launch, profile.settings(PROFILE_KEY), how, delay, round_number, before,
+                                         stopped))  # fmt: skip
+        finally:
+            if second is not None:
+                second.stop()
     ending = session.ending
     if found and ending.ok:
         return found[0]
-    return Stop(round_number, str(how), None, delay, status=ending.status, reason=ending.reason)
+    return Stop(round_number, str(how), None, delay, ending.status, ending.reason, str(placement), str(handover))

@@ -30,7 +30,8 @@ class Request:
 @dataclass(frozen=True)
 class Stop:
     """One start of the server, loaded, then stopped: how, by which signal, with how long the
-    clients kept sending after it (``delay_s``: a balancer still routing to it)."""
+    clients kept sending after it (``delay_s``: a balancer still routing to it), bare or behind
+    the front, alone or replaced by a second instance."""
 
     round: int
     how: str
@@ -38,6 +39,9 @@ class Stop:
     delay_s: float
     status: Status = Status.OK
     reason: str | None = None
+    # Where it stood (words.Placement) and what took over while it stopped (words.Handover).
+    placement: str = "bare"
+    handover: str = "none"
     # Seconds from the stop's beginning (its signal; a drain's first control request) to its
     # signal (a drain's: its delay; None: not sent), its listening socket gone (sock_diag), its
     # last correct answer, every process of it gone; None where it did not happen before the

@@ -1,6 +1,7 @@
-"""The section "Does a deploy drop requests?": shutdown.csv read as a row per (server, stop, delay),
-the judged pairs in words, and a console line per server (the core writes the page, answers.md
-and the console from it)."""
+"""The section "Does a deploy drop requests?": shutdown.csv read as a row per (server, stop, delay,
+placement, handover), the judged pairs in words, a sentence for each question of the stops behind
+the front and the replacements (across the servers), and a console line per server (the core
+writes the page, answers.md and the console from it)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ from pathlib import Path
 import pandas as pd
 
 from serverbench.lens import Link, Medium, Paragraph, Section, Sentences, Table
-from serverbench.lenses.shutdown.words import How
+from serverbench.lenses.shutdown.decide import WAY_WORDS
+from serverbench.lenses.shutdown.words import Handover, How, Placement, ShutdownKind
 from serverbench.record.vocabulary import Outcome, Status
 
 TITLE = "Does a deploy drop requests?"
+BAD_STATUS = "bad status"
 # The page's columns: each from shutdown.csv, how it is written (a column no row has is left out).
 COLUMNS = {
     "requests lost per stop": ("lost_per_stop", "{:.0f}"),
+    BAD_STATUS: ("bad_status", "{:.1f}"),  # a 502 from the front whose upstream is gone, a 503
     "reset in the accept queue": ("reset_in_the_accept_queue", "{:.1f}"),
     "reset in flight": ("reset_in_flight", "{:.1f}"),
     "refused": ("refused", "{:.1f}"),
@@ -35,11 +39,20 @@ def _cell(value, form: str) -> str:
     return "" if value is None or (isinstance(value, float) and pd.isna(value)) else form.format(value)
 
 
+def way_words(found: pd.Series) -> str:
+    """A row's placement and handover in words after its stop (bare and alone, or a table from
+    before them: nothing)."""
+    placement, handover = found.get("placement"), found.get("handover")
+    if not isinstance(placement, str) or not isinstance(handover, str):
+        return ""
+    return WAY_WORDS[Placement(placement), Handover(handover)]
+
+
 def stop_words(found: pd.Series) -> str:
     """How a row's stops were made, in words (a drain's signal comes its delay after its control requests)."""
     if found["how"] == How.DRAIN:
         return f"drain (stopped accepting, {found['signal']} {found['delay_s']:g} s later), routed until the signal"
-    return f"{found['how']} ({found['signal']}), routed {found['delay_s']:g} s after"
+    return f"{found['how']} ({found['signal']}), routed {found['delay_s']:g} s after{way_words(found)}"
 
 
 def shutdown_rows(table: pd.DataFrame) -> list[dict]:
@@ -47,7 +60,9 @@ def shutdown_rows(table: pd.DataFrame) -> list[dict]:
     for _, found in table.iterrows():
         row = {"server": found["server"], "profile": found["profile"]}
         if found["status"] != Status.OK:
-            row.update(stop="", notes=f"{found['status']}: {found['reason']}")
+            way = way_words(found)  # a way it could not be stopped: which, else nothing
+            said = f"{found['how']}, routed {found['delay_s']:g} s after{way}" if way else ""
+            row.update(stop=said, notes=f"{found['status']}: {found['reason']}")
             rows.append(row)
             continue
         row["stop"] = stop_words(found)
@@ -97,13 +112,44 @@ def console_lines(table: pd.DataFrame) -> list[str]:
     lines = []
     for server, rows in table.groupby("server", sort=True):
         said = [
-            f"{row['how']} {row['delay_s']:g} s: {row['lost_per_stop']:.0f} lost"
+            f"{row['how']} {row['delay_s']:g} s{way_words(row)}: {row['lost_per_stop']:.0f} lost"
             if row["status"] == Status.OK
             else f"{row['status']}"
             for _, row in rows.iterrows()
         ]
         lines.append(f"{server}: " + "; ".join(said))
     return lines
+
+
+# Each question of the stops behind the front and the replacements: its verdicts' kind, asked.
+QUESTIONS = {
+    ShutdownKind.FRONTED_STOP: "Stopped behind the nginx front against bare",
+    ShutdownKind.REPLACEMENT: "Replaced through SO_REUSEPORT (a second instance on the port) against stopped alone",
+    ShutdownKind.UPSTREAM_RETRY: (
+        "Replaced as a second upstream of the front, the front retrying a failed request on the other "
+        "(*_next_upstream error timeout) against not (off)"
+    ),
+}
+
+
+def answers(judged: pd.DataFrame | None) -> list[str]:
+    """A sentence for each question asked (``QUESTIONS``): every server's outcome on the requests
+    lost per stop and its difference a stop, the servers that could not be judged with why."""
+    if judged is None or judged.empty or "kind" not in judged:
+        return []
+    found = []
+    for kind, question in QUESTIONS.items():
+        rows = judged[judged["kind"] == kind]
+        if rows.empty:
+            continue
+        said = []
+        for _, row in rows.iterrows():
+            if row["outcome"] in (Outcome.UNDETERMINED, "undetermined"):
+                said.append(f"{row['server']} undetermined")
+            else:
+                said.append(f"{row['server']} {row['outcome']} ({row['estimate']:+.1f})")
+        found.append(f"{question}, requests lost per stop: " + ", ".join(said) + ".")
+    return found
 
 
 def shutdown_section(shutdown_csv, verdicts_csv=None) -> Section | None:
@@ -120,9 +166,13 @@ def shutdown_section(shutdown_csv, verdicts_csv=None) -> Section | None:
     every = ["server", "profile", "stop", *COLUMNS, "notes"]
     hidden = {"profile"} if table["profile"].nunique() == 1 else set()
     hidden |= {column for column in every if not any(row.get(column) for row in rows)}
+    # A front's 502s are what a stop behind it loses: the column where a row stood behind one.
+    if "placement" not in table or not (table["placement"] == Placement.FRONTED).any():
+        hidden.add(BAD_STATUS)
     columns = [column for column in every if column not in hidden]
     judged = pd.read_csv(verdicts_csv) if verdicts_csv and Path(verdicts_csv).stat().st_size else None
     sentences = [_sentence(row) for _, row in judged.iterrows()] if judged is not None and not judged.empty else []
+    answered = answers(judged)
     return Section(
         TITLE,
         (
@@ -130,8 +180,10 @@ def shutdown_section(shutdown_csv, verdicts_csv=None) -> Section | None:
             Paragraph(MARKDOWN_LEAD, Medium.MARKDOWN),
             Paragraph(f"{TITLE} (shutdown.csv)", Medium.CONSOLE),
             # answers.md reads the outcomes before the table, the page after it.
+            *((Sentences(answered, Medium.MARKDOWN),) if answered else ()),
             Sentences(sentences, Medium.MARKDOWN),
             Sentences(console_lines(table), Medium.CONSOLE, marker=""),
+            *((Sentences(answered, Medium.CONSOLE, marker=""),) if answered else ()),
             Table(
                 columns,
                 [[str(row.get(column, "")) for column in columns] for row in rows],
@@ -139,5 +191,6 @@ def shutdown_section(shutdown_csv, verdicts_csv=None) -> Section | None:
                 labelled=True,
             ),
             *((Paragraph(JUDGED_LEAD, Medium.PAGE), Sentences(sentences, Medium.PAGE)) if sentences else ()),
+            *((Sentences(answered, Medium.PAGE),) if answered else ()),
         ),
     )

@@ -1,7 +1,8 @@
 """The shutdown lens's settings, typed (a profile's ``shutdown``: settings.schema.yaml beside this
 file): how many stops, the delays the clients keep sending after the signal, the closed loops'
 connections, open-loop clients at a share of their rate, the load before the signal, the waits,
-and a request longer than the graceful timeout."""
+a request longer than the graceful timeout, and the stops behind the front and the replacements
+on one host (their delay)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,9 @@ class ShutdownSettings(LensSettings):
     load_s: float
     timeout_s: float
     exit_wait_s: float
+    fronted: bool = False
+    replace: tuple[str, ...] = ()
+    handover_delay_s: float = 1.0
     long_request: LongRequest | None = None
     open_loop: OpenLoopSettings | None = None
     deploy_lost_per_stop: float = 0  # more lost at its best graceful stop rules the server out of a deployment

@@ -5,7 +5,11 @@ a drain: its control requests, then its graceful signal ``delay_s`` later), the 
 for ``delay_s`` more (a balancer still routing to it), then every request
 counted by what it met and the stop timed from its signal: to the listener gone (sock_diag),
 to the last correct answer, to the server's processes gone; its exit code; and, where asked, a
-request longer than the graceful timeout, sent before the signal: answered or cut."""
+request longer than the graceful timeout, sent before the signal: answered or cut.
+
+Where it stands behind the front (``Stopped.placement``) the app server alone is signalled and
+waited for, the front left running; where a second instance takes over (``Stopped.second``:
+replacing.py) the second is started first and the listener, still there, is not waited for."""
 
 from __future__ import annotations
 
@@ -15,6 +19,9 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
+
+import psutil
 
 from serverbench.cell import servers
 from serverbench.cell.launch import Launch
@@ -22,9 +29,10 @@ from serverbench.cell.underload import workload_request
 from serverbench.cell.wire import request
 from serverbench.lenses.shutdown.client import Clients, OpenLoop, Sent, answered_rate, cut, exchange
 from serverbench.lenses.shutdown.record import Request, Stop
+from serverbench.lenses.shutdown.replacing import Second
 from serverbench.lenses.shutdown.settings import ShutdownSettings
 from serverbench.lenses.shutdown.watch import ServerSockets, Watcher
-from serverbench.lenses.shutdown.words import Client, How, Met
+from serverbench.lenses.shutdown.words import Client, Handover, How, Met, Placement
 from serverbench.plan.catalogue import Stop as StopSpec
 
 EXIT_POLL_S = 0.02
@@ -45,11 +53,49 @@ def stop_accepting(launch: Launch, spec: StopSpec) -> None:
             raise servers.ServerError(f"{step['method']} {path} refused ({status}): {answer.strip()[:200]}")
 
 
-def send_signal(launch: Launch, spec: StopSpec, how: How) -> str:
+@dataclass(frozen=True)
+class Stopped:
+    """What a stop stops: the server's declared stop (``spec``; behind a front, its app
+    server's), where it stands and what takes over (``second``, started by the stop)."""
+
+    spec: StopSpec
+    placement: Placement = Placement.BARE
+    handover: Handover = Handover.NONE
+    second: Second | None = None
+
+    @property
+    def alone(self) -> bool:
+        """Stopped bare with nothing taking over: its listener is the clients' and goes with it."""
+        return self.placement is Placement.BARE and self.handover is Handover.NONE
+
+
+def stopped_process(launch: Launch) -> servers.ServerProcess:
+    """The process a stop signals: the app server (a front's backend, its first member)."""
+    return launch.server.members[0]
+
+
+def send_signal(process: servers.ServerProcess, spec: StopSpec, how: How) -> str:
     """The stop's signal to the server's main process (a drain's is the graceful one); its name."""
     name = spec.fast if how is How.FAST else spec.graceful
-    launch.server.front.proc.send_signal(getattr(signal, f"SIG{name}"))
+    process.proc.send_signal(getattr(signal, f"SIG{name}"))
     return name
+
+
+def family_of(process: servers.ServerProcess) -> list[psutil.Process]:
+    """The process and its descendants at the signal: what must end for it to be gone where its
+    isolation holds others too (the front, a second instance)."""
+    try:
+        root = psutil.Process(process.pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 class LongRequest:
@@ -98,13 +144,14 @@ def _counted(sent: list[Sent], origin: float) -> tuple[dict, tuple[Request, ...]
     return {client: dict(counts) for client, counts in answered.items()}, tuple(failures)
 
 
-def wait_gone(launch: Launch, limit: float) -> float | None:
-    """Until every process of the server has ended (monotonic s), or None after ``limit``."""
+def wait_gone(process: servers.ServerProcess, limit: float, family: list | None = None) -> float | None:
+    """Until every process of the server has ended (monotonic s), or None after ``limit``:
+    every one of its isolation's, or where others share it, of its ``family``."""
     deadline = time.monotonic() + limit
-    front = launch.server.front
     while time.monotonic() < deadline:
-        if front.exit_code() is not None and not front.tree():
-            return time.monotonic()
+        if process.exit_code() is not None:
+            if not (process.tree() if family is None else [one for one in family if _alive(one)]):
+                return time.monotonic()
         time.sleep(EXIT_POLL_S)
     return None
 
@@ -131,7 +178,7 @@ def _open_loop(launch: Launch, plan: ShutdownSettings, loads: list[Clients], sin
     ).start()
 
 
-def _signalled(launch: Launch, how: How, loads: list[Clients], delay_s: float, watcher: Watcher) -> tuple:
+def _signalled(launch: Launch, how: How, loads: list[Clients], delay_s: float, watcher: Watcher, spec) -> tuple:
     """The stop begun, the clients told to stop sending ``delay_s`` after it: its moment (the
     signal's; a drain's, its first control request's, the signal sent once ``delay_s`` has
     passed), the signal's name, the seconds from that moment to the signal and, where the stop
@@ -142,10 +189,10 @@ def _signalled(launch: Launch, how: How, loads: list[Clients], delay_s: float, w
         load.until = origin + delay_s
     try:
         if how is How.DRAIN:
-            stop_accepting(launch, launch.spec.stop)
+            stop_accepting(launch, spec)
             time.sleep(max(0.0, origin + delay_s - time.monotonic()))
         signalled = time.monotonic()
-        return origin, send_signal(launch, launch.spec.stop, how), round(signalled - origin, 4), None
+        return origin, send_signal(stopped_process(launch), spec, how), round(signalled - origin, 4), None
     except (OSError, servers.ServerError) as exc:
         return origin, None, None, f"the {how} stop could not be sent: {exc}"
 
@@ -163,31 +210,42 @@ def stop_under_load(
     delay_s: float,
     round_number: int,
     before_signal: Before | None = None,
+    stopped: Stopped | None = None,
 ) -> Stop:
-    """Load, stop, count (the module's docstring); the server is left to the session to end.
-    ``before_signal``, called with the watcher once the load has run, starts further clients
-    whose requests are counted with the load's (a condition a test creates: requests queued
-    behind a busy worker)."""
+    """Load, stop, count (the module's docstring); the server is left to the session to end,
+    a second instance to the caller. ``before_signal``, called with the watcher once the load
+    has run, starts further clients whose requests are counted with the load's (a condition a
+    test creates: requests queued behind a busy worker). ``stopped``: the server's own stop,
+    bare and alone, unless given."""
+    stopped = stopped or Stopped(launch.spec.stop)
     watcher = Watcher(ServerSockets(launch.host, launch.port)).start()
-    loaded_at = time.monotonic()
-    loads, long, gone, open_loop = _loads(launch, plan, watcher), None, None, None
-    if plan.long_request is not None:
-        long = LongRequest(launch, plan.long_request.path, plan.long_request.timeout_s, watcher)
+    second = stopped.second
+    loads, long, gone, open_loop, origin = [], None, None, None, time.monotonic()
     try:
+        if second is not None and second.before_load:
+            second.start(watcher)
+        loaded_at = time.monotonic()
+        loads = _loads(launch, plan, watcher)
+        if plan.long_request is not None:
+            long = LongRequest(launch, plan.long_request.path, plan.long_request.timeout_s, watcher)
         open_loop = _run_load(launch, plan, loads, loaded_at, watcher, long)
         if before_signal is not None:
             loads += before_signal(watcher)
-        origin, name, signal_s, problem = _signalled(launch, how, loads, delay_s, watcher)
+        if second is not None and not second.before_load:
+            second.start(watcher)
+        family = None if stopped.alone else family_of(stopped_process(launch))
+        origin, name, signal_s, problem = _signalled(launch, how, loads, delay_s, watcher, stopped.spec)
         if problem is None:
-            gone = wait_gone(launch, plan.exit_wait_s)
-        if gone is not None:  # the listener went at the latest with the processes: its last snapshot
+            gone = wait_gone(stopped_process(launch), plan.exit_wait_s, family)
+        if gone is not None and stopped.alone:  # the listener went at the latest with the processes
             watcher.wait_for(lambda snapshot: not snapshot.listening, LISTENER_SEEN_WITHIN_S)
     finally:
         done = [one for load in loads for one in load.join()]
         watcher.stop()
     return _stop_record(
-        launch, plan, how, delay_s, round_number, done, watcher, origin, name, signal_s, problem, gone, open_loop, long
-    )
+        launch, plan, (how, delay_s, round_number), stopped, done, watcher, origin, name, signal_s, problem, gone,
+        open_loop, long,
+    )  # fmt: skip
 
 
 def _run_load(launch: Launch, plan: ShutdownSettings, loads: list, loaded_at: float, watcher: Watcher, long):
@@ -207,9 +265,10 @@ def _run_load(launch: Launch, plan: ShutdownSettings, loads: list, loaded_at: fl
 
 
 def _stop_record(
-    launch, plan, how, delay_s, round_number, done, watcher, origin, name, signal_s, problem, gone, open_loop, long
+    launch, plan, which, stopped, done, watcher, origin, name, signal_s, problem, gone, open_loop, long
 ) -> Stop:
     """One stop's record from every request it counted and the moments the watcher saw."""
+    how, delay_s, round_number = which
     answered, failures = _counted(done, origin)
     answers = [one.ended for one in done if one.met is Met.ANSWERED and one.ended >= origin]
 
@@ -221,12 +280,14 @@ def _stop_record(
         str(how),
         name,
         delay_s,
+        placement=str(stopped.placement),
+        handover=str(stopped.handover),
         reason=problem or watcher.error or _unpaced(plan, open_loop),
         signal_s=signal_s,
         listener_closed_s=since(watcher.listener_gone_at),
         last_answer_s=since(max(answers)) if answers else None,
         exited_s=since(gone),
-        exit_code=launch.server.front.exit_code(),
+        exit_code=stopped_process(launch).exit_code(),
         open_rate=round(open_loop.rate, 2) if open_loop is not None else None,
         open_lag_s=round(open_loop.lag_s, 4) if open_loop is not None else None,
         killed=gone is None,

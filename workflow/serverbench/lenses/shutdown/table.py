@@ -1,4 +1,5 @@
-"""shutdown.csv: a server stopped under load, one row per (profile, server, how, delay).
+"""shutdown.csv: a server stopped under load, one row per (profile, server, how, delay,
+placement, handover): bare or behind the front, alone or replaced by a second instance.
 
 Each row reads every stop of that kind: how many (``stops``), the requests lost per stop
 (median and mean over the stops, and by client kind: kept-alive, fresh, open loop), each
@@ -10,6 +11,8 @@ seen, how many stops the lens had to kill, what the long request met, and the op
 step, the loop was no longer open). A request is lost when it ended at or after the signal
 without an answer; those that failed before it (``lost_before``, a control: none expected)
 are counted apart. A server that could not be stopped so is a row with its status and reason.
+Behind the front a request routed to the gone upstream is answered at once with a 502, and the
+client sends the next: as a refusal, a connection's 502s after the signal count once.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ import numpy as np
 import pandas as pd
 
 from serverbench import files
-from serverbench.lenses.shutdown.words import LOST, Client, Met
+from serverbench.lenses.shutdown.words import LOST, Client, Handover, Met, Placement
 from serverbench.record.vocabulary import Status
 
-KEYS = ["profile", "server", "language", "how", "signal", "delay_s"]
+KEYS = ["profile", "server", "language", "how", "signal", "delay_s", "placement", "handover"]
 LOST_COLUMNS = [str(met).replace(" ", "_") for met in LOST]
 SHUTDOWN_COLUMNS = [
     *KEYS,
@@ -52,16 +55,37 @@ def lost_after(stop: dict) -> list[dict]:
     """The stop's requests lost: ended at or after its signal without an answer, a connection's
     refusals once (a client refused tries again at once, as a balancer sends the next request:
     how often is the client's pace, not the server's; ``refused_attempts`` keeps them all)."""
+    once = {Met.REFUSED, Met.BAD_STATUS} if placement_of(stop) == Placement.FRONTED else {Met.REFUSED}
     refused, lost = set(), []
     for one in stop["failures"]:
         if one["ended_s"] < 0:
             continue
-        if one["met"] == Met.REFUSED:
-            if (one["client"], one["connection"]) in refused:
+        if one["met"] in once:
+            if (one["met"], one["client"], one["connection"]) in refused:
                 continue
-            refused.add((one["client"], one["connection"]))
+            refused.add((one["met"], one["client"], one["connection"]))
         lost.append(one)
     return lost
+
+
+def placement_of(stop: dict) -> str:
+    """Where the stop's server stood (a record from before placements: bare)."""
+    return stop.get("placement", Placement.BARE)
+
+
+def handover_of(stop: dict) -> str:
+    """What took over while it stopped (a record from before handovers: nothing)."""
+    return stop.get("handover", Handover.NONE)
+
+
+def way_of(stop: dict) -> tuple:
+    """A stop's kind: (how, delay, placement, handover)."""
+    return stop["how"], stop["delay_s"], placement_of(stop), handover_of(stop)
+
+
+def alone(stop: dict) -> bool:
+    """Bare, nothing taking over: the stops checks.py offers and the earlier tables read."""
+    return placement_of(stop) == Placement.BARE and handover_of(stop) == Handover.NONE
 
 
 def _median(values) -> float | None:
@@ -73,6 +97,7 @@ def _row(result: dict, stops: list[dict]) -> dict:
     first = stops[0]
     row = {key: result[key] for key in ("profile", "server", "language")}
     row.update(how=first["how"], signal=first["signal"], delay_s=first["delay_s"])
+    row.update(placement=placement_of(first), handover=handover_of(first))
     done = [stop for stop in stops if stop["status"] == Status.OK]
     if not done:
         return {**row, "stops": 0, "status": first["status"], "reason": first["reason"]}
@@ -104,13 +129,14 @@ def _row(result: dict, stops: list[dict]) -> dict:
 
 
 def result_rows(result: dict) -> list[dict]:
-    """One server's rows: one per (how, delay) of its stops, or one saying why it has none."""
+    """One server's rows: one per (how, delay, placement, handover) of its stops, or one saying
+    why it has none."""
     if not result["stops"]:
         row = {key: result[key] for key in ("profile", "server", "language")}
         return [{**row, "stops": 0, "status": result["status"], "reason": result["reason"]}]
     groups: dict[tuple, list[dict]] = {}
     for stop in result["stops"]:
-        groups.setdefault((stop["how"], stop["delay_s"]), []).append(stop)
+        groups.setdefault(way_of(stop), []).append(stop)
     return [_row(result, stops) for _, stops in sorted(groups.items())]
 
 

@@ -1,7 +1,8 @@
 """What the kernel says of a server while it stops, read over netlink (``NETLINK_SOCK_DIAG``,
 as ``ss`` reads it; serverbench.host.sockdiag reads the client's side the same way):
 
-- whether its listening socket is still there (``ss -l sport = PORT``);
+- whether its listening socket is still there (``ss -l sport = PORT``), and how many there are
+  (two where a second instance bound the same port with SO_REUSEPORT);
 - each connection to it, by the client's port, and whether a process owns its socket: a
   connection the kernel has completed but the server has not accepted yet sits in the
   listener's accept queue with no inode (``ss`` prints ``ino:0``).
@@ -43,6 +44,7 @@ class Snapshot:
     listening: bool
     accepted: frozenset[int]  # the client ports of connections a process owns
     queued: frozenset[int]  # those completed by the kernel, not accepted yet
+    listeners: int = 0  # listening sockets on the port (SO_REUSEPORT: one an instance)
 
 
 class ServerSockets:
@@ -68,14 +70,14 @@ class ServerSockets:
             HEADER.pack(HEADER.size + len(request), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, self.sequence, 0)
             + request
         )
-        listening, accepted, queued = False, set(), set()
+        listeners, accepted, queued = 0, set(), set()
         while True:
             data = self.netlink.recv(1 << 17)
             offset = 0
             while offset + HEADER.size <= len(data):
                 length, kind = HEADER.unpack_from(data, offset)[:2]
                 if kind == NLMSG_DONE:
-                    return Snapshot(listening, frozenset(accepted), frozenset(queued))
+                    return Snapshot(listeners > 0, frozenset(accepted), frozenset(queued), listeners)
                 if kind == NLMSG_ERROR:
                     raise SockDiagError("sock_diag dump refused")
                 start = offset + HEADER.size
@@ -85,7 +87,7 @@ class ServerSockets:
                 ours = source in (self.local, bytes(len(self.local)))  # its address, or any
                 if local_port == self.port and ours:
                     if state == TCP_LISTEN:
-                        listening = True
+                        listeners += 1
                     else:
                         inode = struct.unpack_from("=I", data, start + INODE_AT)[0]
                         (accepted if inode else queued).add(remote_port)

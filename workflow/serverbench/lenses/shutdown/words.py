@@ -12,6 +12,9 @@ class ShutdownKind(StrEnum):
     """The lens's kind of comparison (its ``lens.Words``)."""
 
     STOP = "stop"  # a server stopped one way against itself stopped another (decide)
+    FRONTED_STOP = "fronted stop"  # stopped behind the front against bare, alone both
+    REPLACEMENT = "replacement"  # replaced through SO_REUSEPORT against the stop alone
+    UPSTREAM_RETRY = "upstream retry"  # replaced behind the front: the front's retry on against off
 
 
 class ShutdownMetric(StrEnum):
@@ -59,6 +62,28 @@ class How(StrEnum):
     DRAIN = "drain"
 
 
+class Placement(StrEnum):
+    """Where the stopped server stood: the clients' own address, or behind the nginx front."""
+
+    BARE = "bare"
+    # Behind the front (its deployment SERVER+nginx): the app server stopped, the front left
+    # running, the clients sending to the front.
+    FRONTED = "fronted"
+
+
+class Handover(StrEnum):
+    """What took over while the server stopped: nothing, or a second instance of it started
+    while the first served (a replacement on one host)."""
+
+    NONE = "none"
+    # Both bound to the same port with SO_REUSEPORT (the catalogue's stop.reuse_port).
+    REUSE_PORT = "reuse_port"
+    # The second a second upstream of the front; the front retries a request the stopped one
+    # failed on the other (its `*_next_upstream error timeout`, nginx's default) or does not (off).
+    UPSTREAM_RETRY = "second upstream, retried"
+    UPSTREAM_NO_RETRY = "second upstream, not retried"
+
+
 class Client(StrEnum):
     """How a client connects and paces its requests."""
 
@@ -69,5 +94,7 @@ class Client(StrEnum):
     OPEN = "open loop"
 
 
+NO_REUSE_PORT = "the catalogue declares no SO_REUSEPORT option for this server (its stop.reuse_port)"
+NO_FRONT = "the server has no deployment behind a front (the catalogue's behind)"
 NOT_DECLARED = "the catalogue declares no stop for this server"
 NO_GRACEFUL = "the server has no graceful stop (the catalogue's stop.graceful: none)"
