@@ -13,6 +13,7 @@ reuse waits several times its keep-alive. Nothing is left running.
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import pandas as pd
 import pytest
 from conftest import REPO_ROOT, require
 from serverbench.cell.wire import request
+from serverbench.lens import Medium
 from serverbench.lenses.idlepool.pool import (
     Fresh,
     Pool,
@@ -273,3 +275,63 @@ def test_a_servers_keepalive_fact_stays_out_of_its_cells_conditions_digest():
         return Matrix(config).conditions("idlepool", "wrk", "gunicorn-gthread", "hello")
 
     assert digest(idlepool_config()) == digest(idlepool_config(default_s=7, setting="keepalive"))
+
+
+# ---- the tables' answer, from planted records (no server) --------------------------------
+
+
+def planted_sweep(server: str, deployment: str, keepalive: str, keepalive_s: float, failed_from: float | None,
+                  idle_times_s=(0.25, 0.5, 1.1, 1.5), reused: int = 6) -> list[dict]:  # fmt: skip
+    """A sweep's rows: every reuse answered below ``failed_from`` and reset at or past it (None: never)."""
+    rows = []
+    for idle_s in idle_times_s:
+        failing = failed_from is not None and idle_s >= failed_from
+        counts = {str(outcome): 0 for outcome in Reuse} | {str(Reuse.RESET if failing else Reuse.ANSWERED): reused}
+        rows.append({"server": server, "deployment": deployment, "keepalive": keepalive,
+                     "keepalive_s": keepalive_s, "idle_s": idle_s, **counts})  # fmt: skip
+    return rows
+
+
+def planted_record(server: str, sweeps: list[dict], keepalive_s: float = 1.0, version: str | None = None) -> dict:
+    deployments = {(row["deployment"], row["keepalive"], row["keepalive_s"]) for row in sweeps}
+    return {
+        "profile": "p", "server": server, "language": "python", "keepalive_setting": "--keep-alive",
+        "sweeps": sweeps, "status": "ok", "reason": None,
+        "costs": [{"server": server, "deployment": server, "held": held, "pre_opened": False, "fresh": fresh,
+                   "wait_s": 0.01} for held, fresh in ((1, "answered"), (2, "starved"))],
+        "deployments": [{"name": name, "keepalive": setting, "keepalive_s": seconds, "status": "ok", "reason": None}
+                        for name, setting, seconds in sorted(deployments)],
+    }  # fmt: skip
+
+
+def test_the_section_opens_with_each_servers_answer_on_every_medium(tmp_path):
+    """A planted server whose reuses fail past its 1 s keep-alive bare, at none of the idle times
+    raised, and at none behind nginx: its answer names the safe idle timeout, the window, that
+    raising closes it and that the front removes the race, first on the page, answers.md and the
+    console; a server not swept says why."""
+    from serverbench.lenses.idlepool.decide import write_tables
+    from serverbench.lenses.idlepool.report import idle_pool_section
+    from serverbench.report.section import section_console, section_markdown
+
+    sweeps = planted_sweep("planted", "planted", DEFAULT, 1.0, failed_from=1.1)
+    sweeps += planted_sweep("planted", "planted", RAISED, 4.0, failed_from=None)
+    sweeps += planted_sweep("planted", "planted+nginx", DEFAULT, 1.0, failed_from=None)
+    silent = {**planted_record("silent", [], 0), "deployments": [], "costs": [], "status": "skipped",
+              "reason": "silent declares no keep-alive timeout"}  # fmt: skip
+    for name, record in (("planted", planted_record("planted", sweeps)), ("silent", silent)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(record))
+    outputs = {name: tmp_path / f"{name}.csv" for name in ("table", "costs", "verdicts", "answers", "checks")}
+    write_tables({"profiles": {"p": {"idle_pool": {}}}}, sorted(tmp_path.glob("*.json")), outputs)
+    section = idle_pool_section(outputs["answers"])
+    said = (
+        "planted: a balancer idle timeout up to 0.5 s is safe at its 1 s keep-alive (--keep-alive); reuses failed "
+        "at idle 1.1 1.5 s (the race window); raising it to 4 s closes the window; behind nginx no reuse failed: "
+        "the front removes the race; 2 idle connections starve a fresh client.",
+        "silent: not swept (silent declares no keep-alive timeout).",
+    )
+    opening = [block for block in section.blocks if Medium.PAGE in block.media][0]
+    assert opening.items == said
+    assert section_markdown(section).startswith(f"## {section.title}\n\n- {said[0]}\n- {said[1]}\n\n")
+    assert section_console(section) == f"\n{section.title} (idle_pool_answers.csv)\n  - {said[0]}\n  - {said[1]}\n"
+    table = section.blocks[-1]
+    assert [row[6].text for row in table.rows] == ["–", "yes", "–"]

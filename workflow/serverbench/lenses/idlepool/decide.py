@@ -13,7 +13,8 @@ connection the server would not keep: ``not kept``) is no figure.
 The answer per (server, deployment): the race window (idle times judged *higher* than the
 shortest), the largest balancer idle timeout that is safe at its own keep-alive (the longest idle
 time below the first judged higher or undetermined), whether the raised keep-alive closes the
-window, and how many idle connections starve a fresh client.
+window, behind a front whether it removes the race (none of the reuses that fail bare fail
+through it), and how many idle connections starve a fresh client.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from serverbench.decide.judgement import HIGHER, LOWER
 from serverbench.lenses.idlepool.pool import FAILED, Reuse
 from serverbench.lenses.idlepool.sweep import DEFAULT, RAISED, REUSE_COLUMNS
 from serverbench.lenses.idlepool.words import IdlePoolKind, IdlePoolMetric
-from serverbench.record.vocabulary import Outcome
+from serverbench.record.vocabulary import Outcome, Status
 
 SEED = 20261203
 CHECK, UNIT = "failed_reuses", "share of reuses failed"
@@ -36,8 +37,8 @@ COST_COLUMNS = ["profile", "server", "deployment", "held", "pre_opened", "fresh"
 DEPLOYMENT_COLUMNS = ["profile", "server", "deployment", "keepalive", "keepalive_s", "status", "reason"]
 VERDICT_COLUMNS = ["profile", "server", "deployment", "keepalive", "idle_s", *bootstrap.CHECK_VERDICT_COLUMNS]
 ANSWER_COLUMNS = ["profile", "server", "deployment", "keepalive_s", "keepalive_setting", "race_window_s",
-                  "safe_idle_timeout_s", "raised_keepalive_s", "raised_closes_window", "starved_beside",
-                  "status", "reason"]  # fmt: skip
+                  "safe_idle_timeout_s", "raised_keepalive_s", "raised_closes_window", "front_removes_race",
+                  "starved_beside", "status", "reason"]  # fmt: skip
 
 
 def tables(records: list[dict]) -> dict[str, pd.DataFrame]:
@@ -154,7 +155,25 @@ def answers(t: dict[str, pd.DataFrame], verdicts: pd.DataFrame, records: list[di
             "raised_closes_window": closes, "starved_beside": int(starved["held"].min()) if len(starved) else None,
             "status": deployed["status"], "reason": deployed["reason"],
         })  # fmt: skip
-    return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
+    return _front_removes_race(pd.DataFrame(rows, columns=ANSWER_COLUMNS))
+
+
+def _front_removes_race(found: pd.DataFrame) -> pd.DataFrame:
+    """Each deployment behind a front: True where the server bare has a race window and no reuse
+    failed through the front, False where one still did; None where there was no race to remove
+    (bare, or a deployment not swept)."""
+    bare = found[found["deployment"] == found["server"]].set_index(["profile", "server"])
+
+    def removes(row: pd.Series):
+        if row["deployment"] == row["server"] or row["status"] != Status.OK:
+            return None
+        own = bare["race_window_s"].get((row["profile"], row["server"]))
+        if not isinstance(own, str) or not own:
+            return None
+        return not row["race_window_s"]
+
+    found["front_removes_race"] = [removes(row) for _, row in found.iterrows()] if len(found) else []
+    return found
 
 
 def write_tables(config: dict, records: list[str], outputs: dict[str, str]) -> None:
