@@ -379,3 +379,27 @@ def test_a_release_that_shortens_its_default_keepalive_is_judged_on_its_failed_r
     step = judged.set_index(["release", "relation"]).loc[("tiny@2.0", "previous")]
     assert (step["against"], step["check"], step["outcome"], step["estimate"]) == ("tiny@1.0", "failed_reuses",
                                                                                    "lower", -1)  # fmt: skip
+
+
+def test_the_deployed_file_says_the_keepalive_to_set_for_a_balancers_idle_timeout(tmp_path):
+    """advise's deployed files carry the rule in the catalogue's terms: gunicorn's (2 s by default,
+    --keep-alive, its note that the sync worker keeps none) and uWSGI's (--socket-timeout) keep-alive
+    set above an ALB's 60 s idle timeout, 65."""
+    from serverbench import REPO_ROOT as ROOT
+    from serverbench.lenses.advise.deploy import write_configurations
+    from serverbench.plan import config as cfg
+
+    config = cfg.validate(cfg.load(ROOT / "config.yaml", {"profile": "advise"}))
+    row = {"profile": "advise", "workers": 2, "threads": 1, "capacity_rps": 100.0, "objective_p99_ms": 50,
+           "cpus": 1, "memory_mb": 20.0}  # fmt: skip
+    write_configurations(
+        config, pd.DataFrame([{**row, "server": s, "model": s} for s in ("gunicorn", "uwsgi")]), tmp_path
+    )
+    gunicorn = (tmp_path / "gunicorn" / "gunicorn.conf.py").read_text()
+    assert (
+        "# Keep-alive: 2 s by default (--keep-alive). Behind a balancer that pools connections, set --keep-alive "
+        "above the balancer's idle timeout: its idle timeout + 5 s (an AWS ALB's 60 s: --keep-alive 65).\n"
+    ) in gunicorn
+    assert "# (the sync worker answers Connection: close" in gunicorn
+    uwsgi = (tmp_path / "uwsgi" / "uwsgi.ini").read_text()
+    assert "; Keep-alive: 4 s by default (--socket-timeout)." in uwsgi and "--socket-timeout 65).\n" in uwsgi
