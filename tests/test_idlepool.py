@@ -13,6 +13,7 @@ reuse waits several times its keep-alive. Nothing is left running.
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import pandas as pd
 import pytest
 from conftest import REPO_ROOT, require
 from serverbench.cell.wire import request
+from serverbench.lens import Medium
 from serverbench.lenses.idlepool.pool import (
     Fresh,
     Pool,
@@ -255,7 +257,7 @@ def test_the_profiles_job_sweeps_a_server_bare_and_raised_and_its_tables_answer(
     assert reuses[(DEFAULT, 0.25)][str(Reuse.ANSWERED)] == 5
     assert reuses[(DEFAULT, 3.0)][str(Reuse.CLOSED_BEFORE_SEND)] == 5
     assert reuses[(RAISED, 3.0)][str(Reuse.ANSWERED)] == 5
-    outputs = {name: tmp_path / f"{name}.csv" for name in ("table", "costs", "verdicts", "answers")}
+    outputs = {name: tmp_path / f"{name}.csv" for name in ("table", "costs", "verdicts", "answers", "checks")}
     write_tables(config, [tmp_path / "g.json"], outputs)
     answer = pd.read_csv(outputs["answers"]).iloc[0]
     assert (answer["server"], answer["keepalive_s"], answer["safe_idle_timeout_s"]) == ("gunicorn-gthread", 1.0, 3.0)
@@ -264,6 +266,11 @@ def test_the_profiles_job_sweeps_a_server_bare_and_raised_and_its_tables_answer(
     assert set(verdicts["outcome"]) == {"equivalent"} and set(verdicts["metric"]) == {"failed reuses"}
     costs = pd.read_csv(outputs["costs"])
     assert sorted(costs["held"]) == [7, 7, 8, 8]  # 2 workers × 4 threads, and one fewer; pooled and pre-opened
+    offered = pd.read_csv(outputs["checks"]).set_index("check")  # at 0.25 s, the one idle time below 1 s
+    assert offered.loc[["failed_reuses", "answered_reuses"], ["idle_s", "value", "n"]].values.tolist() == [
+        [0.25, 0.0, 5],
+        [0.25, 1.0, 5],
+    ]
 
 
 def test_a_servers_keepalive_fact_stays_out_of_its_cells_conditions_digest():
@@ -273,3 +280,126 @@ def test_a_servers_keepalive_fact_stays_out_of_its_cells_conditions_digest():
         return Matrix(config).conditions("idlepool", "wrk", "gunicorn-gthread", "hello")
 
     assert digest(idlepool_config()) == digest(idlepool_config(default_s=7, setting="keepalive"))
+
+
+# ---- the tables' answer, from planted records (no server) --------------------------------
+
+
+def planted_sweep(server: str, deployment: str, keepalive: str, keepalive_s: float, failed_from: float | None,
+                  idle_times_s=(0.25, 0.5, 1.1, 1.5), reused: int = 6) -> list[dict]:  # fmt: skip
+    """A sweep's rows: every reuse answered below ``failed_from`` and reset at or past it (None: never)."""
+    rows = []
+    for idle_s in idle_times_s:
+        failing = failed_from is not None and idle_s >= failed_from
+        counts = {str(outcome): 0 for outcome in Reuse} | {str(Reuse.RESET if failing else Reuse.ANSWERED): reused}
+        rows.append({"server": server, "deployment": deployment, "keepalive": keepalive,
+                     "keepalive_s": keepalive_s, "idle_s": idle_s, **counts})  # fmt: skip
+    return rows
+
+
+def planted_record(server: str, sweeps: list[dict]) -> dict:
+    deployments = {(row["deployment"], row["keepalive"], row["keepalive_s"]) for row in sweeps}
+    return {
+        "profile": "p", "server": server, "language": "python", "keepalive_setting": "--keep-alive",
+        "sweeps": sweeps, "status": "ok", "reason": None,
+        "costs": [{"server": server, "deployment": server, "held": held, "pre_opened": False, "fresh": fresh,
+                   "wait_s": 0.01} for held, fresh in ((1, "answered"), (2, "starved"))],
+        "deployments": [{"name": name, "keepalive": setting, "keepalive_s": seconds, "status": "ok", "reason": None}
+                        for name, setting, seconds in sorted(deployments)],
+    }  # fmt: skip
+
+
+def test_the_section_opens_with_each_servers_answer_on_every_medium(tmp_path):
+    """A planted server whose reuses fail past its 1 s keep-alive bare, at none of the idle times
+    raised, and at none behind nginx: its answer names the safe idle timeout, the window, that
+    raising closes it and that the front removes the race, first on the page, answers.md and the
+    console; a server not swept says why."""
+    from serverbench.lenses.idlepool.decide import write_tables
+    from serverbench.lenses.idlepool.report import idle_pool_section
+    from serverbench.report.section import section_console, section_markdown
+
+    sweeps = planted_sweep("planted", "planted", DEFAULT, 1.0, failed_from=1.1)
+    sweeps += planted_sweep("planted", "planted", RAISED, 4.0, failed_from=None)
+    sweeps += planted_sweep("planted", "planted+nginx", DEFAULT, 1.0, failed_from=None)
+    silent = {**planted_record("silent", []), "deployments": [], "costs": [], "status": "skipped",
+              "reason": "silent declares no keep-alive timeout"}  # fmt: skip
+    for name, record in (("planted", planted_record("planted", sweeps)), ("silent", silent)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(record))
+    outputs = {name: tmp_path / f"{name}.csv" for name in ("table", "costs", "verdicts", "answers", "checks")}
+    write_tables({"profiles": {"p": {"idle_pool": {}}}, "catalogue": {}}, sorted(tmp_path.glob("*.json")), outputs)
+    section = idle_pool_section(outputs["answers"])
+    said = (
+        "planted: a balancer idle timeout up to 0.5 s is safe at its 1 s keep-alive (--keep-alive); reuses failed "
+        "at idle 1.1 1.5 s (the race window); raising it to 4 s closes the window; behind nginx no reuse failed: "
+        "the front removes the race; 2 idle connections starve a fresh client.",
+        "silent: not swept (silent declares no keep-alive timeout).",
+    )
+    opening = [block for block in section.blocks if Medium.PAGE in block.media][0]
+    assert opening.items == said
+    assert section_markdown(section).startswith(f"## {section.title}\n\n- {said[0]}\n- {said[1]}\n\n")
+    assert section_console(section) == f"\n{section.title} (idle_pool_answers.csv)\n  - {said[0]}\n  - {said[1]}\n"
+    table = section.blocks[-1]
+    assert [row[6].text for row in table.rows] == ["–", "yes", "–"]
+
+
+def test_a_release_that_shortens_its_default_keepalive_is_judged_on_its_failed_reuses(tmp_path):
+    """The lens's checks (``Lens.checks``) reach releases.csv through the registry from planted
+    records of two releases swept around the 5 s keep-alive their catalogue entry declares: the
+    older one's own default is 2 s (gunicorn's before it moved to 5 s), so at the check's idle
+    time, 4.5 s (the longest below 5 s), its every reuse fails where the newer's are answered;
+    release_verdicts.csv judges the newer lower on failed reuses against the one before it."""
+    from serverbench import registry
+    from serverbench.lenses.idlepool.decide import write_tables
+    from serverbench.lenses.releases.decide import Judged, release_verdicts
+    from serverbench.lenses.releases.table import releases_table
+
+    idle = (1.25, 2.5, 4.5, 5.5)
+    older = planted_record("tiny@1.0", planted_sweep("tiny@1.0", "tiny@1.0", DEFAULT, 5.0, 2.5, idle))
+    newer = planted_record("tiny@2.0", planted_sweep("tiny@2.0", "tiny@2.0", DEFAULT, 5.0, 5.5, idle))
+    release = {"of": "tiny", "package": "tiny"}
+    config = {"profiles": {"p": {"idle_pool": {}}},
+              "catalogue": {f"tiny@{v}": {"release": {**release, "version": v}} for v in ("1.0", "2.0")}}  # fmt: skip
+    for record in (older, newer):
+        (tmp_path / f"{record['server']}.json").write_text(json.dumps(record))
+    outputs = {name: tmp_path / f"{name}.csv" for name in ("table", "costs", "verdicts", "answers", "checks")}
+    write_tables(config, sorted(tmp_path.glob("*.json")), outputs)
+    checks = [c for c in registry.offered_checks(registry.lenses({})) if c.table == "idle_pool_checks.csv"]
+    assert [(c.name, c.judged) for c in checks] == [("failed_reuses", True), ("answered_reuses", False)]
+    tables = {"idle_pool_checks.csv": pd.read_csv(outputs["checks"]),
+              "idle_pool_verdicts.csv": pd.read_csv(outputs["verdicts"])}  # fmt: skip
+    shown = releases_table(config, {}, checks, tables).set_index(["release", "check"])
+    assert shown.loc[("tiny@1.0", "failed_reuses"), ["value", "unit", "status"]].tolist() == [
+        1.0,
+        "share of reuses failed",
+        "ok",
+    ]
+    assert shown.loc[("tiny@2.0", "failed_reuses"), "value"] == 0
+    assert shown.loc[("tiny@2.0", "answered_reuses"), "value"] == 1
+    judged = release_verdicts(config, Judged([c for c in checks if c.judged], tables), {"p": ["tiny@1.0", "tiny@2.0"]})
+    step = judged.set_index(["release", "relation"]).loc[("tiny@2.0", "previous")]
+    assert (step["against"], step["check"], step["outcome"], step["estimate"]) == ("tiny@1.0", "failed_reuses",
+                                                                                   "lower", -1)  # fmt: skip
+
+
+def test_the_deployed_file_says_the_keepalive_to_set_for_a_balancers_idle_timeout(tmp_path):
+    """advise's deployed files carry the rule in the catalogue's terms: gunicorn's (2 s by default,
+    --keep-alive, its note that the sync worker keeps none) and uWSGI's (--socket-timeout) keep-alive
+    set above an ALB's 60 s idle timeout, 65."""
+    from serverbench import REPO_ROOT as ROOT
+    from serverbench.lenses.advise.deploy import write_configurations
+    from serverbench.plan import config as cfg
+
+    config = cfg.validate(cfg.load(ROOT / "config.yaml", {"profile": "advise"}))
+    row = {"profile": "advise", "workers": 2, "threads": 1, "capacity_rps": 100.0, "objective_p99_ms": 50,
+           "cpus": 1, "memory_mb": 20.0}  # fmt: skip
+    write_configurations(
+        config, pd.DataFrame([{**row, "server": s, "model": s} for s in ("gunicorn", "uwsgi")]), tmp_path
+    )
+    gunicorn = (tmp_path / "gunicorn" / "gunicorn.conf.py").read_text()
+    assert (
+        "# Keep-alive: 2 s by default (--keep-alive). Behind a balancer that pools connections, set --keep-alive "
+        "above the balancer's idle timeout: its idle timeout + 5 s (an AWS ALB's 60 s: --keep-alive 65).\n"
+    ) in gunicorn
+    assert "# (the sync worker answers Connection: close" in gunicorn
+    uwsgi = (tmp_path / "uwsgi" / "uwsgi.ini").read_text()
+    assert "; Keep-alive: 4 s by default (--socket-timeout)." in uwsgi and "--socket-timeout 65).\n" in uwsgi

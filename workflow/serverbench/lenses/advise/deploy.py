@@ -2,7 +2,9 @@
 template (a ``gunicorn.conf.py``, a uWSGI ini, Starman's command line) rendered with the
 setting, the app's own paths (its files in this repository, not a run's copy) and an
 address, into ``results/advice/SERVER/``, beside ``run.json``: the argv that starts it and
-how it is stopped (``drain``: its graceful signal, the bound on the stop, the delay before it).
+how it is stopped (``drain``: its graceful signal, the bound on the stop, the delay before it)
+and the keep-alive to set behind a balancer (``keepalive``: above the balancer's idle timeout,
+from the catalogue's ``keepalive`` fact).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pandas as pd
 
 from serverbench import REPO_ROOT, files
 from serverbench.lenses.advise.drain import DEFAULT_DELAY_S, Drain, drain_of
+from serverbench.lenses.advise.keepalive import KeepAliveAdvice
 from serverbench.lenses.advise.limit import limit_clause
 from serverbench.plan import apps
 from serverbench.plan.catalogue import server_entry
@@ -58,6 +61,7 @@ def render(config: dict, profile: str, row: dict, address: tuple[str, int] = DEF
         "threads": int(row["threads"]),
         "capacity_note": _note(row),
         "drain": _drain(config, profile, row),
+        "keepalive": KeepAliveAdvice(entry.keepalive),
         # The recycling it carries: the profile's fixed one, else the server's own default (None: never).
         "recycle": {
             "max_requests": limit_in_force(entry.recycle, asked.get("max_requests")),

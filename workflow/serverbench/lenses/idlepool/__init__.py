@@ -5,13 +5,40 @@ job, and the front lens's settings enter its timed cells' conditions digest, whi
 
 from pathlib import Path
 
-from serverbench.lens import Inputs, Lens, MeasureJob, Place, Section, TableJob, Words, deferred, per_server
+from serverbench.lens import (
+    Check,
+    Inputs,
+    Layout,
+    Lens,
+    MeasureJob,
+    Place,
+    Section,
+    TableJob,
+    Words,
+    deferred,
+    per_server,
+)
 from serverbench.lenses.idlepool.settings import IdlePoolSettings
 from serverbench.lenses.idlepool.words import IdlePoolKind, IdlePoolMetric
 from serverbench.plan.fronts import is_fronted
 
 (idle_pool_section,) = deferred(f"{__name__}.report", "idle_pool_section")
 PROFILE_KEY = "idle_pool"
+
+# What it offers to releases and bisect, both at the longest idle time swept below the server's
+# declared keep-alive, bare (checks.py): a release is judged on its failed reuses; the share
+# answered is shown, not judged (a connection closed before the send is retried, not failed).
+CHECKS = (
+    Check(
+        "failed_reuses",
+        "failed reuses",
+        "idle_pool_checks.csv",
+        Layout.ROW,
+        verdicts="idle_pool_verdicts.csv",
+        change="failed reuses just below the keep-alive",
+    ),
+    Check("answered_reuses", "answered reuses", "idle_pool_checks.csv", Layout.ROW),
+)
 
 
 def _wanted(config, matrix, cell) -> bool:
@@ -35,8 +62,15 @@ LENS = Lens(
     conditions=False,
     place=Place.LEAD,
     jobs=per_server("idlepool", _wanted),
-    tables=("idle_pool.csv", "idle_pool_costs.csv", "idle_pool_verdicts.csv", "idle_pool_answers.csv"),
+    tables=(
+        "idle_pool.csv",
+        "idle_pool_costs.csv",
+        "idle_pool_checks.csv",
+        "idle_pool_verdicts.csv",
+        "idle_pool_answers.csv",
+    ),  # fmt: skip
     section=_section,
+    checks=CHECKS,
     words=Words(kinds=IdlePoolKind, metrics=IdlePoolMetric),
     measure_job=MeasureJob(
         entry=f"{__name__}.measure:run_idle_pool",
@@ -49,6 +83,7 @@ LENS = Lens(
         outputs={
             "table": "idle_pool.csv",
             "costs": "idle_pool_costs.csv",
+            "checks": "idle_pool_checks.csv",
             "verdicts": "idle_pool_verdicts.csv",
             "answers": "idle_pool_answers.csv",
         },  # fmt: skip

@@ -8,12 +8,15 @@ status: what a balancer answers 502 for), 0 where it was answered or seen closed
 idle time against the share at the shortest idle time swept (the race: *higher*), and at the
 raised keep-alive against the default at the same idle time (raising it closes the window:
 *lower*), a difference of the means read against the profile's ``margin``. A reuse never made (a
-connection the server would not keep: ``not kept``) is no figure.
+connection the server would not keep: ``not kept``) is no figure. A server's releases (kinds
+``release`` and ``release step``) are judged alike on the check it offers to releases
+(``checks``: the failed reuses at the longest idle time below its keep-alive).
 
 The answer per (server, deployment): the race window (idle times judged *higher* than the
 shortest), the largest balancer idle timeout that is safe at its own keep-alive (the longest idle
 time below the first judged higher or undetermined), whether the raised keep-alive closes the
-window, and how many idle connections starve a fresh client.
+window, behind a front whether it removes the race (none of the reuses that fail bare fail
+through it), and how many idle connections starve a fresh client.
 """
 
 from __future__ import annotations
@@ -23,21 +26,22 @@ import pandas as pd
 from serverbench import files
 from serverbench.decide import bootstrap
 from serverbench.decide.judgement import HIGHER, LOWER
-from serverbench.lenses.idlepool.pool import FAILED, Reuse
+from serverbench.lenses.idlepool.checks import CHECK_UNITS, FAILED_CHECK, check_table, figures, offered_row
 from serverbench.lenses.idlepool.sweep import DEFAULT, RAISED, REUSE_COLUMNS
 from serverbench.lenses.idlepool.words import IdlePoolKind, IdlePoolMetric
-from serverbench.record.vocabulary import Outcome
+from serverbench.plan.releases import release_pairs
+from serverbench.record.vocabulary import Outcome, Status
 
 SEED = 20261203
-CHECK, UNIT = "failed_reuses", "share of reuses failed"
+CHECK, UNIT = FAILED_CHECK, CHECK_UNITS[FAILED_CHECK]
 KEY = ["profile", "server", "deployment", "keepalive"]
 SWEEP_COLUMNS = [*KEY, "language", "keepalive_s", "idle_s", *REUSE_COLUMNS]
 COST_COLUMNS = ["profile", "server", "deployment", "held", "pre_opened", "fresh", "wait_s"]
 DEPLOYMENT_COLUMNS = ["profile", "server", "deployment", "keepalive", "keepalive_s", "status", "reason"]
 VERDICT_COLUMNS = ["profile", "server", "deployment", "keepalive", "idle_s", *bootstrap.CHECK_VERDICT_COLUMNS]
 ANSWER_COLUMNS = ["profile", "server", "deployment", "keepalive_s", "keepalive_setting", "race_window_s",
-                  "safe_idle_timeout_s", "raised_keepalive_s", "raised_closes_window", "starved_beside",
-                  "status", "reason"]  # fmt: skip
+                  "safe_idle_timeout_s", "raised_keepalive_s", "raised_closes_window", "front_removes_race",
+                  "starved_beside", "status", "reason"]  # fmt: skip
 
 
 def tables(records: list[dict]) -> dict[str, pd.DataFrame]:
@@ -59,18 +63,29 @@ def tables(records: list[dict]) -> dict[str, pd.DataFrame]:
     }
 
 
-def figures(row: pd.Series) -> list[float]:
-    """One idle time's reuses, 1 where it failed, 0 where it did not (a reuse never made: none)."""
-    failed = sum(int(row[str(outcome)]) for outcome in FAILED)
-    made = sum(int(row[column]) for column in REUSE_COLUMNS if column != str(Reuse.NOT_KEPT))
-    return [1.0] * failed + [0.0] * (made - failed)
-
-
-def judge(condition: tuple, a: tuple[str, list], b: tuple[str, list], margin: float) -> bootstrap.CheckComparison:
+def judge(
+    condition: tuple, a: tuple[str, list], b: tuple[str, list], margin: float, kind: str = IdlePoolKind.IDLE_POOL
+) -> bootstrap.CheckComparison:
     rule = bootstrap.CheckRule(UNIT, bootstrap.Read.DIFFERENCE.value, margin)
-    return bootstrap.judge(
-        rule, CHECK, a, b, SEED, condition=condition, kind=IdlePoolKind.IDLE_POOL, metric=IdlePoolMetric.FAILED_REUSES
-    )
+    return bootstrap.judge(rule, CHECK, a, b, SEED, condition=condition, kind=kind, metric=IdlePoolMetric.FAILED_REUSES)
+
+
+def release_comparisons(records: list[dict], config: dict, margins: dict[str, float]) -> list[tuple[dict, object]]:
+    """Each profile's releases of a server, release against baseline and release against the one
+    before it (``plan.releases``), on the failed reuses at the check's idle time (``checks``)."""
+    found = []
+    by_profile: dict[str, dict[str, tuple[float, list[float]]]] = {}
+    for record in records:
+        row = offered_row(record) if record["status"] == Status.OK else None
+        if row is not None and figures(row):
+            by_profile.setdefault(record["profile"], {})[record["server"]] = (row["idle_s"], figures(row))
+    for profile, servers in sorted(by_profile.items()):
+        for kind, a, b in release_pairs(config, sorted(servers)):
+            (idle_a, figures_a), (_, figures_b) = servers[a], servers[b]
+            where = {"profile": profile, "server": a, "deployment": a, "keepalive": DEFAULT, "idle_s": idle_a}
+            condition = (("profile", profile), ("server", a))
+            found.append((where, judge(condition, (a, figures_a), (b, figures_b), margins[profile], kind=kind)))
+    return found
 
 
 def judged(sweeps: pd.DataFrame, margins: dict[str, float]) -> list[tuple[dict, bootstrap.CheckComparison]]:
@@ -154,17 +169,37 @@ def answers(t: dict[str, pd.DataFrame], verdicts: pd.DataFrame, records: list[di
             "raised_closes_window": closes, "starved_beside": int(starved["held"].min()) if len(starved) else None,
             "status": deployed["status"], "reason": deployed["reason"],
         })  # fmt: skip
-    return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
+    return _front_removes_race(pd.DataFrame(rows, columns=ANSWER_COLUMNS))
+
+
+def _front_removes_race(found: pd.DataFrame) -> pd.DataFrame:
+    """Each deployment behind a front: True where the server bare has a race window and no reuse
+    failed through the front, False where one still did; None where there was no race to remove
+    (bare, or a deployment not swept)."""
+    bare = found[found["deployment"] == found["server"]].set_index(["profile", "server"])
+
+    def removes(row: pd.Series):
+        if row["deployment"] == row["server"] or row["status"] != Status.OK:
+            return None
+        own = bare["race_window_s"].get((row["profile"], row["server"]))
+        if not isinstance(own, str) or not own:
+            return None
+        return not row["race_window_s"]
+
+    found["front_removes_race"] = [removes(row) for _, row in found.iterrows()] if len(found) else []
+    return found
 
 
 def write_tables(config: dict, records: list[str], outputs: dict[str, str]) -> None:
     """The lens's table job (its TableJob's entry): idle_pool.csv (every idle time's reuses),
-    idle_pool_costs.csv, idle_pool_verdicts.csv (each judgement) and idle_pool_answers.csv."""
+    idle_pool_costs.csv, idle_pool_checks.csv (what it offers to releases), idle_pool_verdicts.csv
+    (each judgement, the releases' among them) and idle_pool_answers.csv."""
     results = [files.read_json(path) for path in sorted(map(str, records))]
     t = tables(results)
     margins = {name: float((p.get("idle_pool") or {}).get("margin", 0.25)) for name, p in config["profiles"].items()}
-    verdicts = verdict_table(judged(t["sweeps"], margins))
+    verdicts = verdict_table(judged(t["sweeps"], margins) + release_comparisons(results, config, margins))
     files.write_atomic(outputs["table"], t["sweeps"].to_csv(index=False))
     files.write_atomic(outputs["costs"], t["costs"].to_csv(index=False))
+    files.write_atomic(outputs["checks"], check_table(results).to_csv(index=False))
     files.write_atomic(outputs["verdicts"], verdicts.to_csv(index=False))
     files.write_atomic(outputs["answers"], answers(t, verdicts, results).to_csv(index=False))

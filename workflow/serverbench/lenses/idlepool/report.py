@@ -1,5 +1,10 @@
 """Which balancer idle timeout is safe for this server? Its section, from idle_pool_answers.csv
-(a sentence and a row per server and deployment) and idle_pool.csv (every idle time's reuses)."""
+(a row per server and deployment) and idle_pool.csv (every idle time's reuses).
+
+The answer comes first, a sentence per server everywhere (the page, answers.md, the console):
+the largest balancer idle timeout that is safe at its own keep-alive, the race window measured,
+whether raising the keep-alive closes it and, behind each front swept, whether the front removes
+the race. The table of every deployment, and how it was measured, follow on the page."""
 
 from __future__ import annotations
 
@@ -8,58 +13,102 @@ import pandas as pd
 from serverbench.lens import Link, Medium, Paragraph, Section, Sentences, Table
 
 TITLE = "Which balancer idle timeout is safe for this server?"
+ANSWERS_CSV = "idle_pool_answers.csv"
 COLUMNS = ("server", "deployment", "keep-alive", "race window", "safe balancer idle timeout", "raised keep-alive",
-           "idle connections that starve a fresh client")  # fmt: skip
+           "front removes the race", "idle connections that starve a fresh client")  # fmt: skip
 
 
 def _seconds(value) -> str:
     return "–" if value is None or pd.isna(value) else f"{value:g} s"
 
 
-def sentence(row: pd.Series) -> str:
-    """One deployment's answer, and the figures it rests on."""
-    where = (
-        row["server"]
-        if row["deployment"] == row["server"]
-        else f"{row['server']} behind {row['deployment'].split('+')[-1]}"
-    )
-    if row["status"] != "ok":
-        return f"{where}: not swept ({row['reason']})."
+def _window(row: pd.Series) -> str:
+    """The idle times at which reuses failed, "" where none did."""
+    return row["race_window_s"] if isinstance(row["race_window_s"], str) else ""
+
+
+def _yes(value) -> bool | None:
+    """A True/False/None cell as the CSV reads it back."""
+    return None if value is None or pd.isna(value) else value in (True, "True")
+
+
+def front_of(deployment: str) -> str:
+    return deployment.split("+")[-1]
+
+
+def _own(row: pd.Series) -> str:
+    """The server bare at its own keep-alive: the safe idle timeout and the race window."""
     keepalive = f"its {row['keepalive_s']:g} s keep-alive ({row['keepalive_setting']})"
-    window = row["race_window_s"] if isinstance(row["race_window_s"], str) else ""
     safe = _seconds(row["safe_idle_timeout_s"])
-    if window:
-        said = f"{where}: reuses fail at idle {window} s against {keepalive}; a balancer idle timeout is safe to {safe}"
-    else:
-        said = f"{where}: no reuse failed at any idle time swept around {keepalive} (safe up to {safe})"
-    if not pd.isna(row["raised_closes_window"]):
-        closes = "closes" if row["raised_closes_window"] in (True, "True") else "does not close"
-        said += f"; raising it to {_seconds(row['raised_keepalive_s'])} {closes} the window"
-    if not pd.isna(row["starved_beside"]):
-        said += f"; {int(row['starved_beside'])} idle connections starve a fresh client"
+    if _window(row):
+        return (
+            f"a balancer idle timeout up to {safe} is safe at {keepalive}; reuses failed at idle "
+            f"{_window(row)} s (the race window)"
+        )
+    return f"every balancer idle timeout swept is safe at {keepalive} (no reuse failed, idle up to {safe})"
+
+
+def _raised(row: pd.Series) -> str:
+    closes = _yes(row["raised_closes_window"])
+    if closes is None:
+        return ""
+    verb = "closes" if closes else "does not close"
+    return f"; raising it to {_seconds(row['raised_keepalive_s'])} {verb} the window"
+
+
+def _behind(row: pd.Series) -> str:
+    """One deployment behind a front: whether the front removes the race."""
+    front = front_of(row["deployment"])
+    if row["status"] != "ok":
+        return f"behind {front} not swept ({row['reason']})"
+    removes = _yes(row["front_removes_race"])
+    if removes is True:
+        return f"behind {front} no reuse failed: the front removes the race"
+    if removes is False:
+        return f"behind {front} reuses still failed at idle {_window(row)} s: the front does not remove the race"
+    if _window(row):
+        return f"behind {front} reuses failed at idle {_window(row)} s"
+    return f"behind {front} no reuse failed either"
+
+
+def answer(rows: pd.DataFrame) -> str:
+    """One server's answer: bare at its own keep-alive, raised, behind each front, and the cost."""
+    bare = rows[rows["deployment"] == rows["server"]]
+    fronted = rows[rows["deployment"] != rows["server"]]
+    server = rows["server"].iloc[0]
+    if bare.empty or bare.iloc[0]["status"] != "ok":
+        why = bare.iloc[0]["reason"] if len(bare) else "its bare deployment has no row"
+        return f"{server}: not swept ({why})."
+    own = bare.iloc[0]
+    said = f"{server}: {_own(own)}{_raised(own)}"
+    said += "".join(f"; {_behind(row)}" for _, row in fronted.iterrows())
+    if not pd.isna(own["starved_beside"]):
+        said += f"; {int(own['starved_beside'])} idle connections starve a fresh client"
     return said + "."
 
 
 def _row(row: pd.Series) -> tuple[str, ...]:
-    closes = row["raised_closes_window"]
-    raised = (
-        "–"
-        if pd.isna(closes)
-        else f"{_seconds(row['raised_keepalive_s'])}: {'closes' if closes in (True, 'True') else 'open'}"
-    )
-    window = row["race_window_s"] if isinstance(row["race_window_s"], str) and row["race_window_s"] else "none"
+    closes = _yes(row["raised_closes_window"])
+    raised = "–" if closes is None else f"{_seconds(row['raised_keepalive_s'])}: {'closes' if closes else 'open'}"
+    removes = _yes(row["front_removes_race"])
+    front = "–" if removes is None else ("yes" if removes else "no")
     starved = "–" if pd.isna(row["starved_beside"]) else str(int(row["starved_beside"]))
+    window = _window(row) or ("none" if row["status"] == "ok" else f"not swept: {row['reason']}")
     return (row["server"], row["deployment"], _seconds(row["keepalive_s"]), window,
-            _seconds(row["safe_idle_timeout_s"]), raised, starved)  # fmt: skip
+            _seconds(row["safe_idle_timeout_s"]), raised, front, starved)  # fmt: skip
 
 
 def idle_pool_section(answers_csv, table_csv=None) -> Section | None:
     answers = pd.read_csv(answers_csv)
     if answers.empty:
         return None
+    by_server = [answer(rows) for _, rows in answers.groupby(["profile", "server"], sort=False)]
     return Section(
         TITLE,
         (
+            Paragraph(f"{TITLE} ({ANSWERS_CSV})", Medium.CONSOLE),
+            # The answer first, a sentence per server, on every medium.
+            Sentences(by_server),
             Paragraph(
                 (
                     "Connections pooled as a balancer pools them: answered once, held idle, reused after each idle "
@@ -69,13 +118,12 @@ def idle_pool_section(answers_csv, table_csv=None) -> Section | None:
                     Link("idle_pool_verdicts.csv"),
                     ", every reuse in ",
                     Link("idle_pool.csv"),
-                    ").",
+                    "); the safe balancer idle timeout is the longest idle time before the first whose failed "
+                    "reuses are not judged equivalent to the shortest's or lower.",
                 ),
                 Medium.PAGE,
             ),
-            Paragraph(TITLE, Medium.CONSOLE),
-            Table(COLUMNS, [_row(row) for _, row in answers.iterrows()], Medium.PAGE),
-            Sentences([sentence(row) for _, row in answers.iterrows()]),
+            Table(COLUMNS, [_row(row) for _, row in answers.iterrows()], Medium.PAGE | Medium.MARKDOWN),
         ),
         anchor="idle-pool",
     )
