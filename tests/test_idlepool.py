@@ -262,6 +262,8 @@ def test_the_profiles_job_sweeps_a_server_bare_and_raised_and_its_tables_answer(
     answer = pd.read_csv(outputs["answers"]).iloc[0]
     assert (answer["server"], answer["keepalive_s"], answer["safe_idle_timeout_s"]) == ("gunicorn-gthread", 1.0, 3.0)
     assert pd.isna(answer["race_window_s"])
+    # Its timer closed them first, at 3 s and not at 0.25 s: said, not counted as a failure.
+    assert (answer["closed_first_s"], answer["never_kept"]) == (3.0, False)
     verdicts = pd.read_csv(outputs["verdicts"])
     assert set(verdicts["outcome"]) == {"equivalent"} and set(verdicts["metric"]) == {"failed reuses"}
     costs = pd.read_csv(outputs["costs"])
@@ -403,3 +405,19 @@ def test_the_deployed_file_says_the_keepalive_to_set_for_a_balancers_idle_timeou
     assert "# (the sync worker answers Connection: close" in gunicorn
     uwsgi = (tmp_path / "uwsgi" / "uwsgi.ini").read_text()
     assert "; Keep-alive: 4 s by default (--socket-timeout)." in uwsgi and "--socket-timeout 65).\n" in uwsgi
+
+
+def test_a_server_that_keeps_no_connection_is_said_to_have_no_pool_to_race():
+    """gunicorn's sync worker closes after every answer: its answer is that, not a "safe" idle
+    timeout read off a sweep in which nothing was ever reused."""
+    from serverbench.lenses.idlepool.report import answer
+
+    row = {"profile": "idlepool", "server": "gunicorn", "deployment": "gunicorn", "keepalive_s": 2.0,
+           "keepalive_setting": "--keep-alive", "race_window_s": None, "safe_idle_timeout_s": 0.5,
+           "closed_first_s": None, "never_kept": True, "raised_keepalive_s": 8.0, "raised_closes_window": None,
+           "front_removes_race": None, "starved_beside": 2, "status": "ok", "reason": None}  # fmt: skip
+    said = answer(pd.DataFrame([row]))
+    assert said.startswith("gunicorn: never keeps a connection") and "safe" not in said, said
+    kept = answer(pd.DataFrame([{**row, "never_kept": False, "closed_first_s": 2.2, "starved_beside": 1}]))
+    assert "from 2.2 s idle it had closed the pooled connections first" in kept, kept
+    assert kept.endswith("; 1 idle connection starves a fresh client."), kept

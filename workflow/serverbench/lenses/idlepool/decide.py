@@ -27,6 +27,7 @@ from serverbench import files
 from serverbench.decide import bootstrap
 from serverbench.decide.judgement import HIGHER, LOWER
 from serverbench.lenses.idlepool.checks import CHECK_UNITS, FAILED_CHECK, check_table, figures, offered_row
+from serverbench.lenses.idlepool.pool import Reuse
 from serverbench.lenses.idlepool.sweep import DEFAULT, RAISED, REUSE_COLUMNS
 from serverbench.lenses.idlepool.words import IdlePoolKind, IdlePoolMetric
 from serverbench.plan.releases import release_pairs
@@ -40,8 +41,8 @@ COST_COLUMNS = ["profile", "server", "deployment", "held", "pre_opened", "fresh"
 DEPLOYMENT_COLUMNS = ["profile", "server", "deployment", "keepalive", "keepalive_s", "status", "reason"]
 VERDICT_COLUMNS = ["profile", "server", "deployment", "keepalive", "idle_s", *bootstrap.CHECK_VERDICT_COLUMNS]
 ANSWER_COLUMNS = ["profile", "server", "deployment", "keepalive_s", "keepalive_setting", "race_window_s",
-                  "safe_idle_timeout_s", "raised_keepalive_s", "raised_closes_window", "front_removes_race",
-                  "starved_beside", "status", "reason"]  # fmt: skip
+                  "safe_idle_timeout_s", "closed_first_s", "never_kept", "raised_keepalive_s",
+                  "raised_closes_window", "front_removes_race", "starved_beside", "status", "reason"]  # fmt: skip
 
 
 def tables(records: list[dict]) -> dict[str, pd.DataFrame]:
@@ -139,6 +140,20 @@ def _safe(own: pd.DataFrame, idle_times: list[float]) -> tuple[list[float], floa
     return window, safe
 
 
+def _pool_kept(own_sweep: pd.DataFrame) -> tuple[float | None, bool]:
+    """At its own keep-alive: the shortest idle time at which the server had closed a pooled
+    connection cleanly before the send (it closed first: a balancer sees the FIN and reconnects),
+    and whether it kept no connection at all (every first answer said `Connection: close`)."""
+    closed = own_sweep[own_sweep[str(Reuse.CLOSED_BEFORE_SEND)] > 0]["idle_s"]
+    never_kept = bool(len(own_sweep)) and bool((own_sweep[str(Reuse.NOT_KEPT)] == reuses_of(own_sweep)).all())
+    return (float(closed.min()) if len(closed) else None), never_kept
+
+
+def reuses_of(sweep: pd.DataFrame) -> pd.Series:
+    """Each idle time's reuses tried: the sum of its outcome counts."""
+    return sweep[REUSE_COLUMNS].sum(axis=1)
+
+
 def answers(t: dict[str, pd.DataFrame], verdicts: pd.DataFrame, records: list[dict]) -> pd.DataFrame:
     """A row per (server, deployment): the race window, the safe idle timeout, the raised keep-alive's
     effect and the cost, from the judgements."""
@@ -155,6 +170,7 @@ def answers(t: dict[str, pd.DataFrame], verdicts: pd.DataFrame, records: list[di
         idle_times = sorted(swept[swept["keepalive"] == DEFAULT]["idle_s"])
         own = verdicts[at & (verdicts["keepalive"] == DEFAULT)]
         window, safe = _safe(own, idle_times) if idle_times else ([], None)
+        closed_first, never_kept = _pool_kept(swept[swept["keepalive"] == DEFAULT])
         raised = verdicts[at & (verdicts["keepalive"] == RAISED) & verdicts["a"].str.contains("raised")]
         raised_s = swept[swept["keepalive"] == RAISED]["keepalive_s"]
         closes = None
@@ -165,6 +181,7 @@ def answers(t: dict[str, pd.DataFrame], verdicts: pd.DataFrame, records: list[di
         rows.append({
             **mine, "keepalive_s": deployed["keepalive_s"], "keepalive_setting": settings.get(mine["server"]),
             "race_window_s": " ".join(f"{idle:g}" for idle in window), "safe_idle_timeout_s": safe,
+            "closed_first_s": closed_first, "never_kept": never_kept,
             "raised_keepalive_s": float(raised_s.iloc[0]) if len(raised_s) else None,
             "raised_closes_window": closes, "starved_beside": int(starved["held"].min()) if len(starved) else None,
             "status": deployed["status"], "reason": deployed["reason"],

@@ -45,7 +45,13 @@ def _own(row: pd.Series) -> str:
             f"a balancer idle timeout up to {safe} is safe at {keepalive}; reuses failed at idle "
             f"{_window(row)} s (the race window)"
         )
-    return f"every balancer idle timeout swept is safe at {keepalive} (no reuse failed, idle up to {safe})"
+    said = f"no reuse failed at any balancer idle timeout swept (up to {safe}) at {keepalive}"
+    if not pd.isna(row.get("closed_first_s")):
+        said += (
+            f"; from {_seconds(row['closed_first_s'])} idle it had closed the pooled connections first, "
+            "cleanly (a balancer sees the close and reconnects); no close crossed a send here"
+        )
+    return said
 
 
 def _raised(row: pd.Series) -> str:
@@ -80,10 +86,14 @@ def answer(rows: pd.DataFrame) -> str:
         why = bare.iloc[0]["reason"] if len(bare) else "its bare deployment has no row"
         return f"{server}: not swept ({why})."
     own = bare.iloc[0]
+    if _yes(own.get("never_kept")):
+        said = f"{server}: never keeps a connection (every answer closes it), so a balancer's pool has nothing to race"
+        return said + "; every request pays a new connection."
     said = f"{server}: {_own(own)}{_raised(own)}"
     said += "".join(f"; {_behind(row)}" for _, row in fronted.iterrows())
     if not pd.isna(own["starved_beside"]):
-        said += f"; {int(own['starved_beside'])} idle connections starve a fresh client"
+        held = int(own["starved_beside"])
+        said += f"; {held} idle connection{'s' if held != 1 else ''} starve{'' if held != 1 else 's'} a fresh client"
     return said + "."
 
 
