@@ -21,9 +21,10 @@ import pytest
 from conftest import REPO_ROOT, add_server, require
 from serverbench.lenses.overload.backlog import own_backlog_config, raised_somaxconn, without_backlog
 from serverbench.lenses.overload.client import Answer, count, offer
-from serverbench.lenses.overload.measure import run_overload
+from serverbench.lenses.overload.measure import Load, run_overload
 from serverbench.lenses.overload.recovery import recovery_s
 from serverbench.lenses.overload.report import overload_section
+from serverbench.lenses.overload.settings import OverloadSettings
 from serverbench.lenses.overload.table import overload_table
 from serverbench.lenses.overload.words import NO_OWN_BACKLOG, Client, Met
 from serverbench.record.vocabulary import Status
@@ -128,6 +129,24 @@ def test_a_planted_server_slow_for_a_set_time_recovers_after_it_and_one_slow_thr
     assert recovery_s(never.answers, 1, 4, 20, 0.25, 0.5, 0.95) is None
 
 
+def test_the_client_has_a_connection_for_every_request_a_holding_server_keeps_in_flight(
+    oha, base_config, tmp_path, no_leftovers
+):
+    """A planted server holds every request 2 s, so at 150 a second the requests in flight grow to
+    300 by the stretch's end: the lens's client sends every one of them (none never sent, not
+    client-limited), where the old fixed 256 connections leave the rest unsent, flagged."""
+    plan = OverloadSettings.from_dict({**LENS_PLAN, "hold_s": 2})
+    with planted("hold", 2) as url:
+        load = Load(base_config, plan, url, int(url.rsplit(":", 1)[1].strip("/")), tmp_path / "oha.log")
+        sized = load.steady(Client.FRESH, 2, 75)
+        fixed = offer("oha", url, 150, 2, Client.FRESH, 256, plan.timeout_s, OBJECTIVE_S, shortfall=0.05)
+    assert (sized.rate, sized.due, sized.offered_rate) == (150, 300, 150)
+    assert {k: v for k, v in sized.counts.items() if v} == {Met.LATE: 300}
+    assert not sized.client_limited and sized.sent_rate == 150 and sized.connections >= 300
+    assert fixed.client_limited and fixed.counts[Met.NEVER_SENT] >= 300 - 256 - 2
+    assert fixed.sent_rate < 0.95 * 150
+
+
 def test_a_servers_own_backlog_is_its_argv_without_the_placeholder(base_config):
     assert without_backlog(["gunicorn", "--backlog", "{backlog}", "app:application"]) == ["gunicorn", "app:application"]
     assert without_backlog(["x", "--listen={backlog}", "-p", "{port}"]) == ["x", "-p", "{port}"]
@@ -152,7 +171,8 @@ def test_somaxconn_is_raised_for_the_run_and_restored_after(tmp_path):
 
 
 LENS_PLAN = {
-    "multiples": [2], "hold_s": 1, "clients": ["fresh"], "connections": 64, "timeout_s": 5, "connect_timeout_s": 2,
+    "multiples": [2], "hold_s": 1, "clients": ["fresh"], "client_shortfall": 0.05, "timeout_s": 5,
+    "connect_timeout_s": 2,
     "backlogs": ["own", "set"], "step_s": 1, "max_step_s": 1, "rate_steps": 3, "resolution": 0.2, "peak_s": 0.5,
     "objective_p99_ms": 200, "tool": "oha-fresh", "peak_tool": "oha-fresh-closed", "tail_samples": 100,
     "max_connections": 64,

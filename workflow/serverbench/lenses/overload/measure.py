@@ -24,7 +24,7 @@ from serverbench.cell.objective import ObjectiveProbe, connections_for
 from serverbench.cell.rawlog import RawLog
 from serverbench.cell.session import ServerSession
 from serverbench.lenses.overload.backlog import own_backlog_config, raised_somaxconn
-from serverbench.lenses.overload.client import Offered, offer
+from serverbench.lenses.overload.client import Offered, connections_for_rate, offer
 from serverbench.lenses.overload.queue import QueueSampler
 from serverbench.lenses.overload.record import OVERLOAD_SCHEMA, Condition, OverloadResult, Stretch
 from serverbench.lenses.overload.recovery import recovery_s
@@ -131,6 +131,8 @@ class Load:
         self.objective_s = plan.search.objective_p99_ms / 1000
 
     def _offer(self, rate: float, seconds: float, client: Client) -> Offered:
+        # The longest a request may hold its connection: waiting for one, then for its answer.
+        longest_s = self.plan.connect_timeout_s + self.plan.timeout_s
         with self.log_path.open("a") as log:
             return offer(
                 self.oha,
@@ -138,11 +140,12 @@ class Load:
                 rate,
                 seconds,
                 client,
-                self.plan.connections,
+                connections_for_rate(rate, longest_s),
                 self.plan.timeout_s,
                 self.objective_s,
                 log,
                 self.plan.connect_timeout_s,
+                self.plan.client_shortfall,
             )
 
     def steady(self, client: Client, multiple: float, capacity: float) -> Stretch:
@@ -180,7 +183,18 @@ def merged(one: Offered, other: Offered | None) -> Offered:
     counts = {met: one.counts.get(met, 0) + other.counts.get(met, 0) for met in map(str, Met)}
     errors = {key: one.errors.get(key, 0) + other.errors.get(key, 0) for key in {*one.errors, *other.errors}}
     rate, answers = round(one.rate + other.rate, 1), one.answers + other.answers
-    return Offered(rate, one.seconds, one.client, counts, answers, errors, due=one.due + other.due)
+    limited = one.client_limited or other.client_limited
+    return Offered(
+        rate,
+        one.seconds,
+        one.client,
+        counts,
+        answers,
+        errors,
+        due=one.due + other.due,
+        connections=one.connections + other.connections,
+        client_limited=limited,
+    )
 
 
 def stretch_of(phase: Phase, multiple: float, offered: Offered, queue: list, objective_s: float) -> Stretch:
@@ -195,6 +209,10 @@ def stretch_of(phase: Phase, multiple: float, offered: Offered, queue: list, obj
         seconds=offered.seconds,
         due=offered.due,
         client=offered.client,
+        connections=offered.connections,
+        offered_rate=offered.offered_rate,
+        sent_rate=offered.sent_rate,
+        client_limited=offered.client_limited,
         counts=offered.counts,
         errors=offered.errors,
         answered_p99_ms=p99,

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 
 from serverbench.record.vocabulary import Status
 
-OVERLOAD_SCHEMA = "serverbench.overload/1"
+OVERLOAD_SCHEMA = "serverbench.overload/2"  # 2: the client's connections sized, its shortfall flagged
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,10 @@ class Stretch:
     seconds: float
     due: int
     client: str
+    connections: int = 0  # oha's -c, sized from the rate (the burst's: both clients')
+    offered_rate: float = 0.0  # requests due per second over the stretch
+    sent_rate: float = 0.0  # requests sent per second (due less never sent)
+    client_limited: bool = False  # the client sent short of the schedule by more than the stated share
     counts: dict = field(default_factory=dict)  # {words.Met: requests}
     errors: dict = field(default_factory=dict)  # oha's own words for the failed ones
     answered_p99_ms: float | None = None

@@ -30,7 +30,7 @@ class OverloadSettings(LensSettings):
     multiples: tuple[float, ...]
     hold_s: float
     clients: tuple[str, ...]
-    connections: int
+    client_shortfall: float
     timeout_s: float
     connect_timeout_s: float
     backlogs: tuple[str, ...]

@@ -1,11 +1,12 @@
 """overload.csv: each server past its capacity, one row per (profile, server, backlog, client,
-phase, multiple): the capacity it went past, the rate offered, every request by what it met
-(words.Met, a column each), goodput (answers within the objective per second of the stretch;
-as offered's share, the requests due answered within it; as capacity's share), the p99 of what
-was answered, the accept queue's deepest sample, and after
-the burst the seconds until the after-rate was met again (``recovered`` false: never within the
-window). A condition not measured or failed is one row with its status and reason. The lens's
-table job (its TableJob's entry) writes it; no verdicts yet (issue 95's item 6)."""
+phase, multiple): the capacity it went past, the rate offered, the client's connections, the
+rates scheduled and sent (``client_limited`` where the sent fell short of the scheduled by more
+than the stated share), every request by what it met (words.Met, a column each), goodput
+(answers within the objective per second of the stretch; as offered's share, the requests due
+answered within it; as capacity's share), the p99 of what was answered, the accept queue's
+deepest sample, and after the burst the seconds until the after-rate was met again
+(``recovered`` false: never within the window). A condition not measured or failed is one row
+with its status and reason. The lens's table job (its TableJob's entry) writes it."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ OVERLOAD_COLUMNS = [
     "rate",
     "seconds",
     "due",
+    "connections",
+    "offered_rate",
+    "sent_rate",
+    "client_limited",
     *MET_COLUMNS,
     "goodput_rps",
     "goodput_of_offered",
@@ -44,6 +49,10 @@ STRETCH_KEYS = (
     "rate",
     "seconds",
     "due",
+    "connections",
+    "offered_rate",
+    "sent_rate",
+    "client_limited",
     "answered_p99_ms",
     "goodput_rps",
     "queue_max",
@@ -72,7 +81,7 @@ def rows_of(result: dict) -> list[dict]:
             rows.append(
                 {
                     **head,
-                    **{key: stretch[key] for key in STRETCH_KEYS},
+                    **{key: stretch.get(key) for key in STRETCH_KEYS},
                     **{
                         column: stretch["counts"].get(str(met), 0) for column, met in zip(MET_COLUMNS, Met, strict=True)
                     },
