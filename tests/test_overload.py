@@ -205,9 +205,12 @@ def test_the_lens_goes_past_a_planted_servers_capacity_at_its_own_backlog_and_th
         assert [(s["phase"], s["multiple"]) for s in condition["stretches"]] == [("steady", 2), ("burst", 3)]
         for stretch in condition["stretches"]:
             assert sum(stretch["counts"].values()) >= stretch["due"] > 0
+            side = stretch["server_side"]  # the planted server's one Python process, sampled
+            assert side["processes_max"] >= 1 and side["pss_peak_bytes"] > 2**20 and side["cpu_s"] >= 0
         assert condition["stretches"][1]["recovered"] is (condition["stretches"][1]["recovery_s"] is not None)
     table = overload_table([result])
     assert len(table) == 4 and set(table["status"]) == {Status.OK}
+    assert (table["server_pss_peak_mb"] > 1).all() and not table["client_limited"].any()
     csv = tmp_path / "overload.csv"
     table.to_csv(csv, index=False)
     section = overload_section(csv)

@@ -4,11 +4,13 @@ capacity at the p99 objective found (cell.objective: open-loop rates, bisected),
 open loop each multiple of it for ``hold_s`` by each client, and the burst: ``multiple`` of it
 for ``seconds`` (a second oha on top of the one offering ``after`` of it throughout, which
 goes on ``after_s`` more and in which recovery is read). Every request is counted by what it
-met (client.py), the accept queue sampled beside it (queue.py). A server that cannot start,
+met (client.py), the server's side sampled beside it: its accept queue (queue.py), its
+processes' CPU and PSS (the timed cells' sampler, cell.monitor). A server that cannot start,
 or never meets the objective, is a recorded condition; no process outlives the job."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 import time
@@ -20,6 +22,7 @@ from serverbench import files
 from serverbench.cell import servers
 from serverbench.cell.errors import interruptible
 from serverbench.cell.launch import Launch
+from serverbench.cell.monitor import Monitor
 from serverbench.cell.objective import ObjectiveProbe, connections_for
 from serverbench.cell.rawlog import RawLog
 from serverbench.cell.session import ServerSession
@@ -112,7 +115,7 @@ def past_capacity(config, profile, launch: Launch, backlog: Backlog, plan, log_p
     if not capacity:
         return Condition(**shape, status=Status.FAILED, reason=NEVER_MET)
     url = f"http://{launch.host}:{launch.port}{path}"
-    load = Load(config, plan, url, launch.port, log_path)
+    load = Load(config, plan, url, launch.port, log_path, launch.server)
     stretches = []
     for client in map(Client, plan.clients):
         stretches += [load.steady(client, multiple, capacity) for multiple in plan.multiples]
@@ -121,11 +124,16 @@ def past_capacity(config, profile, launch: Launch, backlog: Backlog, plan, log_p
     return Condition(**shape, capacity_rps=capacity, stretches=tuple(stretches))
 
 
-class Load:
-    """The stretches of one condition: oha at rates, the accept queue sampled meanwhile."""
+# What the server's side keeps of the timed cells' sampler's summary (cell.monitor), per stretch.
+SERVER_SIDE = ("cpu_s", "cpu_percent", "pss_peak_bytes", "pss_mean_bytes", "processes_max", "samples")
 
-    def __init__(self, config, plan: OverloadSettings, url: str, port: int, log_path: Path):
-        self.plan, self.url, self.port, self.log_path = plan, url, port, log_path
+
+class Load:
+    """The stretches of one condition: oha at rates, the server's side sampled meanwhile (its
+    accept queue; its processes where ``server`` is given: the launch's)."""
+
+    def __init__(self, config, plan: OverloadSettings, url: str, port: int, log_path: Path, server=None):
+        self.plan, self.url, self.port, self.log_path, self.server = plan, url, port, log_path, server
         # The lens reads oha's rows and report itself (client.py): the tool named as the core's `oha` is.
         self.oha = shutil.which(str(config["load_tools"]["oha"]["command"][0])) or "oha"
         self.objective_s = plan.search.objective_p99_ms / 1000
@@ -148,11 +156,23 @@ class Load:
                 self.plan.client_shortfall,
             )
 
+    @contextlib.contextmanager
+    def _sampled(self):
+        """The server's side while inside: (the queue sampler, the server-side summary, filled at
+        the end: empty where no server was given)."""
+        side: dict = {}
+        monitor = Monitor(self.server) if self.server is not None else contextlib.nullcontext()
+        with QueueSampler(self.port) as queue, monitor:
+            yield queue, side
+        if self.server is not None:
+            summary = monitor.summary()
+            side.update({key: summary.get(key) for key in SERVER_SIDE})
+
     def steady(self, client: Client, multiple: float, capacity: float) -> Stretch:
         rate = round(multiple * capacity, 1)
-        with QueueSampler(self.port) as queue:
+        with self._sampled() as (queue, side):
             offered = self._offer(rate, self.plan.hold_s, client)
-        return stretch_of(Phase.STEADY, multiple, offered, queue.samples, self.objective_s)
+        return stretch_of(Phase.STEADY, multiple, offered, queue.samples, self.objective_s, side)
 
     def burst(self, client: Client, capacity: float) -> Stretch:
         """``after`` of capacity throughout, the burst's rest on top for its seconds; recovery read
@@ -162,7 +182,7 @@ class Load:
         on_top = round(max(burst.multiple - burst.after, 0) * capacity, 1)
         found: dict[str, Offered] = {}
         top = threading.Thread(target=lambda: found.update(top=self._offer(on_top, burst.seconds, client)))
-        with QueueSampler(self.port) as queue:
+        with self._sampled() as (queue, side):
             top.start()
             throughout = self._offer(after_rate, burst.seconds + burst.after_s, client)
             top.join()
@@ -171,7 +191,7 @@ class Load:
         back = recovery_s(
             throughout.answers, burst.seconds, until, after_rate, self.objective_s, burst.window_s, burst.share
         )
-        stretch = stretch_of(Phase.BURST, burst.multiple, both, queue.samples, self.objective_s)
+        stretch = stretch_of(Phase.BURST, burst.multiple, both, queue.samples, self.objective_s, side)
         return Stretch(**{**stretch.__dict__, "recovery_s": back, "recovered": back is not None})
 
 
@@ -197,8 +217,10 @@ def merged(one: Offered, other: Offered | None) -> Offered:
     )
 
 
-def stretch_of(phase: Phase, multiple: float, offered: Offered, queue: list, objective_s: float) -> Stretch:
-    """A stretch's record: its counts, the p99 of its answers, its goodput, its queue."""
+def stretch_of(
+    phase: Phase, multiple: float, offered: Offered, queue: list, objective_s: float, server_side: dict
+) -> Stretch:
+    """A stretch's record: its counts, the p99 of its answers, its goodput, the server's side."""
     latencies = [a.latency_s for a in offered.answers if a.status < 500]
     p99 = round(float(np.percentile(latencies, 99)) * 1000, 3) if latencies else None
     depths = [depth for _, depth in queue if depth is not None]
@@ -219,4 +241,5 @@ def stretch_of(phase: Phase, multiple: float, offered: Offered, queue: list, obj
         goodput_rps=round(offered.counts[Met.WITHIN] / offered.seconds, 2),
         queue_max=max(depths) if depths else None,
         queue=tuple(queue),
+        server_side=dict(server_side),
     )

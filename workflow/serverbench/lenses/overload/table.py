@@ -3,8 +3,9 @@ phase, multiple): the capacity it went past, the rate offered, the client's conn
 rates scheduled and sent (``client_limited`` where the sent fell short of the scheduled by more
 than the stated share), every request by what it met (words.Met, a column each), goodput
 (answers within the objective per second of the stretch; as offered's share, the requests due
-answered within it; as capacity's share), the p99 of what was answered, the accept queue's
-deepest sample, and after the burst the seconds until the after-rate was met again
+answered within it; as capacity's share), the p99 of what was answered, the server's side (the
+accept queue's deepest sample; its processes' CPU as a percent of one CPU, their peak PSS in
+MiB, their count), and after the burst the seconds until the after-rate was met again
 (``recovered`` false: never within the window). A condition not measured or failed is one row
 with its status and reason. The lens's table job (its TableJob's entry) writes it."""
 
@@ -35,6 +36,9 @@ OVERLOAD_COLUMNS = [
     "goodput_of_capacity",
     "answered_p99_ms",
     "queue_max",
+    "server_cpu_percent",
+    "server_pss_peak_mb",
+    "server_processes",
     "recovery_s",
     "recovered",
     "status",
@@ -59,6 +63,16 @@ STRETCH_KEYS = (
     "recovery_s",
     "recovered",
 )
+
+
+def server_columns(side: dict) -> dict:
+    """The server's processes over a stretch: CPU (percent of one CPU), peak PSS (MiB), processes."""
+    pss = side.get("pss_peak_bytes")
+    return {
+        "server_cpu_percent": side.get("cpu_percent"),
+        "server_pss_peak_mb": None if pss is None else round(pss / 2**20, 1),
+        "server_processes": side.get("processes_max"),
+    }
 
 
 def rows_of(result: dict) -> list[dict]:
@@ -87,6 +101,7 @@ def rows_of(result: dict) -> list[dict]:
                     },
                     "goodput_of_offered": round(within / stretch["due"], 4) if stretch["due"] else None,
                     "goodput_of_capacity": round(goodput / capacity, 4) if capacity else None,
+                    **server_columns(stretch.get("server_side") or {}),
                     "status": Status.OK,
                 }
             )
