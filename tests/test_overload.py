@@ -21,6 +21,7 @@ import pytest
 from conftest import REPO_ROOT, add_server, require
 from serverbench.lenses.overload.backlog import own_backlog_config, raised_somaxconn, without_backlog
 from serverbench.lenses.overload.client import Answer, count, offer
+from serverbench.lenses.overload.decide import overload_verdict_table
 from serverbench.lenses.overload.measure import Load, run_overload
 from serverbench.lenses.overload.recovery import recovery_s
 from serverbench.lenses.overload.report import overload_section
@@ -215,3 +216,97 @@ def test_the_lens_goes_past_a_planted_servers_capacity_at_its_own_backlog_and_th
     table.to_csv(csv, index=False)
     section = overload_section(csv)
     assert section.title == "Past capacity: does it fall over?"
+
+
+JUDGED = {"multiple": 2, "repeats": 5, "hold_share": 0.9, "collapse_share": 0.5, "margin": 0.05}
+
+
+def planted_record(server: str, goodput: dict, recovery: dict | None = None) -> dict:
+    """A record as the lens writes it, of a server of capacity 100/s: ``goodput`` maps a backlog
+    to its 2× stretches' goodput (answers within the objective per second) by the fresh client;
+    ``recovery`` a backlog to its burst's seconds to recover (None: never)."""
+    conditions = []
+    for backlog, figures in goodput.items():
+        stretches = [{"phase": "steady", "multiple": 2, "client": "fresh", "repeat": k, "goodput_rps": g,
+                      "due": 200, "counts": {Met.WITHIN: g}} for k, g in enumerate(figures)]  # fmt: skip
+        back = (recovery or {}).get(backlog, 1.0)
+        stretches.append({"phase": "burst", "multiple": 5, "client": "fresh", "recovery_s": back,
+                          "recovered": back is not None, "goodput_rps": 50, "due": 600, "counts": {}})  # fmt: skip
+        conditions.append({"backlog": backlog, "status": Status.OK, "capacity_rps": 100.0, "stretches": stretches})
+    return {"profile": "p", "server": server, "language": "python", "status": Status.OK, "reason": None,
+            "settings": {"clients": ["fresh"], "judged": JUDGED}, "conditions": conditions}  # fmt: skip
+
+
+def test_goodput_at_twice_capacity_is_classed_holds_sheds_or_collapses_by_the_one_rule_over_repeats(tmp_path):
+    """Five repeats of 2× capacity a server: goodput near capacity holds, near 0.7 of it sheds,
+    near 0.1 of it collapses, straddling the hold share (0.8 to 1.0) is undetermined, and so are
+    three repeats (too few); the burst's recovery is shown (never: says so); own backlog against
+    set judged on the same figures; the section says the answer before its table, everywhere."""
+    results = [
+        planted_record("holder", {"own": [98, 99, 100, 101, 97], "set": [99, 100, 98, 100, 101]}),
+        planted_record("shedder", {"set": [70, 72, 69, 71, 68]}),
+        planted_record("collapser", {"own": [10, 2, 12, 8, 5], "set": [95, 96, 94, 97, 98]}, {"own": None}),
+        planted_record("straddler", {"set": [80, 100, 82, 99, 90]}),
+        planted_record("few", {"set": [100, 100, 100]}),
+    ]
+    verdicts = overload_verdict_table(results)
+    classed = verdicts[verdicts["check"] == "goodput_at_2x"]
+    classed = classed[classed["kind"] == "past capacity"].set_index(["server", "backlog"])["outcome"]
+    assert classed.to_dict() == {
+        ("holder", "own"): "holds", ("holder", "set"): "holds", ("shedder", "set"): "sheds",
+        ("collapser", "own"): "collapses", ("collapser", "set"): "holds", ("straddler", "set"): "undetermined",
+        ("few", "set"): "undetermined",
+    }  # fmt: skip
+    recovered = verdicts[verdicts["check"] == "recovery_s"].set_index(["server", "backlog"])
+    assert recovered.loc[("collapser", "own"), "outcome"] == "never recovered"
+    assert recovered.loc[("holder", "own"), ["outcome", "a_value"]].tolist() == ["recovered", 1.0]
+    backlog = verdicts[verdicts["kind"] == "own backlog"].set_index("server")
+    assert backlog.loc["collapser", "outcome"] == "lower" and backlog.loc["holder", "outcome"] == "equivalent"
+    assert backlog.loc["collapser", "estimate"] == pytest.approx(-0.886)
+    csv, verdicts_csv = tmp_path / "overload.csv", tmp_path / "overload_verdicts.csv"
+    verdicts.to_csv(verdicts_csv, index=False)
+    overload_table(results).to_csv(csv, index=False)
+    section = overload_section(csv, verdicts_csv)
+    kinds = [block.kind for block in section.blocks]
+    assert kinds.index("sentences") < kinds.index("table")
+    answer = section.blocks[kinds.index("sentences")].items
+    assert answer[0].startswith("Holds at 2× its capacity (holds 0.9, collapses below 0.5 of capacity")
+    assert "collapser (set fresh 0.96)" in answer[0] and "holder (own fresh 0.99, set fresh 1.00)" in answer[0]
+    assert answer[1] == "Sheds at 2× its capacity (holds 0.9, collapses below 0.5 of capacity; goodput as its " \
+        "share): shedder (set fresh 0.70)."  # fmt: skip
+    assert answer[2].startswith("Collapses at 2× its capacity") and "collapser (own fresh 0.07)" in answer[2]
+    assert "Never recovered within the window after the burst: collapser (own fresh)." in answer
+
+
+def test_each_release_gets_its_goodput_at_twice_capacity_and_recovery_and_is_judged_on_the_goodput():
+    """The lens's checks (``Lens.checks``) reach releases.csv through the registry from a planted
+    overload_checks.csv, and release_verdicts.csv judges the newer release, keeping half its
+    capacity at 2× where the older kept all of it, lower on goodput (its recovery shown, not judged;
+    one that never recovered says so)."""
+    from serverbench import registry
+    from serverbench.lenses.overload.checks import check_table
+    from serverbench.lenses.releases.decide import Judged, release_verdicts
+    from serverbench.lenses.releases.table import releases_table
+
+    release = {"of": "tiny", "package": "tiny"}
+    config = {"catalogue": {f"tiny@{v}": {"release": {**release, "version": v}} for v in ("1.0", "2.0")}}
+    results = [
+        planted_record("tiny@1.0", {"set": [100, 99, 101, 100, 100]}, {"set": 1.5}),
+        planted_record("tiny@2.0", {"set": [50, 49, 51, 50, 50]}, {"set": None}),
+    ]
+    checks = [c for c in registry.offered_checks(registry.lenses({})) if c.table == "overload_checks.csv"]
+    assert [(c.name, c.judged) for c in checks] == [("goodput_at_2x", True), ("recovery_s", False)]
+    tables = {
+        "overload_checks.csv": check_table(results),
+        "overload_verdicts.csv": overload_verdict_table(results, config),
+    }
+    shown = releases_table(config, {}, checks, tables).set_index(["release", "check"])
+    assert shown.loc[("tiny@2.0", "goodput_at_2x"), ["value", "unit", "status"]].tolist() == [0.5, "of capacity", "ok"]
+    assert shown.loc[("tiny@1.0", "goodput_at_2x"), "value"] == 1.0
+    assert shown.loc[("tiny@1.0", "recovery_s"), ["value", "unit"]].tolist() == [1.5, "s"]
+    assert shown.loc[("tiny@2.0", "recovery_s"), "status"] == Status.NOT_MEASURED
+    judged = release_verdicts(config, Judged([c for c in checks if c.judged], tables), {"p": ["tiny@1.0", "tiny@2.0"]})
+    by_release = judged.set_index(["release", "relation"])
+    step = by_release.loc[("tiny@2.0", "previous")]
+    assert (step["against"], step["check"], step["outcome"]) == ("tiny@1.0", "goodput_at_2x", "lower")
+    assert step["estimate"] == pytest.approx(-0.5)

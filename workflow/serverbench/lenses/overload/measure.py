@@ -1,16 +1,18 @@
 """One server past its capacity, one job per (profile, server) of a profile with ``overload``.
 At each backlog of ``backlogs`` (backlog.py) the server is started as its cells start it, its
 capacity at the p99 objective found (cell.objective: open-loop rates, bisected), then offered
-open loop each multiple of it for ``hold_s`` by each client, and the burst: ``multiple`` of it
-for ``seconds`` (a second oha on top of the one offering ``after`` of it throughout, which
-goes on ``after_s`` more and in which recovery is read). Every request is counted by what it
-met (client.py), the server's side sampled beside it: its accept queue (queue.py), its
-processes' CPU and PSS (the timed cells' sampler, cell.monitor). A server that cannot start,
-or never meets the objective, is a recorded condition; no process outlives the job."""
+open loop each multiple of it for ``hold_s`` by each client (the judged one ``repeats`` times),
+and the burst: ``multiple`` of it for ``seconds`` (a second oha on top of the one offering
+``after`` of it throughout, which goes on ``after_s`` more and in which recovery is read).
+Every request is counted by what it met (client.py), the server's side sampled beside it: its
+accept queue (queue.py), its processes' CPU and PSS (the timed cells' sampler, cell.monitor).
+A server that cannot start, or never meets the objective, is a recorded condition; no process
+outlives the job."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import threading
 import time
@@ -118,7 +120,8 @@ def past_capacity(config, profile, launch: Launch, backlog: Backlog, plan, log_p
     load = Load(config, plan, url, launch.port, log_path, launch.server)
     stretches = []
     for client in map(Client, plan.clients):
-        stretches += [load.steady(client, multiple, capacity) for multiple in plan.multiples]
+        for multiple in plan.offered_multiples():
+            stretches += [load.steady(client, multiple, capacity, n) for n in range(plan.times_offered(multiple))]
         if plan.burst is not None:
             stretches.append(load.burst(client, capacity))
     return Condition(**shape, capacity_rps=capacity, stretches=tuple(stretches))
@@ -168,11 +171,12 @@ class Load:
             summary = monitor.summary()
             side.update({key: summary.get(key) for key in SERVER_SIDE})
 
-    def steady(self, client: Client, multiple: float, capacity: float) -> Stretch:
+    def steady(self, client: Client, multiple: float, capacity: float, repeat: int = 0) -> Stretch:
         rate = round(multiple * capacity, 1)
         with self._sampled() as (queue, side):
             offered = self._offer(rate, self.plan.hold_s, client)
-        return stretch_of(Phase.STEADY, multiple, offered, queue.samples, self.objective_s, side)
+        stretch = stretch_of(Phase.STEADY, multiple, offered, queue.samples, self.objective_s, side)
+        return dataclasses.replace(stretch, repeat=repeat)
 
     def burst(self, client: Client, capacity: float) -> Stretch:
         """``after`` of capacity throughout, the burst's rest on top for its seconds; recovery read

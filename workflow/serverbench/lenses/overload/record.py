@@ -25,6 +25,7 @@ class Stretch:
     seconds: float
     due: int
     client: str
+    repeat: int = 0  # which of the multiple's stretches (the judged multiple is offered several times)
     connections: int = 0  # oha's -c, sized from the rate (the burst's: both clients')
     offered_rate: float = 0.0  # requests due per second over the stretch
     sent_rate: float = 0.0  # requests sent per second (due less never sent)

@@ -1,5 +1,5 @@
 """overload.csv: each server past its capacity, one row per (profile, server, backlog, client,
-phase, multiple): the capacity it went past, the rate offered, the client's connections, the
+phase, multiple, repeat): the capacity it went past, the rate offered, the client's connections, the
 rates scheduled and sent (``client_limited`` where the sent fell short of the scheduled by more
 than the stated share), every request by what it met (words.Met, a column each), goodput
 (answers within the objective per second of the stretch; as offered's share, the requests due
@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from serverbench import files
 from serverbench.lenses.overload.words import Met
 from serverbench.record.vocabulary import Status
 
-KEYS = ["profile", "server", "language", "backlog", "client", "phase", "multiple"]
+KEYS = ["profile", "server", "language", "backlog", "client", "phase", "multiple", "repeat"]
 MET_COLUMNS = [str(met).replace(" ", "_") for met in Met]
 OVERLOAD_COLUMNS = [
     *KEYS,
@@ -50,6 +49,7 @@ STRETCH_KEYS = (
     "client",
     "phase",
     "multiple",
+    "repeat",
     "rate",
     "seconds",
     "due",
@@ -111,9 +111,3 @@ def rows_of(result: dict) -> list[dict]:
 def overload_table(results: list[dict]) -> pd.DataFrame:
     rows = [row for result in results for row in rows_of(result)]
     return pd.DataFrame(rows, columns=OVERLOAD_COLUMNS).sort_values(KEYS[:5], kind="stable", ignore_index=True)
-
-
-def write_tables(config: dict, records: list[str], outputs: dict[str, str]) -> None:
-    """The lens's table job (called by workflow/scripts/lens_job.py): the records merged into overload.csv."""
-    results = [files.read_json(path) for path in sorted(map(str, records))]
-    files.write_atomic(outputs["table"], overload_table(results).to_csv(index=False))
