@@ -17,11 +17,12 @@ import subprocess
 import sys
 import time
 
+import pandas as pd
 import pytest
 from conftest import REPO_ROOT, add_server, require
 from serverbench.lenses.overload.backlog import own_backlog_config, raised_somaxconn, without_backlog
 from serverbench.lenses.overload.client import Answer, count, offer
-from serverbench.lenses.overload.decide import overload_verdict_table
+from serverbench.lenses.overload.decide import overload_verdict_table, write_tables
 from serverbench.lenses.overload.measure import Load, run_overload
 from serverbench.lenses.overload.recovery import recovery_s
 from serverbench.lenses.overload.report import overload_section
@@ -178,6 +179,8 @@ LENS_PLAN = {
     "objective_p99_ms": 200, "tool": "oha-fresh", "peak_tool": "oha-fresh-closed", "tail_samples": 100,
     "max_connections": 64,
     "burst": {"multiple": 3, "seconds": 1, "after": 0.5, "after_s": 2, "window_s": 0.5, "share": 0.95},
+    # One repeat of 2× (too few to judge: the verdicts say so, at no more load).
+    "judged": {"multiple": 2, "repeats": 1, "hold_share": 0.9, "collapse_share": 0.5, "margin": 0.05},
 }  # fmt: skip
 
 
@@ -212,9 +215,13 @@ def test_the_lens_goes_past_a_planted_servers_capacity_at_its_own_backlog_and_th
     table = overload_table([result])
     assert len(table) == 4 and set(table["status"]) == {Status.OK}
     assert (table["server_pss_peak_mb"] > 1).all() and not table["client_limited"].any()
-    csv = tmp_path / "overload.csv"
-    table.to_csv(csv, index=False)
-    section = overload_section(csv)
+    outputs = {name: tmp_path / f"{name}.csv" for name in ("table", "checks", "verdicts")}
+    write_tables(config, [path], outputs)
+    verdicts = pd.read_csv(outputs["verdicts"])
+    assert sorted(verdicts["check"]) == ["goodput_at_2x"] * 3 + ["recovery_s"] * 2  # two backlogs, own against set
+    assert set(verdicts[verdicts["check"] == "goodput_at_2x"]["outcome"]) == {"undetermined"}
+    assert pd.read_csv(outputs["checks"])["check"].tolist() == ["goodput_at_2x", "recovery_s"]
+    section = overload_section(outputs["table"], outputs["verdicts"])
     assert section.title == "Past capacity: does it fall over?"
 
 
