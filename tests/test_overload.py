@@ -190,9 +190,7 @@ def test_the_lens_goes_past_a_planted_servers_capacity_at_its_own_backlog_and_th
     """The whole job on a planted server that answers one request at a time, each after 10 ms (its
     capacity near 100 a second, p99 far within the 200 ms objective below it): its capacity found,
     then twice it and a burst, at its own backlog (4096: its argv without `--backlog`) and the
-    profile's (2048); every request due counted; the table and the section read the record. (The
-    objective search's closed loop counts 503s as answers: a shedding server starts it far too
-    high, so the queueing one is the one measured here.)"""
+    profile's (2048); every request due counted; the table and the section read the record."""
     require("oha")
     config = base_config
     add_server(config, "planted", ["python", str(PLANTED), "queue", "{port}", "0.01", "--backlog", "{backlog}"])
@@ -317,3 +315,23 @@ def test_each_release_gets_its_goodput_at_twice_capacity_and_recovery_and_is_jud
     step = by_release.loc[("tiny@2.0", "previous")]
     assert (step["against"], step["check"], step["outcome"]) == ("tiny@1.0", "goodput_at_2x", "lower")
     assert step["estimate"] == pytest.approx(-0.5)
+
+
+def test_the_capacity_search_starts_from_what_a_shedding_server_served_not_its_503s(oha, base_config, no_leftovers):
+    """A planted server serves 2 requests at a time, 10 ms each, and answers 503 at once beyond them:
+    it cannot serve more than 200 a second. The closed loop the capacity search starts from (its
+    peak tool, 16 connections for a second) is answered many 503s besides; the rate the lens's
+    search starts from (``shed_answers=False``) counts what was served only, the default (advise's,
+    recycle's) every answer, as before."""
+    from serverbench.cell import loadgen, parsers
+    from serverbench.cell.objective import answered_rate
+
+    with planted("shed", 2, 0.01) as url:
+        values = {"url": url, "concurrency": 16, "duration": "1", "timeout": "5"}
+        argv = loadgen.build_argv(base_config["load_tools"]["oha-fresh-closed"], values)
+        parsed = parsers.parse("oha", subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+    statuses = parsed["errors_detail"]["status_codes"]
+    served, shed = statuses.get(200, 0), statuses.get(503, 0)
+    assert served > 0 and shed > served and set(statuses) == {200, 503}
+    assert answered_rate(parsed) <= 2 / 0.01 and answered_rate(parsed) < parsed["requests_per_s"]
+    assert answered_rate(parsed) == pytest.approx(parsed["requests_per_s"] * served / (served + shed))

@@ -105,7 +105,9 @@ def one_condition(config, profile: Profile, target: Target, backlog: Backlog, pl
 def past_capacity(config, profile, launch: Launch, backlog: Backlog, plan, log_path, raw, somaxconn) -> Condition:
     """The capacity at the objective, then each multiple by each client, then the burst."""
     path = apps.workloads(config, profile.name)[profile.workloads[0]]["path"]
-    probe = ObjectiveProbe(config, profile, launch, path, raw, f"{launch.target.server} {backlog}", plan.search)
+    # A 503 is no answer within the objective: the rates start from what it served, not shed.
+    label = f"{launch.target.server} {backlog}"
+    probe = ObjectiveProbe(config, profile, launch, path, raw, label, plan.search, shed_answers=False)
     capacity = probe.capacity(connections_for(profile.workers, profile.threads, plan.search.max_connections)).met
     limits = launch.found.limits
     shape = {
