@@ -221,19 +221,24 @@ def test_the_lens_goes_past_a_planted_servers_capacity_at_its_own_backlog_and_th
     assert pd.read_csv(outputs["checks"])["check"].tolist() == ["goodput_at_2x", "recovery_s"]
     section = overload_section(outputs["table"], outputs["verdicts"])
     assert section.title == "Past capacity: does it fall over?"
+    shown = next(block for block in section.blocks if block.kind == "table")
+    sent = [row[shown.columns.index("sent of offered (req/s)")].text for row in shown.rows]
+    assert all(cell and "client-limited" not in cell for cell in sent)
 
 
 JUDGED = {"multiple": 2, "repeats": 5, "hold_share": 0.9, "collapse_share": 0.5, "margin": 0.05}
 
 
-def planted_record(server: str, goodput: dict, recovery: dict | None = None) -> dict:
+def planted_record(server: str, goodput: dict, recovery: dict | None = None, sent: float = 200) -> dict:
     """A record as the lens writes it, of a server of capacity 100/s: ``goodput`` maps a backlog
     to its 2× stretches' goodput (answers within the objective per second) by the fresh client;
-    ``recovery`` a backlog to its burst's seconds to recover (None: never)."""
+    ``recovery`` a backlog to its burst's seconds to recover (None: never); ``sent`` the client's
+    rate of the 200 a second due (below 190: client-limited)."""
     conditions = []
     for backlog, figures in goodput.items():
         stretches = [{"phase": "steady", "multiple": 2, "client": "fresh", "repeat": k, "goodput_rps": g,
-                      "due": 200, "counts": {Met.WITHIN: g}} for k, g in enumerate(figures)]  # fmt: skip
+                      "due": 200, "counts": {Met.WITHIN: g}, "offered_rate": 200, "sent_rate": sent,
+                      "client_limited": sent < 190} for k, g in enumerate(figures)]  # fmt: skip
         back = (recovery or {}).get(backlog, 1.0)
         stretches.append({"phase": "burst", "multiple": 5, "client": "fresh", "recovery_s": back,
                           "recovered": back is not None, "goodput_rps": 50, "due": 600, "counts": {}})  # fmt: skip
@@ -249,7 +254,7 @@ def test_goodput_at_twice_capacity_is_classed_holds_sheds_or_collapses_by_the_on
     set judged on the same figures; the section says the answer before its table, everywhere."""
     results = [
         planted_record("holder", {"own": [98, 99, 100, 101, 97], "set": [99, 100, 98, 100, 101]}),
-        planted_record("shedder", {"set": [70, 72, 69, 71, 68]}),
+        planted_record("shedder", {"set": [70, 72, 69, 71, 68]}, sent=150),
         planted_record("collapser", {"own": [10, 2, 12, 8, 5], "set": [95, 96, 94, 97, 98]}, {"own": None}),
         planted_record("straddler", {"set": [80, 100, 82, 99, 90]}),
         planted_record("few", {"set": [100, 100, 100]}),
@@ -281,6 +286,10 @@ def test_goodput_at_twice_capacity_is_classed_holds_sheds_or_collapses_by_the_on
         "share): shedder (set fresh 0.70)."  # fmt: skip
     assert answer[2].startswith("Collapses at 2× its capacity") and "collapser (own fresh 0.07)" in answer[2]
     assert "Never recovered within the window after the burst: collapser (own fresh)." in answer
+    shown = next(block for block in section.blocks if block.kind == "table")
+    column = shown.columns.index("sent of offered (req/s)")
+    sent = {row[0].text: row[column].text for row in shown.rows if row[3].text == "2×"}
+    assert sent["shedder"] == "150 of 200 (client-limited)" and sent["holder"] == "200 of 200"
 
 
 def test_each_release_gets_its_goodput_at_twice_capacity_and_recovery_and_is_judged_on_the_goodput():

@@ -44,7 +44,8 @@ def _sent(row: pd.Series) -> str:
     """Sent of the scheduled rate; the client's own limit said where it fell short."""
     if pd.isna(row.get("offered_rate")):
         return ""
-    limited = " (client-limited)" if row.get("client_limited") is True or row.get("client_limited") == "True" else ""
+    # Read back from the CSV as numpy's bool (or an object column's): compared by its words.
+    limited = " (client-limited)" if str(row.get("client_limited")) == "True" else ""
     return f"{row['sent_rate']:.0f} of {row['offered_rate']:.0f}{limited}"
 
 
