@@ -44,7 +44,7 @@ def _sent(row: pd.Series) -> str:
     """Sent of the scheduled rate; the client's own limit said where it fell short."""
     if pd.isna(row.get("offered_rate")):
         return ""
-    # Read back from the CSV as numpy's bool (or an object column's): compared by its words.
+    # Read back from the CSV a bool, or its words where the column also holds blanks.
     limited = " (client-limited)" if str(row.get("client_limited")) == "True" else ""
     return f"{row['sent_rate']:.0f} of {row['offered_rate']:.0f}{limited}"
 
