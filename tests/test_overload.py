@@ -20,6 +20,7 @@ import time
 import pandas as pd
 import pytest
 from conftest import REPO_ROOT, add_server, require
+from serverbench import registry
 from serverbench.lenses.overload.backlog import own_backlog_config, raised_somaxconn, without_backlog
 from serverbench.lenses.overload.client import Answer, count, offer
 from serverbench.lenses.overload.decide import overload_verdict_table, write_tables
@@ -290,6 +291,10 @@ def test_goodput_at_twice_capacity_is_classed_holds_sheds_or_collapses_by_the_on
     column = shown.columns.index("sent of offered (req/s)")
     sent = {row[0].text: row[column].text for row in shown.rows if row[3].text == "2×"}
     assert sent["shedder"] == "150 of 200 (client-limited)" and sent["holder"] == "200 of 200"
+    printed = registry.console_text({}, tmp_path, "overload").splitlines()  # the answer, then a line a server
+    assert printed[2 : 2 + len(answer)] == [f"  - {sentence}" for sentence in answer]
+    holder = "  holder: goodput of capacity own fresh 2×: 0.99; set fresh 2×: 1.00; own fresh burst: 1.0 s; set fresh"
+    assert f"{holder} burst: 1.0 s" in printed
 
 
 def test_each_release_gets_its_goodput_at_twice_capacity_and_recovery_and_is_judged_on_the_goodput():
@@ -297,7 +302,6 @@ def test_each_release_gets_its_goodput_at_twice_capacity_and_recovery_and_is_jud
     overload_checks.csv, and release_verdicts.csv judges the newer release, keeping half its
     capacity at 2× where the older kept all of it, lower on goodput (its recovery shown, not judged;
     one that never recovered says so)."""
-    from serverbench import registry
     from serverbench.lenses.overload.checks import check_table
     from serverbench.lenses.releases.decide import Judged, release_verdicts
     from serverbench.lenses.releases.table import releases_table

@@ -98,15 +98,15 @@ def section_rows(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 
 
 def console_lines(table: pd.DataFrame) -> list[str]:
-    """A line per server: goodput as capacity's share at the highest multiple, and its recovery."""
+    """A line per server: goodput as capacity's share at the highest multiple (the mean of its
+    repeats), and its recovery."""
     lines = []
     for server, rows in table[table["status"] == Status.OK].groupby("server", sort=True):
         steady = rows[rows["phase"] == "steady"]
         top = steady[steady["multiple"] == steady["multiple"].max()]
-        said = [
-            f"{r['backlog']} {r['client']} {r['multiple']:g}×: {r['goodput_of_capacity']:.2f}"
-            for _, r in top.iterrows()
-        ]
+        means = top.groupby(["backlog", "client"], sort=False)["goodput_of_capacity"].mean()
+        multiple = f"{top['multiple'].max():g}×"
+        said = [f"{backlog} {client} {multiple}: {share:.2f}" for (backlog, client), share in means.items()]
         said += [
             f"{r['backlog']} {r['client']} burst: {_recovery(r)}" for _, r in rows[rows["phase"] == "burst"].iterrows()
         ]
