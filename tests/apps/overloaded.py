@@ -8,6 +8,8 @@ each way made by the server, not by the machine's speed:
 - ``backlog PORT BACKLOG HOLD_S``: one thread listening with BACKLOG; its first request held
   HOLD_S, the rest answered at once: while it holds, the accept queue fills and the kernel drops
   further SYNs (the client times out connecting);
+- ``hold PORT HOLD_S``: threaded, every request held HOLD_S, then answered: the requests in
+  flight grow by the rate times HOLD_S exactly (what the client must have connections for);
 - ``slow PORT SLOW_S FOR_S``: threaded, each request SLOW_S until FOR_S after its first request,
   then at once (a server that comes back).
 
@@ -98,6 +100,18 @@ def backlog(port: int, size: int, hold_s: float) -> None:
         answer(connection, "200 OK")
 
 
+def hold(port: int, hold_s: float) -> None:
+    server = listener(port, 4096)
+
+    def serve(connection):
+        if asked(connection):
+            time.sleep(hold_s)
+            answer(connection, "200 OK")
+
+    while True:
+        threading.Thread(target=serve, args=(server.accept()[0],), daemon=True).start()
+
+
 def slow(port: int, slow_s: float, for_s: float) -> None:
     server, since = listener(port, 1024), []
 
@@ -120,6 +134,7 @@ if __name__ == "__main__":
         at = numbers.index("--backlog")
         TOLD_BACKLOG.append(int(numbers[at + 1]))
         numbers = numbers[:at] + numbers[at + 2 :]
-    kinds = {"shed": (int, float), "queue": (float,), "backlog": (int, float), "slow": (float, float)}
+    kinds = {"shed": (int, float), "queue": (float,), "backlog": (int, float), "hold": (float,), "slow": (float, float)}
     values = [kind(number) for kind, number in zip(kinds[mode], numbers, strict=True)]
-    {"shed": shed, "queue": queue, "backlog": backlog, "slow": slow}[mode](int(port), *values)
+    modes = {"shed": shed, "queue": queue, "backlog": backlog, "hold": hold, "slow": slow}
+    modes[mode](int(port), *values)

@@ -11,7 +11,9 @@ behind another's keep-alive on a server that gives a worker to a connection (Sta
 ``SENT_SHARE`` of the requests due were sent (a client that could not send on schedule hides
 the wait of those it never sent), and p99 is within the objective.
 
-The rates: first the closed loop's own rate at the same connections (``peak_s``), then a
+The rates: first the closed loop's own rate at the same connections (``peak_s``; a lens that asks
+with ``shed_answers=False`` counts only its answers below 500 in it: a server that sheds answers
+503s faster than it serves, so the rates would start far past its capacity), then a
 quarter more while every rate met the objective, or halving down until one meets it, then
 bisecting between met and missed until they are ``resolution`` apart or ``rate_steps`` runs
 are spent. The highest rate that met it is offered once more and must meet it again; if not,
@@ -73,9 +75,11 @@ class ObjectiveProbe:
         raw: RawLog,
         label: str,
         search: ObjectiveSearch,
+        shed_answers: bool = True,
     ):
         self.config, self.profile, self.launch, self.raw, self.label = config, profile, launch, raw, label
         self.search = search
+        self.shed_answers = shed_answers  # a 5xx counted in the closed loop's rate (the module's docstring)
         self.url = f"http://{launch.host}:{launch.port}{path}"
         self.objective_ms = float(search.objective_p99_ms)
 
@@ -157,7 +161,8 @@ class ObjectiveProbe:
         if parsed is None or not parsed["requests_per_s"]:
             self.launch.check_alive("the closed loop")
             return None
-        return round(parsed["requests_per_s"], 1)
+        rate = parsed["requests_per_s"] if self.shed_answers else answered_rate(parsed)
+        return round(rate, 1) if rate else None
 
     def _duration(self, rate: float) -> float:
         wanted = self.search.tail_samples / rate
@@ -188,6 +193,14 @@ class ObjectiveProbe:
             pss,
             line,
         )
+
+
+def answered_rate(parsed: dict) -> float:
+    """A closed loop's answers below 500 per second (its rate less the 5xx it was answered)."""
+    statuses = parsed["errors_detail"].get("status_codes") or {}
+    answered = sum(statuses.values())
+    served = sum(count for code, count in statuses.items() if int(code) < 500)
+    return parsed["requests_per_s"] * served / answered if answered else 0.0
 
 
 def connections_for(workers: int, threads: int, most: int) -> int:

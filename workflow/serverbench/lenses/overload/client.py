@@ -7,12 +7,20 @@ request that got no answer (refused, reset, timed out), and a row per answered r
 (``--db-url``: due time, end and status), from which answers are told within the objective or late
 (from when they were due) and 5xx, and windows of the run are read after a burst (recovery.py).
 What it could not send is the requests due at the rate less the ones it sent. ``-w`` waits for the
-requests in flight at the end (up to the client's timeout): a slow answer is late, not cut."""
+requests in flight at the end (up to the client's timeout): a slow answer is late, not cut.
+
+oha's ``-c`` bounds the requests in flight, so a client with too few connections, not the server,
+would limit what is offered past capacity (each request holds its connection until answered or
+timed out). ``connections_for_rate`` sizes them from the rate times the longest a request may
+take (the client's timeout), bounded by the open-file cap oha inherits; a stretch whose sent rate
+still falls short of its scheduled rate by more than a stated share is ``client_limited``."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
+import resource
 import sqlite3
 import subprocess
 import tempfile
@@ -27,6 +35,23 @@ ERROR_CLASSES = (
     (Met.REFUSED, re.compile(r"refused")),
     (Met.RESET, re.compile(r"reset|closed|broken pipe|incomplete|eof|connection error|aborted")),
 )
+
+
+FILES_KEPT = 64  # descriptors oha holds beside its connections (its report, rows, runtime)
+
+
+def open_file_cap() -> int:
+    """The open files a child may hold (RLIMIT_NOFILE's soft limit, which oha inherits)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft if soft != resource.RLIM_INFINITY else 1 << 20
+
+
+def connections_for_rate(rate: float, longest_s: float, cap: int | None = None) -> int:
+    """Connections enough for every request due at ``rate`` to be in flight for ``longest_s``
+    (a server that answers none before the client gives up holds rate × longest_s at once), at
+    most the open-file cap less what oha keeps besides."""
+    most = max(1, (open_file_cap() if cap is None else cap) - FILES_KEPT)
+    return max(1, min(most, math.ceil(rate * longest_s) + 1))
 
 
 def met_of_error(message: str) -> Met:
@@ -60,6 +85,21 @@ class Offered:
     errors: dict[str, int] = field(default_factory=dict)  # oha's own words, kept as it said them
     exit_code: int = 0
     due: int = 0  # requests due at the rate over the seconds (two clients together: both's)
+    connections: int = 0  # oha's -c (two clients together: both's)
+    client_limited: bool = False  # sent short of the scheduled rate by more than the stated share
+
+    @property
+    def sent(self) -> int:
+        return self.due - self.counts.get(Met.NEVER_SENT, 0)
+
+    @property
+    def offered_rate(self) -> float:
+        """The scheduled rate over the stretch: requests due per second."""
+        return round(self.due / self.seconds, 2) if self.seconds else 0.0
+
+    @property
+    def sent_rate(self) -> float:
+        return round(self.sent / self.seconds, 2) if self.seconds else 0.0
 
 
 def oha_argv(
@@ -92,8 +132,11 @@ def count(
     answers: list[Answer],
     objective_s: float,
     exit_code: int = 0,
+    connections: int = 0,
+    shortfall: float = 0.05,
 ) -> Offered:
-    """Every request of a stretch by what it met (the module's docstring)."""
+    """Every request of a stretch by what it met (the module's docstring); client-limited where it
+    sent fewer than (1 - ``shortfall``) of the requests due."""
     counts = dict.fromkeys(map(str, Met), 0)
     for answer in answers:
         if answer.status >= 500:
@@ -105,7 +148,8 @@ def count(
         counts[met_of_error(message)] += n
     due = round(rate * seconds)
     counts[Met.NEVER_SENT] = max(0, due - sum(counts.values()))
-    return Offered(rate, seconds, client, counts, answers, errors, exit_code, due)
+    limited = due - counts[Met.NEVER_SENT] < (1 - shortfall) * due
+    return Offered(rate, seconds, client, counts, answers, errors, exit_code, due, connections, limited)
 
 
 def read_answers(rows: Path) -> list[Answer]:
@@ -129,6 +173,7 @@ def offer(
     objective_s: float,
     log=None,
     connect_timeout_s: float | None = None,
+    shortfall: float = 0.05,
 ) -> Offered:
     """Run one stretch and count it; oha's own output goes to ``log`` (a file open for writing)."""
     with tempfile.TemporaryDirectory(prefix="overload-") as work:
@@ -145,4 +190,5 @@ def offer(
         if log is not None:
             log.write(f"serverbench: {' '.join(argv)}\n{done.stdout}{done.stderr}")
         parsed = json.loads(report.read_text()) if report.exists() and report.stat().st_size else {}
-        return count(rate, seconds, str(client), parsed, read_answers(rows), objective_s, done.returncode)
+        found = read_answers(rows)
+        return count(rate, seconds, str(client), parsed, found, objective_s, done.returncode, connections, shortfall)

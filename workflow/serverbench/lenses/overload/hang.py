@@ -22,7 +22,7 @@ from pathlib import Path
 
 from serverbench.cell import servers
 from serverbench.cell.session import ServerSession
-from serverbench.lenses.overload.client import Offered, offer
+from serverbench.lenses.overload.client import Offered, connections_for_rate, offer
 from serverbench.lenses.overload.words import Client, Met
 from serverbench.plan import apps
 from serverbench.plan.catalogue import server_entry
@@ -197,16 +197,21 @@ def offered_with_hangs(config, profile, launch, plan, capacity, log_path, shape)
     rest_rate, hung_rate = round(rate * (1 - hang.share), 1), rate * hang.share
     oha = shutil.which(str(config["load_tools"]["oha"]["command"][0])) or "oha"
     objective_s = plan.search.objective_p99_ms / 1000
+    # Connections sized as the lens's stretches size them (measure.Load): the rate times the
+    # longest a request may hold one, so the client, not the server, never bounds what is sent.
+    longest_s = plan.connect_timeout_s + plan.timeout_s
 
     def rest() -> Offered:
         with Path(log_path).open("a") as log:
             client = Client(plan.clients[0])
-            args = (rest_rate, hang.seconds, client, plan.connections, plan.timeout_s, objective_s, log)
-            return offer(oha, rest_url, *args, plan.connect_timeout_s)
+            connections = connections_for_rate(rest_rate, longest_s)
+            args = (rest_rate, hang.seconds, client, connections, plan.timeout_s, objective_s, log)
+            return offer(oha, rest_url, *args, plan.connect_timeout_s, plan.client_shortfall)
 
     baseline = rest()
     address = (launch.host, launch.port)
-    with HungSender(address, hung_path, hung_rate, hang.seconds, plan.timeout_s, plan.connections) as sender:
+    connections = connections_for_rate(hung_rate, longest_s)
+    with HungSender(address, hung_path, hung_rate, hang.seconds, plan.timeout_s, connections) as sender:
         with_hangs = rest()
     hung, medians, freed = summary(sender.found)
     return HangRun(

@@ -1,6 +1,7 @@
 """The overload lens's settings, typed (a profile's ``overload``: settings.schema.yaml beside this
 file): the objective search that finds each server's capacity, the multiples of it offered, the
-clients, the burst and the recovery windows, the backlogs."""
+clients, the burst and the recovery windows, the backlogs, the verdicts' multiple, repeats and
+shares, and the hung request."""
 
 from __future__ import annotations
 
@@ -38,26 +39,53 @@ class Hang(LensSettings):
 
 
 @dataclass(frozen=True)
+class Judged(LensSettings):
+    """The verdicts' settings: ``multiple`` of capacity offered ``repeats`` times by each client,
+    its goodput as capacity's share classed holds at ``hold_share`` or more, collapses below
+    ``collapse_share``, sheds between; own backlog against set, and a release against another, read
+    against ``margin`` (all shares of capacity)."""
+
+    multiple: float
+    repeats: int
+    hold_share: float
+    collapse_share: float
+    margin: float
+
+
+@dataclass(frozen=True)
 class OverloadSettings(LensSettings):
     search: ObjectiveSearch  # its keys stand at the top of `overload`, beside the others
     multiples: tuple[float, ...]
     hold_s: float
     clients: tuple[str, ...]
-    connections: int
+    client_shortfall: float
     timeout_s: float
     connect_timeout_s: float
     backlogs: tuple[str, ...]
     burst: Burst | None = None
+    judged: Judged | None = None
     hang: Hang | None = None
 
     @classmethod
     def from_dict(cls, data) -> OverloadSettings:
         own = {key: value for key, value in data.items() if key not in ObjectiveSearch.keys()}
-        burst, hang = own.pop("burst", None), own.pop("hang", None)
+        burst, judged, hang = own.pop("burst", None), own.pop("judged", None), own.pop("hang", None)
         typed = LensSettings.from_dict.__func__(cls, {**own, "search": ObjectiveSearch.from_dict(data)})
         return dataclasses.replace(
-            typed, burst=Burst.from_dict(burst) if burst else None, hang=Hang.from_dict(hang) if hang else None
+            typed,
+            burst=Burst.from_dict(burst) if burst else None,
+            judged=Judged.from_dict(judged) if judged else None,
+            hang=Hang.from_dict(hang) if hang else None,
         )
+
+    def offered_multiples(self) -> tuple[float, ...]:
+        """The multiples offered, in order: the judged one among them."""
+        judged = {self.judged.multiple} if self.judged else set()
+        return tuple(sorted({*self.multiples, *judged}))
+
+    def times_offered(self, multiple: float) -> int:
+        """Stretches of ``multiple`` a client offers: the judged one's repeats, once each other."""
+        return self.judged.repeats if self.judged and multiple == self.judged.multiple else 1
 
     def to_dict(self) -> dict:
         out = super().to_dict()

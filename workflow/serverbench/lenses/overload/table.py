@@ -1,21 +1,23 @@
 """overload.csv: each server past its capacity, one row per (profile, server, backlog, client,
-phase, multiple): the capacity it went past, the rate offered, every request by what it met
-(words.Met, a column each), goodput (answers within the objective per second of the stretch;
-as offered's share, the requests due answered within it; as capacity's share), the p99 of what
-was answered, the accept queue's deepest sample, and after
-the burst the seconds until the after-rate was met again (``recovered`` false: never within the
-window). A condition not measured or failed is one row with its status and reason. The lens's
-table job (its TableJob's entry) writes it; no verdicts yet (issue 95's item 6)."""
+phase, multiple, repeat): the capacity it went past, the rate offered, the client's connections, the
+rates scheduled and sent (``client_limited`` where the sent fell short of the scheduled by more
+than the stated share), every request by what it met (words.Met, a column each), goodput
+(answers within the objective per second of the stretch; as offered's share, the requests due
+answered within it; as capacity's share), the p99 of what was answered, the server's side (the
+accept queue's deepest sample; its processes' CPU as a percent of one CPU, their peak PSS in
+MiB, their count), and after the burst the seconds until the after-rate was met again
+(``recovered`` false: never within the window). A condition not measured or failed is one row
+with its status and reason. The lens's table job (its TableJob's entry, decide.write_tables) writes
+it, and overload_hang.csv beside it (hang_table)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from serverbench import files
 from serverbench.lenses.overload.words import Met
 from serverbench.record.vocabulary import Status
 
-KEYS = ["profile", "server", "language", "backlog", "client", "phase", "multiple"]
+KEYS = ["profile", "server", "language", "backlog", "client", "phase", "multiple", "repeat"]
 MET_COLUMNS = [str(met).replace(" ", "_") for met in Met]
 OVERLOAD_COLUMNS = [
     *KEYS,
@@ -24,12 +26,19 @@ OVERLOAD_COLUMNS = [
     "rate",
     "seconds",
     "due",
+    "connections",
+    "offered_rate",
+    "sent_rate",
+    "client_limited",
     *MET_COLUMNS,
     "goodput_rps",
     "goodput_of_offered",
     "goodput_of_capacity",
     "answered_p99_ms",
     "queue_max",
+    "server_cpu_percent",
+    "server_pss_peak_mb",
+    "server_processes",
     "recovery_s",
     "recovered",
     "status",
@@ -41,15 +50,30 @@ STRETCH_KEYS = (
     "client",
     "phase",
     "multiple",
+    "repeat",
     "rate",
     "seconds",
     "due",
+    "connections",
+    "offered_rate",
+    "sent_rate",
+    "client_limited",
     "answered_p99_ms",
     "goodput_rps",
     "queue_max",
     "recovery_s",
     "recovered",
 )
+
+
+def server_columns(side: dict) -> dict:
+    """The server's processes over a stretch: CPU (percent of one CPU), peak PSS (MiB), processes."""
+    pss = side.get("pss_peak_bytes")
+    return {
+        "server_cpu_percent": side.get("cpu_percent"),
+        "server_pss_peak_mb": None if pss is None else round(pss / 2**20, 1),
+        "server_processes": side.get("processes_max"),
+    }
 
 
 def rows_of(result: dict) -> list[dict]:
@@ -72,12 +96,13 @@ def rows_of(result: dict) -> list[dict]:
             rows.append(
                 {
                     **head,
-                    **{key: stretch[key] for key in STRETCH_KEYS},
+                    **{key: stretch.get(key) for key in STRETCH_KEYS},
                     **{
                         column: stretch["counts"].get(str(met), 0) for column, met in zip(MET_COLUMNS, Met, strict=True)
                     },
                     "goodput_of_offered": round(within / stretch["due"], 4) if stretch["due"] else None,
                     "goodput_of_capacity": round(goodput / capacity, 4) if capacity else None,
+                    **server_columns(stretch.get("server_side") or {}),
                     "status": Status.OK,
                 }
             )
@@ -134,12 +159,3 @@ def hang_rows(result: dict) -> list[dict]:
 def hang_table(results: list[dict]) -> pd.DataFrame:
     rows = [row for result in results for row in hang_rows(result)]
     return pd.DataFrame(rows, columns=HANG_COLUMNS).sort_values(HANG_KEYS, kind="stable", ignore_index=True)
-
-
-def write_tables(config: dict, records: list[str], outputs: dict[str, str]) -> None:
-    """The lens's table job (called by workflow/scripts/lens_job.py): the records merged into
-    overload.csv, and their hung requests into overload_hang.csv."""
-    results = [files.read_json(path) for path in sorted(map(str, records))]
-    files.write_atomic(outputs["table"], overload_table(results).to_csv(index=False))
-    if "hang" in outputs:
-        files.write_atomic(outputs["hang"], hang_table(results).to_csv(index=False))

@@ -4,19 +4,43 @@ connected, which backlog the server listened with, and its kind and metric (decl
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import Enum, StrEnum
+
+from serverbench.record.vocabulary import Outcome
 
 
 class OverloadKind(StrEnum):
     """The lens's kind of comparison (its ``lens.Words``)."""
 
     PAST_CAPACITY = "past capacity"  # a server's goodput past its capacity against its capacity
+    BACKLOG = "own backlog"  # a server's goodput at its own listen backlog against at the set one
 
 
 class OverloadMetric(StrEnum):
     """What the lens judges on (its ``lens.Words``)."""
 
     GOODPUT = "goodput past capacity"  # answers within the objective per second, offered beyond capacity
+    RECOVERY = "recovery after the burst"  # seconds until the after-rate is met again
+
+
+class OverloadOutcome(StrEnum):
+    """The lens's outcomes beside the core's (its ``lens.Words``): how goodput past capacity is
+    classed (with the core's ``holds``: ``GoodputClass``), and whether a server came back."""
+
+    SHEDS = "sheds"  # goodput at the judged multiple between the collapse and hold shares of capacity
+    COLLAPSES = "collapses"  # goodput below the collapse share of capacity
+    RECOVERED = "recovered"  # the after-rate met again within the window after the burst
+    NEVER_RECOVERED = "never recovered"  # not within the window
+
+
+class GoodputClass(Enum):
+    """What a server's goodput at the judged multiple of its capacity (2×) is classed, read by the
+    one rule against the settings' shares (decide.py); each member's value its word in the tables."""
+
+    HOLDS = Outcome.HOLDS  # at least the hold share of its capacity (the core's word)
+    SHEDS = OverloadOutcome.SHEDS
+    COLLAPSES = OverloadOutcome.COLLAPSES
+    UNDETERMINED = Outcome.UNDETERMINED  # its interval across a share
 
 
 class Met(StrEnum):
