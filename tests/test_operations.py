@@ -71,7 +71,18 @@ def test_a_server_that_drops_its_connections_on_reload_is_found(base_config, tmp
     judged = verdicts.set_index("check")
     assert judged.loc["reload_failed", "outcome"] == "higher" and judged.loc["reload_failed", "scale"] == "difference"
     assert judged.loc["reload_failed", "ci_low"] >= 1 and judged.loc["reload_failed", "n_a"] == 5
-    assert judged.loc["reload_longest_gap_s", "outcome"] == "higher"
+    # The dropping server's every wait is its planted 0.5 s away; the graceful one's are the
+    # machine's (a busy host stalled it 0.97 s in two reloads of five, and their ratio came out
+    # undetermined): the row carries each side's median wait, worked out here from the reloads,
+    # and their ratio. That a ratio beyond the margin is *higher* is judge's, on planted figures
+    # (test_a_pair_is_judged_on_its_figures_and_decides_only_on_enough_of_them).
+    gap = judged.loc["reload_longest_gap_s"]
+    waits = {
+        name: np.median([w["longest_gap_s"] for w in life["reloads"]])
+        for name, life in (("drops", dropped), ("keeps", kept))
+    }
+    assert (gap["a_value"], gap["b_value"]) == pytest.approx((waits["drops"], waits["keeps"]), rel=1e-3), gap
+    assert gap["estimate"] == pytest.approx(waits["drops"] / waits["keeps"], rel=1e-3) and gap["a_value"] >= 0.45
     # One life a side: its cold start and memory are undetermined, and say why.
     cold = judged.loc["cold_start_s"]
     assert cold["outcome"] == "undetermined" and "undercovers" in cold["why"]
@@ -216,10 +227,18 @@ def test_a_scaling_server_is_followed_over_a_step_of_load(base_config, tmp_path,
     assert result["status"] == "ok" and result["scales"]
     found = result["lives"][0]["step"]
     assert found["processes_idle"] == 2  # the master and its one worker
-    assert found["processes_peak"] > found["processes_idle"] and 0 <= found["rise_s"] <= 4
+    # The figures worked out from the samples by hand: the peak is the most processes sampled
+    # under the load (from 1 s to 5 s), the rise the time from the load's start to its first sample.
+    samples = found["samples"]
+    during = [(t, processes) for t, processes, _ in samples if 1 <= t < 5]
+    peak = max(processes for _, processes in during)
+    assert found["processes_peak"] == peak > found["processes_idle"], samples
+    assert found["rise_s"] == round(next(t for t, processes in during if processes == peak) - 1, 3), samples
+    # Sampled before, under and after the load (how many samples fit is the machine's speed).
+    assert samples[0][0] < 1 <= during[0][0] and samples[-1][0] >= 5
     # A sample's PSS is unread where a worker forked or exited while it was read (twice running).
-    read = [pss for _, _, pss in found["samples"] if pss is not None]
-    assert len(found["samples"]) >= 20 and len(read) >= 0.75 * len(found["samples"]) and min(read) > 0
+    read = [pss for _, _, pss in samples if pss is not None]
+    assert len(read) >= 0.75 * len(samples) and min(read) > 0
     table = checks(tmp_path).loc["uwsgi-cheaper-backlog"]
     assert table.loc["step_processes_peak", "value"] == found["processes_peak"]
     assert table.loc["step_pss_peak_mb", "value"] > 0

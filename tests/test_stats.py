@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import RECORDS_V1
+from scipy import stats as scipy_stats
 from serverbench import REPO_ROOT
 from serverbench.decide import compare, stats, verdicts
 from serverbench.decide.pairs import declared_pairs
@@ -103,6 +104,18 @@ def test_best_of_language_is_chosen_among_comparable_cells_only(stored_verdicts)
     assert set(best["b"]) == {"plackup"}
 
 
+def log_rps_by_round(runs: pd.DataFrame, row: pd.Series, server: str) -> pd.Series:
+    """One server's log req/s in the comparison's condition, by round, from runs.csv."""
+    cells = runs[
+        (runs["status"] == "ok")
+        & (runs["server"] == server)
+        & (runs["workload"] == row["workload"])
+        & (runs["tool"] == row["tool"])
+        & (runs["concurrency"] == row["concurrency"])
+    ]
+    return np.log(cells.set_index("repeat")["rps"].sort_index())
+
+
 def test_three_rounds_decide_only_beyond_the_margin_and_say_what_they_could_have_told(stored_verdicts):
     # The stored matrix's family pairs all meet a starved Starman: name two pairs that can be tested.
     pairs = [["gunicorn", "plackup"], ["uwsgi", "plackup"]]
@@ -114,6 +127,15 @@ def test_three_rounds_decide_only_beyond_the_margin_and_say_what_they_could_have
     assert len(tested) == 6 and (tested["method"] == "rounds model").all()
     fairness = with_pairs[with_pairs["kind"] == "fairness"]
     assert set(fairness["b"]) == {"starman"} and fairness["p_holm"].notna().all()
+    # Each figure worked out apart from the code: two servers' rounds model is the paired t-test
+    # of their log req/s, round by round (SciPy's), its interval taken at the row's Holm level.
+    for _, row in tested.iterrows():
+        log_a, log_b = (log_rps_by_round(runs, row, server) for server in (row["a"], row["b"]))
+        paired = scipy_stats.ttest_rel(log_a, log_b)
+        interval = paired.confidence_interval(1 - row["level"])
+        assert row["p_value"] == pytest.approx(paired.pvalue, rel=1e-9)
+        assert row["ratio"] == pytest.approx(np.exp((log_a - log_b).mean()), rel=1e-9)
+        assert (row["ci_low"], row["ci_high"]) == pytest.approx((np.exp(interval.low), np.exp(interval.high)), rel=1e-9)
     # Every kind here is read against config.yaml's comparisons.margin, 2%: the band of two servers
     # of one run is [1/1.02, 1.02] (docs/architecture.md, decide/margins), written here by hand.
     assert (tested["margin"] == 0.02).all()
