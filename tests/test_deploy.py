@@ -114,3 +114,20 @@ def test_a_lens_that_did_not_run_leaves_its_choice_not_measured_and_names_its_pr
     assert (
         mine.loc["listen backlog", "profile"] is None and "no lens declares" in mine.loc["listen backlog", "sentence"]
     )
+
+
+def test_a_run_with_nothing_left_to_deploy_is_said_on_the_console(tmp_path):
+    """A deploy.csv whose one row has no language (nothing left: a lens the answer needs did not
+    run) is written on every medium; its empty language once reached the console as NaN."""
+    import pandas as pd
+    from serverbench.lenses.deploy.report import deploy_section
+    from serverbench.report.section import section_console
+
+    table = tmp_path / "deploy.csv"
+    pd.DataFrame([{"language": None, "role": "none left", "choice": "server", "value": None,
+                   "ruling": "not measured", "lens": "operations", "figure": None, "unit": None,
+                   "table": None, "row": None, "sentence": "not measured in this run: the operations lens decides it",
+                   "runner_up": None, "versus": None, "fails_at": None, "profile": "operations"}]).to_csv(
+        table, index=False)  # fmt: skip
+    said = section_console(deploy_section(table))
+    assert "Any language: nothing to deploy: not measured in this run" in said, said

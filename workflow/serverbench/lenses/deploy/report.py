@@ -74,7 +74,9 @@ def deploy_section(table_csv: Path) -> Section | None:
         return None
     table = table.astype(object).where(table.notna(), None)
     groups = []
-    for language, part in table.groupby("language", sort=False, dropna=False):
+    for key, part in table.groupby("language", sort=False, dropna=False):
+        # A row of no language (nothing left to deploy) groups under NaN, which no heading is.
+        language = None if pd.isna(key) else key
         rows = part.to_dict("records")
         sentence = answer_sentences(language, rows)
         groups.append(Group(language or "every language", (Sentences((sentence,), EVERYWHERE), _table(rows))))
