@@ -68,7 +68,7 @@ LENS = Lens(
         "idle_pool_checks.csv",
         "idle_pool_verdicts.csv",
         "idle_pool_answers.csv",
-    ),  # fmt: skip
+    ),
     section=_section,
     checks=CHECKS,
     words=Words(kinds=IdlePoolKind, metrics=IdlePoolMetric),
@@ -86,6 +86,6 @@ LENS = Lens(
             "checks": "idle_pool_checks.csv",
             "verdicts": "idle_pool_verdicts.csv",
             "answers": "idle_pool_answers.csv",
-        },  # fmt: skip
+        },
     ),
 )

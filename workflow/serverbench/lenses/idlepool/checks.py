@@ -28,8 +28,20 @@ from serverbench.record.vocabulary import Status
 
 FAILED_CHECK, ANSWERED_CHECK = "failed_reuses", "answered_reuses"
 CHECK_UNITS = {FAILED_CHECK: "share of reuses failed", ANSWERED_CHECK: "share of reuses answered"}
-CHECK_COLUMNS = ["profile", "server", "language", "check", "idle_s", "value", "unit", "ci_low", "ci_high", "n",
-                 "status", "reason"]  # fmt: skip
+CHECK_COLUMNS = [
+    "profile",
+    "server",
+    "language",
+    "check",
+    "idle_s",
+    "value",
+    "unit",
+    "ci_low",
+    "ci_high",
+    "n",
+    "status",
+    "reason",
+]
 NO_IDLE_BELOW = "no idle time swept below its keep-alive"
 
 

@@ -40,9 +40,23 @@ SWEEP_COLUMNS = [*KEY, "language", "keepalive_s", "idle_s", *REUSE_COLUMNS]
 COST_COLUMNS = ["profile", "server", "deployment", "held", "pre_opened", "fresh", "wait_s"]
 DEPLOYMENT_COLUMNS = ["profile", "server", "deployment", "keepalive", "keepalive_s", "status", "reason"]
 VERDICT_COLUMNS = ["profile", "server", "deployment", "keepalive", "idle_s", *bootstrap.CHECK_VERDICT_COLUMNS]
-ANSWER_COLUMNS = ["profile", "server", "deployment", "keepalive_s", "keepalive_setting", "race_window_s",
-                  "safe_idle_timeout_s", "closed_first_s", "never_kept", "raised_keepalive_s",
-                  "raised_closes_window", "front_removes_race", "starved_beside", "status", "reason"]  # fmt: skip
+ANSWER_COLUMNS = [
+    "profile",
+    "server",
+    "deployment",
+    "keepalive_s",
+    "keepalive_setting",
+    "race_window_s",
+    "safe_idle_timeout_s",
+    "closed_first_s",
+    "never_kept",
+    "raised_keepalive_s",
+    "raised_closes_window",
+    "front_removes_race",
+    "starved_beside",
+    "status",
+    "reason",
+]
 
 
 def tables(records: list[dict]) -> dict[str, pd.DataFrame]:
@@ -52,11 +66,13 @@ def tables(records: list[dict]) -> dict[str, pd.DataFrame]:
         mine = {"profile": record["profile"], "server": record["server"]}
         sweeps += [{**mine, "language": record["language"], **row} for row in record["sweeps"]]
         costs += [{**mine, **row} for row in record["costs"]]
-        deployments += [{**mine, **{("deployment" if k == "name" else k): v for k, v in d.items()}}
-                        for d in record["deployments"]]  # fmt: skip
+        deployments += [
+            {**mine, **{("deployment" if k == "name" else k): v for k, v in d.items()}} for d in record["deployments"]
+        ]
         if not record["deployments"]:
-            deployments.append({**mine, "deployment": record["server"], "status": record["status"],
-                                "reason": record["reason"]})  # fmt: skip
+            deployments.append(
+                {**mine, "deployment": record["server"], "status": record["status"], "reason": record["reason"]}
+            )
     return {
         "sweeps": pd.DataFrame(sweeps, columns=SWEEP_COLUMNS),
         "costs": pd.DataFrame(costs, columns=COST_COLUMNS),
@@ -98,8 +114,13 @@ def judged(sweeps: pd.DataFrame, margins: dict[str, float]) -> list[tuple[dict, 
         for setting, part in by_setting.items():
             shortest = part.iloc[0]
             for _, row in part.iloc[1:].iterrows():
-                where = {"profile": profile, "server": server, "deployment": deployment, "keepalive": setting,
-                         "idle_s": row["idle_s"]}  # fmt: skip
+                where = {
+                    "profile": profile,
+                    "server": server,
+                    "deployment": deployment,
+                    "keepalive": setting,
+                    "idle_s": row["idle_s"],
+                }
                 condition = tuple(where.items())
                 a = (f"{deployment} idle {row['idle_s']:g} s", figures(row))
                 b = (f"{deployment} idle {shortest['idle_s']:g} s", figures(shortest))
@@ -109,8 +130,13 @@ def judged(sweeps: pd.DataFrame, margins: dict[str, float]) -> list[tuple[dict, 
             for _, row in by_setting[RAISED].iterrows():
                 if row["idle_s"] not in default.index:
                     continue
-                where = {"profile": profile, "server": server, "deployment": deployment, "keepalive": RAISED,
-                         "idle_s": row["idle_s"]}  # fmt: skip
+                where = {
+                    "profile": profile,
+                    "server": server,
+                    "deployment": deployment,
+                    "keepalive": RAISED,
+                    "idle_s": row["idle_s"],
+                }
                 a = (f"{deployment} raised keep-alive, idle {row['idle_s']:g} s", figures(row))
                 b = (f"{deployment} own keep-alive, idle {row['idle_s']:g} s", figures(default.loc[row["idle_s"]]))
                 found.append(({**where, "against": DEFAULT}, judge(tuple(where.items()), a, b, margin)))
@@ -178,14 +204,22 @@ def answers(t: dict[str, pd.DataFrame], verdicts: pd.DataFrame, records: list[di
             closes = bool((raised[raised["idle_s"].isin(window)]["outcome"] == LOWER).all())
         costs = t["costs"][(t["costs"]["server"] == mine["server"]) & (t["costs"]["deployment"] == mine["deployment"])]
         starved = costs[costs["fresh"] == "starved"]
-        rows.append({
-            **mine, "keepalive_s": deployed["keepalive_s"], "keepalive_setting": settings.get(mine["server"]),
-            "race_window_s": " ".join(f"{idle:g}" for idle in window), "safe_idle_timeout_s": safe,
-            "closed_first_s": closed_first, "never_kept": never_kept,
-            "raised_keepalive_s": float(raised_s.iloc[0]) if len(raised_s) else None,
-            "raised_closes_window": closes, "starved_beside": int(starved["held"].min()) if len(starved) else None,
-            "status": deployed["status"], "reason": deployed["reason"],
-        })  # fmt: skip
+        rows.append(
+            {
+                **mine,
+                "keepalive_s": deployed["keepalive_s"],
+                "keepalive_setting": settings.get(mine["server"]),
+                "race_window_s": " ".join(f"{idle:g}" for idle in window),
+                "safe_idle_timeout_s": safe,
+                "closed_first_s": closed_first,
+                "never_kept": never_kept,
+                "raised_keepalive_s": float(raised_s.iloc[0]) if len(raised_s) else None,
+                "raised_closes_window": closes,
+                "starved_beside": int(starved["held"].min()) if len(starved) else None,
+                "status": deployed["status"],
+                "reason": deployed["reason"],
+            }
+        )
     return _front_removes_race(pd.DataFrame(rows, columns=ANSWER_COLUMNS))
 
 

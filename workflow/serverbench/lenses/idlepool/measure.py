@@ -102,7 +102,7 @@ class Sweeping:
                 "keepalive_s": keepalive_s,
                 "status": ending.status,
                 "reason": ending.reason,
-            }  # fmt: skip
+            }
         )
 
 

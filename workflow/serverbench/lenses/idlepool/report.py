@@ -14,8 +14,16 @@ from serverbench.lens import Link, Medium, Paragraph, Section, Sentences, Table
 
 TITLE = "Which balancer idle timeout is safe for this server?"
 ANSWERS_CSV = "idle_pool_answers.csv"
-COLUMNS = ("server", "deployment", "keep-alive", "race window", "safe balancer idle timeout", "raised keep-alive",
-           "front removes the race", "idle connections that starve a fresh client")  # fmt: skip
+COLUMNS = (
+    "server",
+    "deployment",
+    "keep-alive",
+    "race window",
+    "safe balancer idle timeout",
+    "raised keep-alive",
+    "front removes the race",
+    "idle connections that starve a fresh client",
+)
 
 
 def _seconds(value) -> str:
@@ -104,8 +112,16 @@ def _row(row: pd.Series) -> tuple[str, ...]:
     front = "–" if removes is None else ("yes" if removes else "no")
     starved = "–" if pd.isna(row["starved_beside"]) else str(int(row["starved_beside"]))
     window = _window(row) or ("none" if row["status"] == "ok" else f"not swept: {row['reason']}")
-    return (row["server"], row["deployment"], _seconds(row["keepalive_s"]), window,
-            _seconds(row["safe_idle_timeout_s"]), raised, front, starved)  # fmt: skip
+    return (
+        row["server"],
+        row["deployment"],
+        _seconds(row["keepalive_s"]),
+        window,
+        _seconds(row["safe_idle_timeout_s"]),
+        raised,
+        front,
+        starved,
+    )
 
 
 def idle_pool_section(answers_csv, table_csv=None) -> Section | None:

@@ -55,9 +55,11 @@ def figures_of(condition: dict, client: str, multiple: float) -> list[float]:
     return [
         stretch["goodput_rps"] / capacity
         for stretch in condition["stretches"]
-        if capacity and stretch["phase"] == Phase.STEADY and stretch["client"] == client
+        if capacity
+        and stretch["phase"] == Phase.STEADY
+        and stretch["client"] == client
         and stretch["multiple"] == multiple
-    ]  # fmt: skip
+    ]
 
 
 def offered_figures(result: dict) -> list[float]:

@@ -196,17 +196,44 @@ def hang_block(hang_csv) -> tuple:
     table = pd.read_csv(hang_csv) if hang_csv else pd.DataFrame()
     if table.empty:
         return ()
-    columns = ["server", "timeout", "timeout (s)", "hung", "what their clients got", "after (s, median)",
-               "ended by the server", "rest's goodput lost"]  # fmt: skip
+    columns = [
+        "server",
+        "timeout",
+        "timeout (s)",
+        "hung",
+        "what their clients got",
+        "after (s, median)",
+        "ended by the server",
+        "rest's goodput lost",
+    ]
     rows = []
     for _, row in table.iterrows():
         if row["status"] != Status.OK:
-            rows.append([row["server"], row["timeout"], _cell(row["timeout_s"], "{:g}"), "",
-                         f"{row['status']}: {row['reason']}", "", "", ""])  # fmt: skip
+            rows.append(
+                [
+                    row["server"],
+                    row["timeout"],
+                    _cell(row["timeout_s"], "{:g}"),
+                    "",
+                    f"{row['status']}: {row['reason']}",
+                    "",
+                    "",
+                    "",
+                ]
+            )
             continue
-        rows.append([row["server"], row["timeout"], _cell(row["timeout_s"], "{:g}") or "none", f"{row['hung']:.0f}",
-                     _cell(row["hung_outcomes"]), _cell(row["hung_ended_s"]), f"{row['freed']:.0f}",
-                     _cell(row["rest_lost"], "{:.2f}")])  # fmt: skip
+        rows.append(
+            [
+                row["server"],
+                row["timeout"],
+                _cell(row["timeout_s"], "{:g}") or "none",
+                f"{row['hung']:.0f}",
+                _cell(row["hung_outcomes"]),
+                _cell(row["hung_ended_s"]),
+                f"{row['freed']:.0f}",
+                _cell(row["rest_lost"], "{:.2f}"),
+            ]
+        )
     return (Paragraph(HANG_LEAD), Table(columns, rows, classes="sortable overload-hang", labelled=True))
 
 

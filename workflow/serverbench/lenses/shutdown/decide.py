@@ -88,9 +88,12 @@ def pairs_of(kinds: dict[tuple[str, float], list[float]]) -> list[tuple[tuple, t
 HANDOVER_PAIRS = (
     ((Placement.FRONTED, Handover.NONE), ALONE, ShutdownKind.FRONTED_STOP),
     ((Placement.BARE, Handover.REUSE_PORT), ALONE, ShutdownKind.REPLACEMENT),
-    ((Placement.FRONTED, Handover.UPSTREAM_RETRY), (Placement.FRONTED, Handover.UPSTREAM_NO_RETRY),
-     ShutdownKind.UPSTREAM_RETRY),
-)  # fmt: skip
+    (
+        (Placement.FRONTED, Handover.UPSTREAM_RETRY),
+        (Placement.FRONTED, Handover.UPSTREAM_NO_RETRY),
+        ShutdownKind.UPSTREAM_RETRY,
+    ),
+)
 
 
 def handover_pairs(kinds: dict[tuple, list[float]]) -> list[tuple[tuple, tuple, ShutdownKind]]:

@@ -125,15 +125,20 @@ def rounds_of(config, profile, server, workload, plan, log_path, before_signal) 
     first = How.GRACEFUL if declared.graceful is not None else How.FAST
     stops = []
     for round_number in range(1, plan.rounds + 1):
-        plain = [(how, delay, Placement.BARE, Handover.NONE) for how, delay in
-                 planned_stops(plan, declared.graceful is not None, bool(declared.control))]  # fmt: skip
+        plain = [
+            (how, delay, Placement.BARE, Handover.NONE)
+            for how, delay in planned_stops(plan, declared.graceful is not None, bool(declared.control))
+        ]
         ways = [(first, float(plan.handover_delay_s), *way) for way in planned_handovers(plan)]
         for how, delay, placement, handover in plain + ways:
             why = unable(config, server, placement, handover)
             if why is not None:  # said once, in the first round
                 if round_number == 1:
-                    stops.append(Stop(round_number, str(how), None, delay, Status.NOT_MEASURED, why,
-                                      str(placement), str(handover)))  # fmt: skip
+                    stops.append(
+                        Stop(
+                            round_number, str(how), None, delay, Status.NOT_MEASURED, why, str(placement), str(handover)
+                        )
+                    )
                 continue
             which = (how, delay, round_number, placement, handover)
             stops.append(one_stop(config, profile, server, workload, which, log_path, before_signal))
@@ -149,8 +154,10 @@ def one_stop(
     handover); always end it, and the second instance of a replacement."""
     how, delay, round_number, placement, handover = which
     with log_path.open("a") as log:
-        log.write(f"serverbench: round {round_number}, {how} stop, {delay:g} s still routed, {placement}, "
-                  f"handed over: {handover}\n")  # fmt: skip
+        log.write(
+            f"serverbench: round {round_number}, {how} stop, {delay:g} s still routed, {placement}, "
+            f"handed over: {handover}\n"
+        )
     found: list[Stop] = []
     name = replacing.deployment_of(config, server) if placement is Placement.FRONTED else server
     session = ServerSession(
@@ -167,8 +174,9 @@ def one_stop(
         second = replacing.Second(launch, handover) if handover is not Handover.NONE else None
         stopped = Stopped(server_entry(config, server).stop, placement, handover, second)
         try:
-            found.append(stop_under_load(launch, profile.settings(PROFILE_KEY), how, delay, round_number, before,
-                                         stopped))  # fmt: skip
+            found.append(
+                stop_under_load(launch, profile.settings(PROFILE_KEY), how, delay, round_number, before, stopped)
+            )
         finally:
             if second is not None:
                 second.stop()

@@ -243,9 +243,20 @@ def stop_under_load(
         done = [one for load in loads for one in load.join()]
         watcher.stop()
     return _stop_record(
-        launch, plan, (how, delay_s, round_number), stopped, done, watcher, origin, name, signal_s, problem, gone,
-        open_loop, long,
-    )  # fmt: skip
+        launch,
+        plan,
+        (how, delay_s, round_number),
+        stopped,
+        done,
+        watcher,
+        origin,
+        name,
+        signal_s,
+        problem,
+        gone,
+        open_loop,
+        long,
+    )
 
 
 def _run_load(launch: Launch, plan: ShutdownSettings, loads: list, loaded_at: float, watcher: Watcher, long):
