@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from serverbench.lens import Link, Medium, Paragraph, Section, Sentences, Table
+from serverbench.record.vocabulary import Status
 
 TITLE = "Which balancer idle timeout is safe for this server?"
 ANSWERS_CSV = "idle_pool_answers.csv"
@@ -73,7 +74,7 @@ def _raised(row: pd.Series) -> str:
 def _behind(row: pd.Series) -> str:
     """One deployment behind a front: whether the front removes the race."""
     front = front_of(row["deployment"])
-    if row["status"] != "ok":
+    if row["status"] != Status.OK:
         return f"behind {front} not swept ({row['reason']})"
     removes = _yes(row["front_removes_race"])
     if removes is True:
@@ -90,7 +91,7 @@ def answer(rows: pd.DataFrame) -> str:
     bare = rows[rows["deployment"] == rows["server"]]
     fronted = rows[rows["deployment"] != rows["server"]]
     server = rows["server"].iloc[0]
-    if bare.empty or bare.iloc[0]["status"] != "ok":
+    if bare.empty or bare.iloc[0]["status"] != Status.OK:
         why = bare.iloc[0]["reason"] if len(bare) else "its bare deployment has no row"
         return f"{server}: not swept ({why})."
     own = bare.iloc[0]
@@ -111,7 +112,7 @@ def _row(row: pd.Series) -> tuple[str, ...]:
     removes = _yes(row["front_removes_race"])
     front = "–" if removes is None else ("yes" if removes else "no")
     starved = "–" if pd.isna(row["starved_beside"]) else str(int(row["starved_beside"]))
-    window = _window(row) or ("none" if row["status"] == "ok" else f"not swept: {row['reason']}")
+    window = _window(row) or ("none" if row["status"] == Status.OK else f"not swept: {row['reason']}")
     return (
         row["server"],
         row["deployment"],

@@ -13,7 +13,7 @@ import pandas as pd
 from serverbench.lens import Link, Medium, Paragraph, Section, Sentences, Table
 from serverbench.lenses.overload.table import MET_COLUMNS
 from serverbench.lenses.overload.words import NEVER_RECOVERED, GoodputClass, Met, OverloadKind, OverloadOutcome
-from serverbench.record.vocabulary import Status
+from serverbench.record.vocabulary import Outcome, Status
 
 TITLE = "Past capacity: does it fall over?"
 PAGE_LEAD = (
@@ -159,7 +159,7 @@ def recovery_sentences(verdicts: pd.DataFrame) -> list[str]:
 
 
 def backlog_sentence(row: pd.Series) -> str:
-    if row["outcome"] == "undetermined":
+    if row["outcome"] == Outcome.UNDETERMINED:
         why = row["why"] if isinstance(row["why"], str) else ""
         return f"{row['a']} against {row['b']}: goodput at 2× capacity undetermined ({why})."
     figure = f"{row['estimate']:+.2f} [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}] of capacity"
