@@ -3,8 +3,10 @@ first answer it prints (the work lens's, results/work_counted.txt), with the ins
 the whole run's end beside it. Recorded in docs/data/first-answer.csv (the README's "first
 answer" figure; issue 97 asks for it within 15 minutes on a fresh machine).
 
-    .venv/bin/python benchmarks/first_answer.py              # prints the row
-    .venv/bin/python benchmarks/first_answer.py --write      # and appends it to the CSV
+    python3 benchmarks/first_answer.py              # prints the row
+    python3 benchmarks/first_answer.py --write      # and appends it to the CSV
+
+It needs only Python's standard library, so it runs on a fresh machine before any venv exists.
 
 The clone is made beside this checkout (so ../shared/vendor gives it Unit's source, as the
 README's set-up does); its venv and results are its own. On a machine where the install has
@@ -21,8 +23,6 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from reproducibility import head_commit
-
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "docs" / "data" / "first-answer.csv"
 FIELDS = ("date", "commit", "cpu", "machine", "install_min", "first_answer_min", "run_end_min", "exit")
@@ -30,6 +30,12 @@ FIELDS = ("date", "commit", "cpu", "machine", "install_min", "first_answer_min",
 WORKFLOW_STARTED = "Building DAG of jobs"
 # What the work lens's rule prints as it writes results/work_counted.txt.
 FIRST_ANSWER = "the work lens has answered"
+
+
+def head_commit() -> str:
+    """The checkout's commit (short), which the row names."""
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    return done.stdout.strip()
 
 
 def cpu_model() -> str:
