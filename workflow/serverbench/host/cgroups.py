@@ -393,40 +393,5 @@ class HarnessPlacement:
         self.cpu_s = (ended.ru_utime + ended.ru_stime) - (self._started.ru_utime + self._started.ru_stime)
         os.sched_setaffinity(0, self._before)
 
-    def cpu_quota_read(self) -> float | None:
-        """The CPU quota the kernel holds for the group, read back (CPUs' worth of time per
-        period: cpu.max, or cpu.cfs_quota_us over cpu.cfs_period_us); None: no quota or no group."""
-        for group in self.groups:
-            try:
-                if (group / "cpu.max").exists():
-                    quota, period = (group / "cpu.max").read_text().split()
-                elif (group / "cpu.cfs_quota_us").exists():
-                    quota = (group / "cpu.cfs_quota_us").read_text().strip()
-                    period = (group / "cpu.cfs_period_us").read_text().strip()
-                else:
-                    continue
-            except (OSError, ValueError):
-                return None
-            return None if quota in ("max", "-1") else int(quota) / int(period)
-        return None
-
-    def throttling(self) -> CpuThrottling | None:
-        """The group's CFS periods and throttling so far (cpu.stat of the cpu controller)."""
-        for group in self.groups:
-            try:
-                lines = (group / "cpu.stat").read_text().splitlines()
-            except OSError:
-                continue
-            values = dict(line.split(" ", 1) for line in lines if " " in line)
-            if "nr_throttled" not in values:
-                continue  # v2's cpu.stat without the cpu controller: usage only
-            # v2 counts throttled time in µs (throttled_usec), v1 in ns (throttled_time).
-            if "throttled_usec" in values:
-                throttled_s = int(values["throttled_usec"]) / 1e6
-            else:
-                throttled_s = int(values.get("throttled_time", 0)) / 1e9
-            return CpuThrottling(int(values["nr_periods"]), int(values["nr_throttled"]), throttled_s)
-        return None
-
     def describe(self) -> dict:
         return {"cpus": self.cpus, "cpu_s": None if self.cpu_s is None else round(self.cpu_s, 4)}
